@@ -1,0 +1,161 @@
+// Starts and stops a private redis-server for the local stack, tests and benchmarks.
+import { type ChildProcess, spawn } from "node:child_process";
+import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+import { RespConnection } from "./resp";
+
+/** Thrown when there is no redis-server binary to start; its message says how to install one. */
+export class RedisNotInstalledError extends Error {
+  constructor() {
+    super(
+      [
+        "redis-server was not found on PATH; the local stack needs it.",
+        "Install it with one of:",
+        "  Debian/Ubuntu:  sudo apt-get update && sudo apt-get install -y redis-server",
+        "  macOS:          brew install redis",
+        "or set REDIS_SERVER_BIN to the path of a redis-server binary.",
+      ].join("\n"),
+    );
+    this.name = "RedisNotInstalledError";
+  }
+}
+
+export type RedisServerOptions = {
+  /** Port to listen on. @default a free port */
+  port?: number;
+  /** Data directory (created if missing). @default a fresh temporary directory, removed on stop */
+  dir?: string;
+  /** Turn the append-only file on (durable dev data) or off (tests). @default false */
+  appendOnly?: boolean;
+  /** `appendfsync` policy when `appendOnly` is on. @default "everysec" */
+  appendFsync?: "always" | "everysec" | "no";
+  /** Number of logical databases. @default 16 */
+  databases?: number;
+  /** How long to wait for the server to answer PING. @default 10000 */
+  startTimeoutMs?: number;
+};
+
+export type RedisServer = {
+  port: number;
+  dir: string;
+  /** The child process, for fault-injection tests that want to kill it. */
+  process: ChildProcess;
+  /** Stops the server (SIGTERM, then SIGKILL after a grace period) and waits for it to exit. */
+  stop(): Promise<void>;
+};
+
+/** Finds the redis-server binary: REDIS_SERVER_BIN, else the first one on PATH. */
+export function findRedisServer(): string {
+  const explicit = process.env.REDIS_SERVER_BIN;
+  const candidates = explicit
+    ? [explicit]
+    : (process.env.PATH ?? "")
+        .split(delimiter)
+        .filter(Boolean)
+        .map((dir) => join(dir, "redis-server"));
+  if (!explicit) candidates.push("/usr/sbin/redis-server", "/usr/bin/redis-server");
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here; try the next one
+    }
+  }
+  throw new RedisNotInstalledError();
+}
+
+/** Asks the OS for a port nobody listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts redis-server and resolves once it answers PING. */
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const bin = findRedisServer();
+  const port = options.port ?? (await freePort());
+  const temporary = options.dir === undefined;
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), "delayq-redis-"));
+  mkdirSync(dir, { recursive: true });
+  const args = [
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    dir,
+    "--daemonize",
+    "no",
+    "--protected-mode",
+    "no",
+    "--save",
+    "",
+    "--databases",
+    String(options.databases ?? 16),
+    "--appendonly",
+    options.appendOnly ? "yes" : "no",
+    "--appendfsync",
+    options.appendFsync ?? "everysec",
+    "--loglevel",
+    "warning",
+    "--logfile",
+    "",
+  ];
+  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+  // redis-server logs to stdout; keep the tail to explain a failed start.
+  let stderr = "";
+  const keep = (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+
+  const stop = async () => {
+    process.off("exit", killOnExit);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+      await exited;
+      clearTimeout(timer);
+    }
+    if (temporary) rmSync(dir, { recursive: true, force: true });
+  };
+
+  const deadline = Date.now() + (options.startTimeoutMs ?? 10_000);
+  for (;;) {
+    if (child.exitCode !== null) {
+      await stop();
+      throw new Error(`redis-server exited at start (code ${child.exitCode}): ${stderr.trim()}`);
+    }
+    try {
+      // Ask for the pid: a PING alone could be answered by another server on the same port.
+      const connection = await RespConnection.open(port);
+      const reply = await connection.call("INFO", "server");
+      connection.close();
+      const pid = reply.type === "bulk" ? /process_id:(\d+)/.exec(String(reply.value))?.[1] : "";
+      if (pid === String(child.pid)) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`redis-server did not answer on port ${port} in time: ${stderr.trim()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return { port, dir, process: child, stop };
+}
