@@ -1,0 +1,63 @@
+// Typed errors with stable codes: the same cause gives the same code, status and message shape.
+import type { z } from "zod";
+
+/** Every error code delayq answers with, and the HTTP status that goes with it. */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  job_not_found: 404,
+  method_not_allowed: 405,
+  job_exists: 409,
+  job_reserved: 409,
+  not_reserved: 409,
+  stale_receipt: 409,
+  payload_too_large: 413,
+  internal_error: 500,
+  redis_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** The base of every error delayq raises on purpose. `status` is the HTTP status for the code. */
+export class DelayqError extends Error {
+  readonly code: ErrorCode;
+  readonly status: (typeof ERROR_STATUS)[ErrorCode];
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "DelayqError";
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+  }
+
+  toJSON(): { code: ErrorCode; message: string } {
+    return { code: this.code, message: this.message };
+  }
+}
+
+/** Turns a zod failure into one `invalid_request` whose message names each bad field. */
+export function invalidRequest(error: z.ZodError, what = "request"): DelayqError {
+  const problems = error.issues.slice(0, 5).map((issue) => {
+    const path = issue.path.map(String).join(".");
+    const field =
+      issue.code === "unrecognized_keys"
+        ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}${path ? ` in ${path}` : ""}`
+        : path || what;
+    return issue.code === "unrecognized_keys" ? field : `${field}: ${issue.message}`;
+  });
+  const more = error.issues.length > 5 ? ` (and ${error.issues.length - 5} more)` : "";
+  return new DelayqError("invalid_request", `Invalid ${what}: ${problems.join("; ")}${more}`);
+}
+
+/** Parses with a zod schema, throwing `invalid_request` with a message naming the field. */
+export function parseInput<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+  what?: string,
+): z.output<S> {
+  const result = schema.safeParse(input);
+  if (!result.success) throw invalidRequest(result.error, what);
+  return result.data;
+}

@@ -1,0 +1,182 @@
+// zod schemas for jobs, topic config and every operation's input; the types derive from them.
+import { z } from "zod";
+
+/** One year: the longest delay, like QStash's paid plans. */
+export const MAX_DELAY_SECONDS = 365 * 24 * 3600;
+/** The longest time-to-run: one day. */
+export const MAX_TTR_SECONDS = 24 * 3600;
+export const MAX_ATTEMPTS = 1000;
+export const MAX_BATCH = 1000;
+export const MAX_POP = 100;
+/** Jobs one kick, list page or dead-letter purge handles in one script call. */
+export const MAX_PAGE = 1000;
+/**
+ * Largest unix-ms timestamp accepted (year 5138): 14 digits, so that Lua's number formatting
+ * (%.14g, in cjson and in command arguments) keeps every millisecond exact.
+ */
+export const MAX_TIMESTAMP = 99_999_999_999_999;
+
+/**
+ * Named retry schedules, in seconds. Each is the list of waits between attempts; past its end the
+ * last step repeats until `maxAttempts` or `deadline` stops the job.
+ */
+export const BACKOFF_SCHEDULES = {
+  /** WeChat Pay's advice for back-end order polling. */
+  wechatpay: [5, 30, 60, 180, 300, 600, 1800],
+  /** Alipay's notification resend cadence. */
+  alipay: [240, 600, 600, 3600, 7200, 21600, 54000],
+  /** A Youzan-style queue's retry array, modelled on Alipay. */
+  youzan: [0, 0, 120, 600, 600, 3600, 7200, 21600, 54000],
+} as const;
+
+export type ScheduleName = keyof typeof BACKOFF_SCHEDULES;
+
+export const TopicName = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,100}$/, "must be 1-100 characters of A-Z a-z 0-9 _ . : -");
+export const JobId = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:@~+=-]{1,128}$/, "must be 1-128 characters of A-Z a-z 0-9 _ . : @ ~ + = -");
+export const Receipt = z.string().min(1).max(100);
+
+/** Seconds, fractions allowed (rounded to the millisecond). */
+export const Seconds = z.number().min(0).max(MAX_DELAY_SECONDS);
+export const Ttr = z.number().int().min(1).max(MAX_TTR_SECONDS);
+export const Attempts = z.number().int().min(1).max(MAX_ATTEMPTS);
+
+/** Unix milliseconds, or an ISO-8601 date-time with a zone; parsed to unix ms. */
+export const Timestamp = z.union([
+  z.number().int().min(0).max(MAX_TIMESTAMP),
+  z.iso
+    .datetime({ offset: true, message: "must be unix milliseconds or an ISO-8601 date-time" })
+    .transform((text) => Date.parse(text)),
+]);
+
+export const ExponentialBackoff = z.strictObject({
+  type: z.literal("exponential"),
+  /** The first wait, in seconds. */
+  delay: Seconds.refine((s) => s > 0, "must be greater than 0"),
+  /** @default 2 */
+  factor: z.number().min(1).max(10).default(2),
+  /** The longest wait, in seconds. @default one year */
+  max: Seconds.optional(),
+});
+
+/**
+ * How long a job waits after a failed attempt: a fixed number of seconds, a list of steps (the
+ * last repeats), a named schedule, or an exponential policy.
+ */
+export const Backoff = z.union([
+  Seconds,
+  z.array(Seconds).min(1).max(100),
+  z.enum(Object.keys(BACKOFF_SCHEDULES) as [ScheduleName, ...ScheduleName[]]),
+  ExponentialBackoff,
+]);
+export type Backoff = z.output<typeof Backoff>;
+
+export const JobDefaults = z.strictObject({
+  ttr: Ttr.optional(),
+  maxAttempts: Attempts.optional(),
+  backoff: Backoff.optional(),
+});
+export type JobDefaults = z.output<typeof JobDefaults>;
+
+export const TopicConfig = JobDefaults.extend({
+  /** A paused topic hands out nothing; jobs still become due and wait. */
+  paused: z.boolean().optional(),
+});
+export type TopicConfig = z.output<typeof TopicConfig>;
+
+export const AddJobInput = z
+  .strictObject({
+    topic: TopicName,
+    id: JobId.optional(),
+    body: z.json().optional(),
+    delay: Seconds.optional(),
+    runAt: Timestamp.optional(),
+    ttr: Ttr.optional(),
+    maxAttempts: Attempts.optional(),
+    backoff: Backoff.optional(),
+    deadline: Timestamp.optional(),
+    replace: z.boolean().optional(),
+  })
+  .refine((job) => job.delay === undefined || job.runAt === undefined, {
+    message: "give either delay or runAt, not both",
+    path: ["runAt"],
+  });
+export type AddJobInput = z.input<typeof AddJobInput>;
+
+export const PopInput = z.strictObject({
+  count: z.number().int().min(1).max(MAX_POP).default(1),
+});
+
+export const ReceiptInput = z.strictObject({ receipt: Receipt.optional() });
+export const ReleaseInput = z.strictObject({
+  receipt: Receipt.optional(),
+  delay: Seconds.optional(),
+});
+
+export const KickInput = z
+  .strictObject({
+    ids: z.array(JobId).min(1).max(MAX_PAGE).optional(),
+    count: z.number().int().min(1).max(MAX_PAGE).optional(),
+  })
+  .refine((kick) => kick.ids === undefined || kick.count === undefined, {
+    message: "give either ids or count, not both",
+    path: ["count"],
+  });
+
+export const JobState = z.enum(["delayed", "ready", "reserved", "finished", "dead", "deleted"]);
+export type JobState = z.output<typeof JobState>;
+/** The states a topic indexes, and so the ones that can be listed. */
+export const ListableState = z.enum(["delayed", "ready", "reserved", "dead"]);
+export type ListableState = z.output<typeof ListableState>;
+
+export const ListInput = z.strictObject({
+  state: ListableState,
+  cursor: z
+    .string()
+    .regex(/^\d{1,9}$/, "must be a cursor from a previous page")
+    .optional(),
+  limit: z.number().int().min(1).max(MAX_PAGE).default(100),
+});
+
+export const Job = z.object({
+  id: z.string(),
+  topic: z.string(),
+  state: JobState,
+  body: z.json(),
+  /** When the job is (or was) due, unix ms. */
+  dueAt: z.number(),
+  /** Time-to-run, seconds. */
+  ttr: z.number(),
+  /** Reservations so far. */
+  attempts: z.number(),
+  maxAttempts: z.number(),
+  backoff: Backoff.optional(),
+  deadline: z.number().optional(),
+  createdAt: z.number(),
+  /** End of the current reservation, unix ms (reserved jobs only). */
+  reservedUntil: z.number().optional(),
+  /** The current reservation's receipt (reserved and finished jobs). */
+  receipt: z.string().optional(),
+  /** When the job finished, died or was deleted, unix ms. */
+  endedAt: z.number().optional(),
+  /** Why a dead job died. */
+  deadReason: z.enum(["attempts", "deadline", "buried"]).optional(),
+});
+export type Job = z.output<typeof Job>;
+
+export const TopicStats = z.object({
+  topic: z.string(),
+  counts: z.object({
+    delayed: z.number(),
+    ready: z.number(),
+    reserved: z.number(),
+    dead: z.number(),
+  }),
+  /** The earliest due time among waiting jobs, unix ms; absent when none wait. */
+  oldestDueAt: z.number().optional(),
+  config: TopicConfig,
+});
+export type TopicStats = z.output<typeof TopicStats>;

@@ -1,0 +1,66 @@
+// Every Redis key delayq uses, built in one place for TypeScript and for the Lua scripts alike.
+
+/**
+ * The keyspace. All keys share one Redis Cluster hash tag, `{<prefix>}`, so every multi-key
+ * script runs in one slot. Per-topic keys embed the topic; the job record key embeds the id
+ * (ids are unique per deployment, so one id cannot live in two topics).
+ */
+export const KEY_LAYOUT = {
+  /** string: the job record, `<meta JSON>\n<body JSON>`. */
+  job: "j:<id>",
+  /** zset: waiting jobs not yet due, scored by due time (ms): the delay bucket. */
+  delayed: "t:<topic>:delayed",
+  /** zset: jobs consumers may take now, scored by due time (ms): the ready list. */
+  ready: "t:<topic>:ready",
+  /** zset: reserved jobs, scored by the end of their lease (ms). */
+  reserved: "t:<topic>:reserved",
+  /** zset: dead jobs, scored by when they died (ms). */
+  dead: "t:<topic>:dead",
+  /** string: the topic's config as JSON. */
+  config: "t:<topic>:config",
+  /** zset: topics with something timed, scored by the earliest time the scheduler must look. */
+  schedule: "schedule",
+  /** zset: every topic ever used or configured (score 0, listed by name). */
+  topics: "topics",
+} as const;
+
+export type KeyName = keyof typeof KEY_LAYOUT;
+
+/** The key base for a prefix: the prefix as a hash tag, then a colon. */
+export function keyBase(prefix: string): string {
+  if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(prefix)) {
+    throw new Error(`Invalid key prefix "${prefix}": use 1-64 characters of A-Z a-z 0-9 _ . : -`);
+  }
+  return `{${prefix}}:`;
+}
+
+type Builders = {
+  [K in KeyName]: (typeof KEY_LAYOUT)[K] extends `${string}<${string}>${string}`
+    ? (arg: string) => string
+    : string;
+};
+
+/** Key builders for TypeScript (tests, tools). Scripts get the same shapes from `LUA_KEYS`. */
+export function keys(prefix: string): Builders & { base: string } {
+  const base = keyBase(prefix);
+  const built: Record<string, unknown> = { base };
+  for (const [name, layout] of Object.entries(KEY_LAYOUT)) {
+    built[name] = layout.includes("<")
+      ? (arg: string) => base + layout.replace(/<\w+>/, () => arg)
+      : base + layout;
+  }
+  return built as Builders & { base: string };
+}
+
+export type Keys = ReturnType<typeof keys>;
+
+/** Lua: `key.<name>(arg)` for every key, built from KEY_LAYOUT against the base in `P`. */
+export const LUA_KEYS = [
+  "local key = {}",
+  ...Object.entries(KEY_LAYOUT).map(([name, layout]) => {
+    const match = /<(\w+)>/.exec(layout);
+    if (!match) return `key.${name} = P .. "${layout}"`;
+    const [before, after] = layout.split(match[0]) as [string, string];
+    return `key.${name} = function(x) return P .. "${before}" .. x .. "${after}" end`;
+  }),
+].join("\n");

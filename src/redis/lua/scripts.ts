@@ -1,0 +1,380 @@
+// One Lua script per state transition. Each header gives its arguments, returns and cost.
+// Common arguments (KEYS[1], ARGV[1..3]) and the helpers used below are in lib.ts.
+
+/**
+ * Error codes scripts return; `src/redis/scripts.ts` turns them into typed errors.
+ */
+export const CODE = {
+  ok: 1,
+  replaced: 2,
+  existing: 0,
+  notFound: -1,
+  exists: -2,
+  notReserved: -3,
+  staleReceipt: -4,
+  reserved: -5,
+} as const;
+
+/** Fields per job in the add script's ARGV. */
+export const ADD_FIELDS = 9;
+
+export const ADD = `
+--[[ add: adds jobs (one or a batch), idempotently by id.
+  ARGV[4]   default ttr, ms          ARGV[5] default max attempts
+  ARGV[6]   default backoff, JSON or ""
+  ARGV[7..] ${ADD_FIELDS} values per job: id, topic, due (ms), ttr (ms or ""), max attempts (or ""),
+            backoff (JSON or ""), deadline (ms or ""), replace ("1" or ""), body (JSON text)
+  Unset ttr, max attempts and backoff come from the topic's config, then from the defaults.
+  Returns two values per job, a code and a record:
+     1 created           2 replaced (replace was set and the job was not reserved)
+     0 the id exists in this topic: the stored record, unchanged
+    -2 the id exists in another topic: that record   -5 replace refused, the job is reserved
+  Cost: per job one SET NX (a GET more when the id exists); per topic one GET (config), one
+  ZADD per index written, one ZADD LT to the schedule, one ZADD NX to the topic list (when a job
+  was written).
+]]
+local DEF_TTR, DEF_MAX = tonumber(ARGV[4]), tonumber(ARGV[5])
+local DEF_BACKOFF = nil
+if ARGV[6] ~= "" then DEF_BACKOFF = cjson.decode(ARGV[6]) end
+local out, configs, order, ready, delayed, earliest, used = {}, {}, {}, {}, {}, {}, {}
+
+for i = 7, #ARGV, ${ADD_FIELDS} do
+  local id, topic, due = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local cfg = configs[topic]
+  if not cfg then
+    cfg = config(topic)
+    configs[topic], ready[topic], delayed[topic] = cfg, {}, {}
+    order[#order + 1] = topic
+  end
+  local meta = {
+    i = id, t = topic, s = "waiting", d = due, a = 0, c = NOW, x = tonumber(ARGV[i + 6]),
+    r = tonumber(ARGV[i + 3]) or (cfg.ttr and cfg.ttr * 1000) or DEF_TTR,
+    m = tonumber(ARGV[i + 4]) or cfg.maxAttempts or DEF_MAX,
+  }
+  if ARGV[i + 5] ~= "" then meta.b = cjson.decode(ARGV[i + 5]) else meta.b = cfg.backoff or DEF_BACKOFF end
+  local body = ARGV[i + 8]
+  local raw = cjson.encode(meta) .. "\\n" .. body
+  local code = 1
+  if not rcall("SET", key.job(id), raw, "NX") then
+    local stored = rcall("GET", key.job(id))
+    local old = decode(stored)
+    if old.t ~= topic then
+      code, raw = -2, stored
+    elseif ARGV[i + 7] ~= "1" then
+      code, raw = 0, stored
+    elseif old.s == "reserved" then
+      code, raw = -5, stored
+    else
+      unindex(id, old)
+      code, raw = 2, save(id, meta, body)
+    end
+  end
+  if code > 0 then
+    used[topic] = true
+    local index = delayed[topic]
+    if due <= NOW then index = ready[topic] end
+    index[#index + 1] = due
+    index[#index + 1] = id
+    if due > NOW and (earliest[topic] == nil or due < earliest[topic]) then earliest[topic] = due end
+  end
+  out[#out + 1] = code
+  out[#out + 1] = raw
+end
+
+for _, topic in ipairs(order) do
+  if #ready[topic] > 0 then rcall("ZADD", key.ready(topic), unpack(ready[topic])) end
+  if #delayed[topic] > 0 then
+    rcall("ZADD", key.delayed(topic), unpack(delayed[topic]))
+    rcall("ZADD", key.schedule, "LT", earliest[topic], topic)
+  end
+  if used[topic] then rcall("ZADD", key.topics, "NX", 0, topic) end
+end
+return out
+`;
+
+export const POP = `
+--[[ pop: reserves up to count due jobs of a topic, the earliest due first.
+  First takes back the topic's expired reservations (up to 100) and promotes its due jobs (up to
+  1000), so pull consumers never wait for a scheduler tick.
+  ARGV[4] topic   ARGV[5] count (1-100)   ARGV[6] receipt nonce, unique per call
+  Each reservation counts an attempt, leases the job until now + ttr and gets the receipt
+  "<nonce>.<n>". A job whose deadline has passed dies instead of being handed out.
+  Returns the reserved jobs' records; nothing when the topic is paused.
+  Cost: GET (config), ZRANGE (reserved), ZRANGE (delayed; ZREM + ZADD when some are due),
+  ZPOPMIN, per job GET + SET, then one ZADD (reserved) and one ZADD LT (schedule).
+]]
+local topic, count, nonce = ARGV[4], tonumber(ARGV[5]), ARGV[6]
+if config(topic).paused then return {} end
+expire(topic, 100)
+promote(topic, 1000)
+local popped = rcall("ZPOPMIN", key.ready(topic), count)
+local out, leases, first = {}, {}, nil
+for i = 1, #popped, 2 do
+  local id = popped[i]
+  local meta, body = load(id)
+  if meta and meta.s == "waiting" then
+    if meta.x and NOW > meta.x then
+      kill(id, meta, body, "deadline")
+    else
+      meta.s, meta.a, meta.u = "reserved", meta.a + 1, NOW + meta.r
+      meta.k = nonce .. "." .. #out
+      out[#out + 1] = save(id, meta, body)
+      leases[#leases + 1] = meta.u
+      leases[#leases + 1] = id
+      if first == nil or meta.u < first then first = meta.u end
+    end
+  end
+end
+if first then
+  rcall("ZADD", key.reserved(topic), unpack(leases))
+  rcall("ZADD", key.schedule, "LT", first, topic)
+end
+return out
+`;
+
+export const FINISH = `
+--[[ finish: a reserved job is done. Its record is kept RETENTION ms for status queries and
+  duplicate adds. Finishing it again with its receipt (or none) answers the same, so a client may
+  retry a finish whose answer it lost.
+  ARGV[4] id   ARGV[5] receipt, or "" for whoever holds it
+  Returns {1, "finished"}, or {error code, current state}.
+  Cost: GET, ZREM, SET.
+]]
+local id, receipt = ARGV[4], ARGV[5]
+local meta, body, code = held(id, receipt)
+if code == -3 and meta.s == "finished" and (receipt == "" or receipt == meta.k) then
+  return {1, "finished"}
+end
+if code ~= 0 then return {code, meta and stateOf(meta) or ""} end
+rcall("ZREM", key.reserved(meta.t), id)
+meta.s, meta.e, meta.u = "finished", NOW, nil
+save(id, meta, body)
+return {1, "finished"}
+`;
+
+export const TOUCH = `
+--[[ touch: extends a reservation: its lease now ends ttr from now.
+  ARGV[4] id   ARGV[5] receipt or ""
+  Returns {1, record}, or {error code, current state}.
+  Cost: GET, ZADD, SET. (The schedule keeps its earlier time: a lower bound stays valid.)
+]]
+local id, receipt = ARGV[4], ARGV[5]
+local meta, body, code = held(id, receipt)
+if code ~= 0 then return {code, meta and stateOf(meta) or ""} end
+meta.u = NOW + meta.r
+rcall("ZADD", key.reserved(meta.t), meta.u, id)
+return {1, save(id, meta, body)}
+`;
+
+export const RELEASE = `
+--[[ release: gives a reserved job back. It waits \`delay\` (default: its backoff step), or dies
+  when its attempts are used up or the wait would end after its deadline.
+  ARGV[4] id   ARGV[5] receipt or ""   ARGV[6] delay, ms, or "" for the backoff step
+  Returns {1, record}, or {error code, current state}.
+  Cost: GET, ZREM, SET, and ZADD (+ ZADD LT to the schedule when delayed).
+]]
+local id, receipt = ARGV[4], ARGV[5]
+local meta, body, code = held(id, receipt)
+if code ~= 0 then return {code, meta and stateOf(meta) or ""} end
+rcall("ZREM", key.reserved(meta.t), id)
+return {1, retry(id, meta, body, tonumber(ARGV[6]))}
+`;
+
+export const BURY = `
+--[[ bury: moves a reserved job to its topic's dead letter.
+  ARGV[4] id   ARGV[5] receipt or ""
+  Returns {1, record}, or {error code, current state}.
+  Cost: GET, ZREM, ZADD, SET.
+]]
+local id, receipt = ARGV[4], ARGV[5]
+local meta, body, code = held(id, receipt)
+if code ~= 0 then return {code, meta and stateOf(meta) or ""} end
+rcall("ZREM", key.reserved(meta.t), id)
+return {1, kill(id, meta, body, "buried")}
+`;
+
+export const DELETE = `
+--[[ delete: removes a job in any state; it is never handed out afterwards. The record is kept
+  RETENTION ms as "deleted", so status queries and duplicate adds still see it. Deleting a
+  deleted job answers the same.
+  ARGV[4] id
+  Returns {1, "deleted"} or {-1, ""}.
+  Cost: GET, ZREM (one per index the job is in), SET.
+]]
+local id = ARGV[4]
+local meta, body = load(id)
+if not meta then return {-1, ""} end
+if meta.s ~= "deleted" then
+  unindex(id, meta)
+  meta.s, meta.e, meta.u = "deleted", NOW, nil
+  save(id, meta, body)
+end
+return {1, "deleted"}
+`;
+
+/** Picks dead jobs of a topic: by count (oldest first) or by the ids given. */
+const DEAD_SELECTION = `
+local topic, count = ARGV[4], tonumber(ARGV[5])
+local ids = {}
+if count then
+  ids = rcall("ZRANGE", key.dead(topic), 0, count - 1)
+else
+  for i = 6, #ARGV do ids[#ids + 1] = ARGV[i] end
+end
+local done = 0
+`;
+
+export const KICK = `
+--[[ kick: dead jobs of a topic back to its ready list, attempts reset to 0.
+  ARGV[4] topic   ARGV[5] count (oldest first), or "" when ids are given   ARGV[6..] ids (≤ 1000)
+  Ids that are not dead jobs of this topic are skipped. Returns how many were kicked.
+  Cost: ZRANGE (by count), per job GET, ZREM, ZADD, SET.
+]]
+${DEAD_SELECTION}
+for _, id in ipairs(ids) do
+  local meta, body = load(id)
+  if meta and meta.t == topic and meta.s == "dead" then
+    rcall("ZREM", key.dead(topic), id)
+    meta.s, meta.a, meta.d, meta.e, meta.w = "waiting", 0, NOW, nil, nil
+    rcall("ZADD", key.ready(topic), NOW, id)
+    save(id, meta, body)
+    done = done + 1
+  end
+end
+return done
+`;
+
+export const DELETE_DEAD = `
+--[[ deleteDead: deletes dead jobs of a topic (the dead letter's purge).
+  ARGV[4] topic   ARGV[5] count (oldest first), or "" when ids are given   ARGV[6..] ids (≤ 1000)
+  Ids that are not dead jobs of this topic are skipped. Returns how many were deleted.
+  Cost: ZRANGE (by count), per job GET, ZREM, SET.
+]]
+${DEAD_SELECTION}
+for _, id in ipairs(ids) do
+  local meta, body = load(id)
+  if meta and meta.t == topic and meta.s == "dead" then
+    rcall("ZREM", key.dead(topic), id)
+    meta.s, meta.e = "deleted", NOW
+    save(id, meta, body)
+    done = done + 1
+  end
+end
+return done
+`;
+
+export const LIST = `
+--[[ list: one page of a topic's jobs in one state, in index order (due time for delayed and
+  ready, lease end for reserved, time of death for dead). Promotes due jobs first (up to 1000)
+  so that delayed and ready split at now.
+  ARGV[4] topic   ARGV[5] delayed | ready | reserved | dead   ARGV[6] offset   ARGV[7] limit
+  Returns {next offset, or -1 on the last page; then the records}.
+  Cost: promote, ZRANGE, per job GET.
+]]
+local topic, state, offset, limit = ARGV[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+promote(topic, 1000)
+local ids = rcall("ZRANGE", key[state](topic), offset, offset + limit - 1)
+local out = {-1}
+if #ids == limit then out[1] = offset + limit end
+for _, id in ipairs(ids) do
+  local raw = rcall("GET", key.job(id))
+  if raw then out[#out + 1] = raw end
+end
+return out
+`;
+
+const TOPIC_STATS_FN = `
+-- Counts per state in O(log n), the earliest due time (-1: none) and the config JSON ("": none).
+local function stats(topic)
+  local due = rcall("ZCOUNT", key.delayed(topic), "-inf", NOW)
+  local delayed = rcall("ZCARD", key.delayed(topic)) - due
+  local ready = rcall("ZCARD", key.ready(topic)) + due
+  local oldest = -1
+  for _, index in ipairs({key.ready(topic), key.delayed(topic)}) do
+    local first = rcall("ZRANGE", index, 0, 0, "WITHSCORES")
+    if first[2] and (oldest < 0 or tonumber(first[2]) < oldest) then oldest = tonumber(first[2]) end
+  end
+  return {topic, delayed, ready, rcall("ZCARD", key.reserved(topic)),
+    rcall("ZCARD", key.dead(topic)), oldest, rcall("GET", key.config(topic)) or ""}
+end
+local out = {}
+local function report(topic)
+  for _, value in ipairs(stats(topic)) do out[#out + 1] = value end
+end
+`;
+
+export const TOPIC_STATS = `
+--[[ topicStats: counts and config of the topics named.
+  ARGV[4..] topics
+  Returns 7 values per topic: name, delayed, ready, reserved, dead, earliest due (or -1),
+  config JSON (or "").
+  Cost: 9 commands per topic, none of them a scan.
+]]
+${TOPIC_STATS_FN}
+for i = 4, #ARGV do report(ARGV[i]) end
+return out
+`;
+
+export const LIST_TOPICS = `
+--[[ listTopics: a page of topics by name, with their stats.
+  ARGV[4] the last name of the previous page, or ""   ARGV[5] page size
+  Returns what topicStats returns, for each topic of the page.
+  Cost: ZRANGE BYLEX, then 9 commands per topic.
+]]
+${TOPIC_STATS_FN}
+local from = "-"
+if ARGV[4] ~= "" then from = "(" .. ARGV[4] end
+for _, topic in ipairs(rcall("ZRANGE", key.topics, from, "+", "BYLEX", "LIMIT", 0, tonumber(ARGV[5]))) do
+  report(topic)
+end
+return out
+`;
+
+export const CONFIGURE = `
+--[[ configure: sets a topic's config (defaults for new jobs, paused).
+  ARGV[4] topic   ARGV[5] config JSON
+  Returns 1. Cost: SET, ZADD NX.
+]]
+rcall("SET", key.config(ARGV[4]), ARGV[5])
+rcall("ZADD", key.topics, "NX", 0, ARGV[4])
+return 1
+`;
+
+export const TICK = `
+--[[ tick: the scheduler's work for one slice: for each topic whose next event is due, promote
+  its due jobs and take back its expired reservations, then set when to look at it next.
+  ARGV[4] most jobs to move in this call (≤ 1000)   ARGV[5] most topics to visit
+  Returns {promoted, expired, died, topics visited, 1 if more is due now else 0}.
+  Cost when idle: this EVALSHA and one ZRANGE, whatever the number of topics. Per topic
+  visited: promote and expire, two ZRANGEs for the next event and a ZADD or ZREM.
+]]
+local budget, maxTopics = tonumber(ARGV[4]), tonumber(ARGV[5])
+local topics = rcall("ZRANGE", key.schedule, "-inf", NOW, "BYSCORE", "LIMIT", 0, maxTopics)
+if #topics == 0 then return {0, 0, 0, 0, 0} end
+local promoted, expired, died, more = 0, 0, 0, 0
+if #topics == maxTopics then more = 1 end
+for _, topic in ipairs(topics) do
+  if budget <= 0 then
+    more = 1
+    break
+  end
+  local moved = promote(topic, budget)
+  promoted, budget = promoted + moved, budget - moved
+  if budget > 0 then
+    local back, dead = expire(topic, budget)
+    expired, died, budget = expired + back, died + dead, budget - back
+  end
+  local nextAt = nil
+  for _, index in ipairs({key.delayed(topic), key.reserved(topic)}) do
+    local first = rcall("ZRANGE", index, 0, 0, "WITHSCORES")
+    if first[2] and (nextAt == nil or tonumber(first[2]) < nextAt) then nextAt = tonumber(first[2]) end
+  end
+  if nextAt then
+    rcall("ZADD", key.schedule, nextAt, topic)
+    if nextAt <= NOW then more = 1 end
+  else
+    rcall("ZREM", key.schedule, topic)
+  end
+end
+return {promoted, expired, died, #topics, more}
+`;
