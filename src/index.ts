@@ -1,8 +1,6 @@
 // delayq's library entry: the queue, the scheduler tick, and the domain types and errors.
 export { DelayqError, ERROR_STATUS, type ErrorCode } from "./domain/errors";
 export * from "./domain/schemas";
-export { keys } from "./redis/keys";
-export { REDIS_CLIENT_OPTIONS, type RedisClient } from "./redis/scripts";
 export {
   type AddResult,
   type BatchItemResult,
@@ -12,4 +10,6 @@ export {
   type TickSlice,
   type TopicPage,
 } from "./queue";
+export { keys } from "./redis/keys";
+export { REDIS_CLIENT_OPTIONS, type RedisClient } from "./redis/scripts";
 export { type TickOptions, type TickResult, tick } from "./scheduler";

@@ -353,8 +353,9 @@ export class DelayQueue {
       default:
         throw new DelayqError(
           "stale_receipt",
-          `The receipt is not job ${id}'s current reservation: its lease ran out and it was ` +
-            "handed out again. Another consumer holds it now.",
+          `The receipt does not match job ${id}'s current reservation: the reservation it came ` +
+            "from has ended (its lease ran out, and the job went back to the queue or on to " +
+            "another consumer)",
         );
     }
   }

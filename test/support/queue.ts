@@ -27,8 +27,14 @@ export type TestQueue = TestRedis & {
   keys: ReturnType<typeof keys>;
 };
 
-export function testQueue(options: Partial<DelayQueueOptions> = {}): TestQueue {
-  const test = testRedis();
+/**
+ * A queue with its own key prefix. The client has the options the entry points use, unless
+ * `deserializingClient` asks for @upstash/redis's defaults (which JSON-parse every reply).
+ */
+export function testQueue(
+  options: Partial<DelayQueueOptions> & { deserializingClient?: boolean } = {},
+): TestQueue {
+  const test = testRedis({ automaticDeserialization: options.deserializingClient ?? false });
   const clock = testClock();
   const prefix = test.prefix.slice(0, -1);
   const queue = new DelayQueue({ redis: test.redis, prefix, clock: () => clock.now, ...options });

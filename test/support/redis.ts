@@ -17,7 +17,9 @@ export type TestRedis = {
  * A client of the shared bridge with its own token label and key prefix, so that tests never see
  * each other's keys and can read exactly their own request counts.
  */
-export function testRedis(options: { autoPipelining?: boolean } = {}): TestRedis {
+export function testRedis(
+  options: { autoPipelining?: boolean; automaticDeserialization?: boolean } = {},
+): TestRedis {
   const url = inject("bridgeUrl");
   const label = crypto.randomUUID().slice(0, 8);
   const token = `${inject("bridgeToken")}:${label}`;
@@ -25,6 +27,7 @@ export function testRedis(options: { autoPipelining?: boolean } = {}): TestRedis
     url,
     token,
     enableAutoPipelining: options.autoPipelining ?? true,
+    automaticDeserialization: options.automaticDeserialization ?? true,
     enableTelemetry: false,
   });
   return {

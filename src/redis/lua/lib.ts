@@ -155,12 +155,13 @@ local function stateOf(meta)
 end
 
 -- Loads a job the caller must hold. Returns meta, body, 0; or nil-or-meta, body, error code:
--- -1 no such job, -3 not reserved, -4 the receipt is not the current reservation's.
+-- -1 no such job, -4 a receipt was given and is not the job's current (or last) one,
+-- -3 the job is not reserved.
 local function held(id, receipt)
   local meta, body = load(id)
   if not meta then return nil, nil, -1 end
-  if meta.s ~= "reserved" then return meta, body, -3 end
   if receipt ~= "" and receipt ~= meta.k then return meta, body, -4 end
+  if meta.s ~= "reserved" then return meta, body, -3 end
   return meta, body, 0
 end
 `;

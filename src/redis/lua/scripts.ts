@@ -142,7 +142,7 @@ export const FINISH = `
 ]]
 local id, receipt = ARGV[4], ARGV[5]
 local meta, body, code = held(id, receipt)
-if code == -3 and meta.s == "finished" and (receipt == "" or receipt == meta.k) then
+if code == -3 and meta.s == "finished" then
   return {1, "finished"}
 end
 if code ~= 0 then return {code, meta and stateOf(meta) or ""} end

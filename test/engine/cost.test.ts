@@ -1,0 +1,136 @@
+// The cost budgets, as deterministic counts: Redis commands (INFO commandstats, inside Lua too)
+// and REST requests (counted at the bridge).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DelayQueue } from "../../src/queue";
+import { tick } from "../../src/scheduler";
+import { type PrivateStack, startPrivateStack } from "../support/private-stack";
+import { testClock } from "../support/queue";
+
+let stack: PrivateStack;
+beforeAll(async () => {
+  stack = await startPrivateStack();
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+function queueOn(prefix: string) {
+  const clock = testClock();
+  const queue = new DelayQueue({ redis: stack.client(), prefix, clock: () => clock.now });
+  return { queue, clock };
+}
+
+/** Commands and requests spent by `work`. */
+async function cost(work: () => Promise<unknown>) {
+  const commandsBefore = await stack.commands();
+  const requestsBefore = stack.bridge.stats().requests.total;
+  await work();
+  return {
+    commands: (await stack.commands()) - commandsBefore,
+    requests: stack.bridge.stats().requests.total - requestsBefore,
+  };
+}
+
+/** Runs every script once so that NOSCRIPT fallbacks do not count below. */
+async function warmUp(queue: DelayQueue) {
+  await queue.add({ topic: "warm", id: "w1" });
+  await queue.addBatch([{ topic: "warm", id: "w2" }]);
+  await queue.pop("warm", { count: 2 });
+  await queue.touch("w1");
+  await queue.release("w1");
+  await queue.pop("warm");
+  await queue.bury("w1");
+  await queue.kick("warm");
+  await queue.deleteDead("warm");
+  await queue.finish("w2");
+  await queue.delete("w2");
+  await queue.list("warm", { state: "dead" });
+  await queue.topic("warm");
+  await queue.topics();
+  await queue.configure("warm", {});
+  await tick(queue);
+}
+
+describe("one job's life", () => {
+  it("costs at most 8 Redis commands: added by 100, popped by 100, finished one by one", async () => {
+    const { queue, clock } = queueOn("life");
+    await warmUp(queue);
+    const n = 1000;
+    const spent = await cost(async () => {
+      for (let b = 0; b < n / 100; b++) {
+        await queue.addBatch(
+          Array.from({ length: 100 }, (_, i) => ({
+            topic: "orders",
+            id: `o${b * 100 + i}`,
+            body: { order: b * 100 + i, note: "x".repeat(60) },
+            delay: 1,
+          })),
+        );
+      }
+      clock.advance(1000);
+      for (let p = 0; p < n / 100; p++) {
+        const jobs = await queue.pop("orders", { count: 100 });
+        expect(jobs).toHaveLength(100);
+        for (const job of jobs) await queue.finish(job.id, { receipt: job.receipt });
+      }
+    });
+    const perJob = spent.commands / n;
+    expect(perJob).toBeLessThanOrEqual(8);
+    // Floor: SET NX (add), GET + SET (reserve), EVALSHA + GET + ZREM + SET (finish) = 7.
+    expect(perJob).toBeGreaterThanOrEqual(7);
+    // One REST request per operation: 10 batches + 10 pops + 1000 finishes.
+    expect(spent.requests).toBe(10 + 10 + n);
+  });
+});
+
+describe("every operation is one REST request", () => {
+  it("sends exactly one request per call", async () => {
+    const { queue } = queueOn("requests");
+    const one = async (work: () => Promise<unknown>) => {
+      expect((await cost(work)).requests).toBe(1);
+    };
+    await one(() => queue.add({ topic: "t", id: "a" }));
+    await one(() =>
+      queue.addBatch([
+        { topic: "t", id: "b" },
+        { topic: "u", id: "c" },
+      ]),
+    );
+    await one(() => queue.get("a"));
+    await one(() => queue.pop("t", { count: 2 }));
+    await one(() => queue.touch("a"));
+    await one(() => queue.release("a"));
+    await one(() => queue.pop("t"));
+    await one(() => queue.bury("a"));
+    await one(() => queue.list("t", { state: "dead" }));
+    await one(() => queue.kick("t", { ids: ["a"] }));
+    await one(() => queue.finish("b"));
+    await one(() => queue.delete("a"));
+    await one(() => queue.deleteDead("t"));
+    await one(() => queue.configure("t", { ttr: 5 }));
+    await one(() => queue.topic("t"));
+    await one(() => queue.topics());
+    await one(() => queue.tickSlice());
+  });
+});
+
+describe("idle cost", () => {
+  it("an idle tick costs 2 commands whatever the number of topics", async () => {
+    const { queue, clock } = queueOn("idle");
+    await warmUp(queue);
+    await queue.addBatch(
+      Array.from({ length: 300 }, (_, i) => ({ topic: `topic-${i}`, id: `j${i}`, delay: 3600 })),
+    );
+    await tick(queue);
+    clock.advance(1000);
+    expect(await cost(() => tick(queue))).toEqual({ commands: 2, requests: 1 });
+  });
+
+  it("a pop on an empty topic costs a handful of commands and one request", async () => {
+    const { queue } = queueOn("idle-pop");
+    await warmUp(queue);
+    const spent = await cost(() => queue.pop("nothing-here"));
+    expect(spent.requests).toBe(1);
+    expect(spent.commands).toBeLessThanOrEqual(5); // EVALSHA, GET, ZRANGE x2, ZPOPMIN
+  });
+});

@@ -1,0 +1,188 @@
+// The raw keyspace after each transition: what the scripts write, key by key.
+import type { Redis } from "@upstash/redis";
+import { describe, expect, it } from "vitest";
+import { tick } from "../../src/scheduler";
+import { type TestQueue, testQueue } from "../support/queue";
+
+type Snapshot = Record<string, unknown>;
+
+/** Every key under the queue's prefix with its content: records decoded, zsets as [member, score]. */
+async function snapshot(redis: Redis, base: string): Promise<Snapshot> {
+  const out: Snapshot = {};
+  let cursor = "0";
+  do {
+    const [next, found] = await redis.scan(cursor, { match: `${base}*`, count: 1000 });
+    cursor = String(next);
+    for (const key of found.sort()) {
+      const name = key.slice(base.length);
+      const type = await redis.type(key);
+      if (type === "zset") {
+        const flat = await redis.zrange<string[]>(key, 0, -1, { withScores: true });
+        const pairs: [string, number][] = [];
+        for (let i = 0; i < flat.length; i += 2) pairs.push([String(flat[i]), Number(flat[i + 1])]);
+        out[name] = pairs;
+      } else {
+        const raw = String(await redis.get(key));
+        const cut = raw.indexOf("\n");
+        const ttl = await redis.pttl(key);
+        out[name] =
+          cut < 0
+            ? JSON.parse(raw)
+            : { meta: JSON.parse(raw.slice(0, cut)), body: raw.slice(cut + 1), ttl: ttl > 0 };
+      }
+    }
+  } while (cursor !== "0");
+  return out;
+}
+
+const state = (t: TestQueue) => snapshot(t.redis, t.keys.base);
+
+describe("keyspace", () => {
+  it("add writes the record, the delay bucket, the schedule and the topic list", async () => {
+    const t = testQueue();
+    const now = t.clock.now;
+    await t.queue.add({ topic: "q", id: "a", body: { x: "ü" }, delay: 2, deadline: now + 9000 });
+    await t.queue.add({ topic: "q", id: "b", body: 1 });
+    expect(await state(t)).toEqual({
+      "j:a": {
+        meta: {
+          i: "a",
+          t: "q",
+          s: "waiting",
+          d: now + 2000,
+          r: 60000,
+          a: 0,
+          m: 10,
+          c: now,
+          x: now + 9000,
+        },
+        body: '{"x":"ü"}',
+        ttl: false,
+      },
+      "j:b": {
+        meta: { i: "b", t: "q", s: "waiting", d: now, r: 60000, a: 0, m: 10, c: now },
+        body: "1",
+        ttl: false,
+      },
+      "t:q:delayed": [["a", now + 2000]],
+      "t:q:ready": [["b", now]],
+      schedule: [["q", now + 2000]],
+      topics: [["q", 0]],
+    });
+  });
+
+  it("the schedule keeps the earliest time of each topic (ZADD LT)", async () => {
+    const t = testQueue();
+    const now = t.clock.now;
+    await t.queue.add({ topic: "q", id: "late", delay: 50 });
+    await t.queue.add({ topic: "q", id: "early", delay: 5 });
+    await t.queue.add({ topic: "q", id: "middle", delay: 20 });
+    expect((await state(t)).schedule).toEqual([["q", now + 5000]]);
+  });
+
+  it("pop promotes, reserves with a lease and a receipt, and schedules the lease's end", async () => {
+    const t = testQueue();
+    const now = t.clock.now;
+    await t.queue.addBatch([
+      { topic: "q", id: "a", delay: 1, ttr: 30 },
+      { topic: "q", id: "b", delay: 60 },
+    ]);
+    t.clock.advance(1000);
+    const [job] = await t.queue.pop("q");
+    const keys = await state(t);
+    expect(keys["j:a"]).toMatchObject({
+      meta: { s: "reserved", a: 1, u: now + 1000 + 30_000, k: job?.receipt },
+    });
+    expect(keys["t:q:delayed"]).toEqual([["b", now + 60_000]]);
+    expect(keys["t:q:ready"]).toBeUndefined();
+    expect(keys["t:q:reserved"]).toEqual([["a", now + 31_000]]);
+    expect(keys.schedule).toEqual([["q", now + 1000]]); // a lower bound; the tick tightens it
+  });
+
+  it("finish drops the lease and leaves only an expiring record", async () => {
+    const t = testQueue();
+    await t.queue.add({ topic: "q", id: "a" });
+    await t.queue.pop("q");
+    await t.queue.finish("a");
+    const keys = await state(t);
+    expect(keys["j:a"]).toMatchObject({ meta: { s: "finished", e: t.clock.now }, ttl: true });
+    // finish leaves the schedule alone (one command less): its time is a lower bound, and the
+    // tick that comes at the lease's end finds nothing and drops the topic.
+    expect(keys.schedule).toEqual([["q", t.clock.now + 60_000]]);
+    t.clock.advance(60_000);
+    expect(await tick(t.queue)).toMatchObject({ promoted: 0, expired: 0 });
+    expect(Object.keys(await state(t)).sort()).toEqual(["j:a", "topics"]);
+  });
+
+  it("an expired lease goes through backoff into the delay bucket, then dead", async () => {
+    const t = testQueue();
+    const start = t.clock.now;
+    await t.queue.add({ topic: "q", id: "a", ttr: 1, backoff: [7], maxAttempts: 2 });
+    await t.queue.pop("q");
+    t.clock.advance(1000);
+    await tick(t.queue);
+    let keys = await state(t);
+    expect(keys["j:a"]).toMatchObject({ meta: { s: "waiting", a: 1, d: start + 8000 } });
+    expect((keys["j:a"] as { meta: object }).meta).not.toHaveProperty("k");
+    expect(keys["t:q:delayed"]).toEqual([["a", start + 8000]]);
+    expect(keys["t:q:reserved"]).toBeUndefined();
+    expect(keys.schedule).toEqual([["q", start + 8000]]);
+
+    t.clock.set(start + 8000);
+    await t.queue.pop("q");
+    t.clock.advance(1000);
+    await tick(t.queue);
+    keys = await state(t);
+    expect(keys["j:a"]).toMatchObject({ meta: { s: "dead", w: "attempts", e: t.clock.now } });
+    expect(keys["t:q:dead"]).toEqual([["a", t.clock.now]]);
+    expect(keys.schedule).toBeUndefined(); // nothing timed left in the topic
+  });
+
+  it("kick puts a dead job on the ready list with attempts reset", async () => {
+    const t = testQueue();
+    await t.queue.add({ topic: "q", id: "a" });
+    await t.queue.pop("q");
+    await t.queue.bury("a");
+    t.clock.advance(10);
+    await t.queue.kick("q");
+    const keys = await state(t);
+    expect(keys["j:a"]).toMatchObject({ meta: { s: "waiting", a: 0, d: t.clock.now } });
+    expect((keys["j:a"] as { meta: object }).meta).not.toHaveProperty("w");
+    expect(keys["t:q:ready"]).toEqual([["a", t.clock.now]]);
+    expect(keys["t:q:dead"]).toBeUndefined();
+  });
+
+  it("delete removes the job from every index and leaves an expiring record", async () => {
+    const t = testQueue();
+    await t.queue.addBatch([
+      { topic: "q", id: "d", delay: 5 },
+      { topic: "q", id: "r" },
+    ]);
+    await t.queue.delete("d");
+    await t.queue.delete("r");
+    const keys = await state(t);
+    expect(keys["j:d"]).toMatchObject({ meta: { s: "deleted" }, ttl: true });
+    expect(keys["j:r"]).toMatchObject({ meta: { s: "deleted" }, ttl: true });
+    expect(keys["t:q:delayed"]).toBeUndefined();
+    expect(keys["t:q:ready"]).toBeUndefined();
+  });
+
+  it("configure stores the config as JSON and lists the topic", async () => {
+    const t = testQueue();
+    await t.queue.configure("q", { paused: true, backoff: "alipay" });
+    expect(await state(t)).toEqual({
+      "t:q:config": { paused: true, backoff: "alipay" },
+      topics: [["q", 0]],
+    });
+  });
+
+  it("keeps every key of a deployment in one cluster slot", async () => {
+    const t = testQueue();
+    await t.queue.add({ topic: "q", id: "a", delay: 1 });
+    await t.queue.add({ topic: "other", id: "b" });
+    const names = Object.keys(await state(t));
+    expect(names.length).toBeGreaterThan(4);
+    const tag = t.keys.base.slice(0, t.keys.base.indexOf("}") + 1);
+    for (const name of names) expect(`${t.keys.base}${name}`.startsWith(tag)).toBe(true);
+  });
+});

@@ -1,0 +1,53 @@
+// A redis-server and bridge of a test file's own, for counts that other files must not disturb.
+import { Redis } from "@upstash/redis";
+import { type Bridge, startBridge } from "../../dev/bridge";
+import { type RedisServer, startRedisServer } from "../../dev/redis-server";
+import { type Reply, RespConnection } from "../../dev/resp";
+import { REDIS_CLIENT_OPTIONS } from "../../src/redis/scripts";
+
+export type PrivateStack = {
+  server: RedisServer;
+  bridge: Bridge;
+  /** A client of the bridge with the options the entry points use. */
+  client(options?: { autoPipelining?: boolean }): Redis;
+  /** Commands redis-server has executed so far, by name (INFO commandstats), INFO excluded. */
+  commandStats(): Promise<Record<string, number>>;
+  /** Total commands executed so far, INFO excluded. */
+  commands(): Promise<number>;
+  stop(): Promise<void>;
+};
+
+export async function startPrivateStack(): Promise<PrivateStack> {
+  const server = await startRedisServer();
+  const token = "private";
+  const bridge = await startBridge({ redisPort: server.port, tokens: token });
+  const admin = await RespConnection.open(server.port);
+  const commandStats = async () => {
+    const reply: Reply = await admin.call("INFO", "commandstats");
+    const text = reply.type === "bulk" ? String(reply.value) : "";
+    const stats: Record<string, number> = {};
+    for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+      const [, name, calls] = match;
+      if (name && name !== "info") stats[name] = Number(calls);
+    }
+    return stats;
+  };
+  return {
+    server,
+    bridge,
+    client: (options = {}) =>
+      new Redis({
+        url: bridge.url,
+        token,
+        enableAutoPipelining: options.autoPipelining ?? true,
+        ...REDIS_CLIENT_OPTIONS,
+      }),
+    commandStats,
+    commands: async () => Object.values(await commandStats()).reduce((a, b) => a + b, 0),
+    stop: async () => {
+      admin.close();
+      await bridge.close();
+      await server.stop();
+    },
+  };
+}
