@@ -203,6 +203,19 @@ describe("addBatch", () => {
     expect((await stats()).requests.total).toBe(1);
   });
 
+  it("indexes an id added and replaced in one batch once, at its last due time", async () => {
+    // Found by the model test: the id sat in both the ready list and the delay bucket.
+    const { queue, clock } = testQueue();
+    await queue.addBatch([
+      { topic: "t", id: "x", body: 1 },
+      { topic: "t", id: "x", body: 2, delay: 1, replace: true },
+    ]);
+    expect((await queue.topic("t")).counts).toMatchObject({ delayed: 1, ready: 0 });
+    expect(await queue.pop("t")).toEqual([]);
+    clock.advance(1000);
+    expect((await queue.pop("t", { count: 10 })).map((j) => j.body)).toEqual([2]);
+  });
+
   it("refuses an empty or oversized batch", async () => {
     const { queue } = testQueue();
     await expectError(queue.addBatch([]), "invalid_request", /1 to 1000/);

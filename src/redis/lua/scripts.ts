@@ -36,18 +36,20 @@ export const ADD = `
 local DEF_TTR, DEF_MAX = tonumber(ARGV[4]), tonumber(ARGV[5])
 local DEF_BACKOFF = nil
 if ARGV[6] ~= "" then DEF_BACKOFF = cjson.decode(ARGV[6]) end
-local out, configs, order, ready, delayed, earliest, used = {}, {}, {}, {}, {}, {}, {}
+-- Index writes wait until the end, one ZADD per index; \`due[topic][id]\` keeps the last write
+-- for an id, so an id added and then replaced within one batch is indexed once.
+local out, configs, order, ids, due = {}, {}, {}, {}, {}
 
 for i = 7, #ARGV, ${ADD_FIELDS} do
-  local id, topic, due = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local id, topic, dueAt = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local cfg = configs[topic]
   if not cfg then
     cfg = config(topic)
-    configs[topic], ready[topic], delayed[topic] = cfg, {}, {}
+    configs[topic], ids[topic], due[topic] = cfg, {}, {}
     order[#order + 1] = topic
   end
   local meta = {
-    i = id, t = topic, s = "waiting", d = due, a = 0, c = NOW, x = tonumber(ARGV[i + 6]),
+    i = id, t = topic, s = "waiting", d = dueAt, a = 0, c = NOW, x = tonumber(ARGV[i + 6]),
     r = tonumber(ARGV[i + 3]) or (cfg.ttr and cfg.ttr * 1000) or DEF_TTR,
     m = tonumber(ARGV[i + 4]) or cfg.maxAttempts or DEF_MAX,
   }
@@ -70,24 +72,29 @@ for i = 7, #ARGV, ${ADD_FIELDS} do
     end
   end
   if code > 0 then
-    used[topic] = true
-    local index = delayed[topic]
-    if due <= NOW then index = ready[topic] end
-    index[#index + 1] = due
-    index[#index + 1] = id
-    if due > NOW and (earliest[topic] == nil or due < earliest[topic]) then earliest[topic] = due end
+    if due[topic][id] == nil then ids[topic][#ids[topic] + 1] = id end
+    due[topic][id] = dueAt
   end
   out[#out + 1] = code
   out[#out + 1] = raw
 end
 
 for _, topic in ipairs(order) do
-  if #ready[topic] > 0 then rcall("ZADD", key.ready(topic), unpack(ready[topic])) end
-  if #delayed[topic] > 0 then
-    rcall("ZADD", key.delayed(topic), unpack(delayed[topic]))
-    rcall("ZADD", key.schedule, "LT", earliest[topic], topic)
+  local ready, delayed, earliest = {}, {}, nil
+  for _, id in ipairs(ids[topic]) do
+    local at = due[topic][id]
+    local index = delayed
+    if at <= NOW then index = ready end
+    index[#index + 1] = at
+    index[#index + 1] = id
+    if at > NOW and (earliest == nil or at < earliest) then earliest = at end
   end
-  if used[topic] then rcall("ZADD", key.topics, "NX", 0, topic) end
+  if #ready > 0 then rcall("ZADD", key.ready(topic), unpack(ready)) end
+  if #delayed > 0 then
+    rcall("ZADD", key.delayed(topic), unpack(delayed))
+    rcall("ZADD", key.schedule, "LT", earliest, topic)
+  end
+  if #ids[topic] > 0 then rcall("ZADD", key.topics, "NX", 0, topic) end
 end
 return out
 `;
