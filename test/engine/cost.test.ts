@@ -1,14 +1,14 @@
 // The cost budgets, as deterministic counts: Redis commands (INFO commandstats, inside Lua too)
 // and REST requests (counted at the bridge).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type CountedStack, startCountedStack } from "../../dev/counted-stack";
 import { DelayQueue } from "../../src/queue";
 import { tick } from "../../src/scheduler";
-import { type PrivateStack, startPrivateStack } from "../support/private-stack";
 import { testClock } from "../support/queue";
 
-let stack: PrivateStack;
+let stack: CountedStack;
 beforeAll(async () => {
-  stack = await startPrivateStack();
+  stack = await startCountedStack();
 });
 afterAll(async () => {
   await stack?.stop();

@@ -16,7 +16,7 @@ type ModelJob = {
   ttr: number;
   attempts: number;
   max: number;
-  backoff: number[];
+  backoff: readonly number[];
   deadline?: number;
   receipt?: string;
   until?: number;
@@ -102,7 +102,7 @@ type AddSpec = {
   delayMs: number;
   ttr: number;
   max: number;
-  backoff: number[];
+  backoff: readonly number[];
   deadlineIn: number | undefined;
   replace: boolean;
 };
@@ -115,7 +115,7 @@ function addInput(spec: AddSpec, now: number) {
     delay: spec.delayMs / 1000,
     ttr: spec.ttr,
     maxAttempts: spec.max,
-    backoff: spec.backoff.length > 0 ? spec.backoff : undefined,
+    backoff: spec.backoff.length > 0 ? [...spec.backoff] : undefined,
     deadline: spec.deadlineIn === undefined ? undefined : now + spec.delayMs + spec.deadlineIn,
     replace: spec.replace,
   };
@@ -168,66 +168,17 @@ function describeAdd(spec: AddSpec) {
 }
 
 class Add implements fc.AsyncCommand<Model, Real> {
-  constructor(
-    readonly id: string,
-    readonly topic: string,
-    readonly delayMs: number,
-    readonly ttr: number,
-    readonly max: number,
-    readonly backoff: number[],
-    readonly deadlineIn: number | undefined,
-    readonly replace: boolean,
-  ) {}
+  constructor(readonly spec: AddSpec) {}
   check = () => true;
   async run(model: Model, real: Real) {
     const now = real.clock.now;
     const got = await outcome(async () => {
-      const { created, job } = await real.queue.add({
-        topic: this.topic,
-        id: this.id,
-        body: { id: this.id },
-        delay: this.delayMs / 1000,
-        ttr: this.ttr,
-        maxAttempts: this.max,
-        backoff: this.backoff.length > 0 ? this.backoff : undefined,
-        deadline: this.deadlineIn === undefined ? undefined : now + this.delayMs + this.deadlineIn,
-        replace: this.replace,
-      });
+      const { created, job } = await real.queue.add(addInput(this.spec, now));
       return { created, state: job.state, due: job.dueAt };
     });
-    const existing = model.jobs.get(this.id);
-    let expected: Outcome;
-    const fresh = (): ModelJob => ({
-      id: this.id,
-      topic: this.topic,
-      s: "waiting",
-      due: now + this.delayMs,
-      ttr: this.ttr * 1000,
-      attempts: 0,
-      max: this.max,
-      backoff: this.backoff,
-      deadline: this.deadlineIn === undefined ? undefined : now + this.delayMs + this.deadlineIn,
-      past: [],
-    });
-    if (!existing) {
-      const job = fresh();
-      model.jobs.set(this.id, job);
-      expected = { ok: { created: true, state: visibleState(job, now), due: job.due } };
-    } else if (existing.topic !== this.topic) {
-      expected = { error: "job_exists" };
-    } else if (!this.replace) {
-      expected = { ok: { created: false, state: visibleState(existing, now), due: existing.due } };
-    } else if (existing.s === "reserved") {
-      expected = { error: "job_reserved" };
-    } else {
-      const job = fresh();
-      model.jobs.set(this.id, job);
-      expected = { ok: { created: true, state: visibleState(job, now), due: job.due } };
-    }
-    expect(got, this.toString()).toEqual(expected);
+    expect(got, this.toString()).toEqual(modelAdd(model, this.spec, now));
   }
-  toString = () =>
-    `add(${this.id}@${this.topic}, delay ${this.delayMs}ms, ttr ${this.ttr}, max ${this.max}, backoff [${this.backoff}], deadline +${this.deadlineIn}, replace ${this.replace})`;
+  toString = () => `add(${describeAdd(this.spec)})`;
 }
 
 class Pop implements fc.AsyncCommand<Model, Real> {
@@ -445,18 +396,7 @@ const addSpec = fc.record({
 });
 const commands = [
   fc.array(addSpec, { minLength: 1, maxLength: 4 }).map((specs) => new AddBatch(specs)),
-  fc
-    .tuple(
-      id,
-      topic,
-      fc.constantFrom(0, 0, 500, 1000, 3000),
-      fc.constantFrom(1, 2, 5),
-      fc.constantFrom(1, 2, 3, 5),
-      fc.constantFrom([], [0], [1], [0.5, 2], [1, 0, 3]),
-      fc.option(fc.constantFrom(0, 1500, 4000), { nil: undefined }),
-      fc.boolean(),
-    )
-    .map(([i, t, d, ttr, m, b, x, r]) => new Add(i, t, d, ttr, m, b, x, r)),
+  addSpec.map((spec) => new Add(spec)),
   fc.tuple(topic, fc.integer({ min: 1, max: 3 })).map(([t, c]) => new Pop(t, c)),
   fc
     .tuple(fc.constantFrom("finish", "touch", "bury") as fc.Arbitrary<"finish">, id, receipt)

@@ -1,11 +1,11 @@
-// A redis-server and bridge of a test file's own, for counts that other files must not disturb.
+// A redis-server and bridge of their own, with command counts (tests of costs, benchmarks).
 import { Redis } from "@upstash/redis";
-import { type Bridge, startBridge } from "../../dev/bridge";
-import { type RedisServer, startRedisServer } from "../../dev/redis-server";
-import { type Reply, RespConnection } from "../../dev/resp";
-import { REDIS_CLIENT_OPTIONS } from "../../src/redis/scripts";
+import { REDIS_CLIENT_OPTIONS } from "../src/redis/scripts";
+import { type Bridge, startBridge } from "./bridge";
+import { type RedisServer, startRedisServer } from "./redis-server";
+import { type Reply, RespConnection } from "./resp";
 
-export type PrivateStack = {
+export type CountedStack = {
   server: RedisServer;
   bridge: Bridge;
   /** A client of the bridge with the options the entry points use. */
@@ -17,7 +17,7 @@ export type PrivateStack = {
   stop(): Promise<void>;
 };
 
-export async function startPrivateStack(): Promise<PrivateStack> {
+export async function startCountedStack(): Promise<CountedStack> {
   const server = await startRedisServer();
   const token = "private";
   const bridge = await startBridge({ redisPort: server.port, tokens: token });
