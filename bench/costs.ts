@@ -1,0 +1,70 @@
+// Redis commands per operation (EVALSHA and the commands inside it), measured on a fresh
+// redis-server with INFO commandstats: the table in the README's "Scripts and their costs".
+import { startCountedStack } from "../dev/counted-stack";
+import { DelayQueue } from "../src/queue";
+import { tick } from "../src/scheduler";
+
+const stack = await startCountedStack();
+let now = 1_800_000_000_000;
+const queue = new DelayQueue({ redis: stack.client(), prefix: "costs", clock: () => now });
+
+async function measure(work: () => Promise<unknown>): Promise<number> {
+  const before = await stack.commands();
+  await work();
+  return (await stack.commands()) - before;
+}
+
+const batch = (n: number, from: number, delay = 1) =>
+  Array.from({ length: n }, (_, i) => ({ topic: "t", id: `j${from + i}`, body: { i }, delay }));
+
+// Load every script once, so that no NOSCRIPT fallback is counted.
+await queue.add({ topic: "warm", id: "w" });
+await queue.pop("warm");
+for (const op of [queue.touch, queue.release] as const) await op.call(queue, "w");
+await queue.pop("warm");
+await queue.bury("w");
+await queue.kick("warm");
+await queue.deleteDead("warm");
+await queue.pop("warm");
+await queue.finish("w");
+await queue.delete("w");
+await queue.list("warm", { state: "ready" });
+await queue.topic("warm");
+await queue.configure("warm", {});
+await tick(queue);
+
+const rows: [string, number, number][] = [];
+const row = async (name: string, jobs: number, work: () => Promise<unknown>) => {
+  rows.push([name, await measure(work), jobs]);
+};
+
+await row("add (one job)", 1, () => queue.add({ topic: "t", id: "single", delay: 1 }));
+await row("add (batch of 100)", 100, () => queue.addBatch(batch(100, 0)));
+await row("add (existing id)", 1, () => queue.add({ topic: "t", id: "single" }));
+now += 1000;
+await row("pop (100 due, nothing promoted yet)", 100, () => queue.pop("t", { count: 100 }));
+await row("pop (one job)", 1, () => queue.pop("t"));
+await row("pop (empty topic)", 0, () => queue.pop("t"));
+await row("finish", 1, () => queue.finish("j0"));
+await row("touch", 1, () => queue.touch("j1"));
+await row("release (to the ready list)", 1, () => queue.release("j1", { delay: 0 }));
+await row("release (to the delay bucket)", 1, () => queue.release("j2", { delay: 5 }));
+await row("bury", 1, () => queue.bury("j3"));
+await row("kick (1 job)", 1, () => queue.kick("t", { count: 1 }));
+await row("delete (ready job)", 1, () => queue.delete("j1"));
+await row("get", 1, () => queue.get("j4"));
+await row("topic stats", 0, () => queue.topic("t"));
+await row("configure", 0, () => queue.configure("t", { ttr: 30 }));
+now += 120_000;
+await row("tick (97 leases expired)", 97, () => tick(queue));
+for (const op of await queue.pop("t", { count: 100 })) await queue.finish(op.id);
+now += 120_000;
+await tick(queue);
+await row("tick (idle)", 0, () => tick(queue));
+
+console.log("| operation | commands | per job |");
+console.log("|---|---:|---:|");
+for (const [name, commands, jobs] of rows) {
+  console.log(`| ${name} | ${commands} | ${jobs > 1 ? (commands / jobs).toFixed(2) : "-"} |`);
+}
+await stack.stop();
