@@ -41,6 +41,12 @@ export type DelayQueueOptions = {
   defaults?: { ttr?: number; maxAttempts?: number; backoff?: Backoff };
   /** Largest job body, in bytes of JSON text. @default 262144 (256 KiB) */
   maxBodyBytes?: number;
+  /**
+   * How often a long-polling pop checks the topic's change counter (one GET) while it waits,
+   * ms. It also wakes at the next known due time or lease end, and at once when this process
+   * adds to the topic. @default 1000
+   */
+  pollIntervalMs?: number;
 };
 
 export type AddResult = { created: boolean; job: Job };
@@ -73,6 +79,9 @@ export class DelayQueue {
   private readonly clock: () => number;
   private readonly maxBodyBytes: number;
   private readonly defaultArgs: [string, string, string];
+  private readonly pollIntervalMs: number;
+  /** Long-polls waiting in this process, by topic: woken at once by this process's writes. */
+  private readonly waiters = new Map<string, Set<() => void>>();
 
   constructor(options: DelayQueueOptions) {
     this.redis = options.redis;
@@ -80,6 +89,7 @@ export class DelayQueue {
     this.keys = keys(prefix);
     this.clock = options.clock ?? Date.now;
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.pollIntervalMs = options.pollIntervalMs ?? 1000;
     const retention = options.retention ?? DEFAULT_RETENTION_SECONDS;
     this.scripts = createScriptRunner(options.redis, prefix, Math.round(retention * 1000));
     const defaults = options.defaults ?? {};
@@ -144,14 +154,91 @@ export class DelayQueue {
     return decodeRecord(raw, this.clock());
   }
 
-  /** Reserves up to `count` due jobs of a topic, earliest due first; each comes with a receipt. */
-  async pop(topic: string, options: { count?: number } = {}): Promise<Job[]> {
+  /**
+   * Reserves up to `count` due jobs of a topic, earliest due first; each comes with a receipt.
+   * With `wait` (seconds, up to 20) and nothing ready, waits for a job: it sleeps until the
+   * topic's next due time or lease end, checks the topic's change counter once per poll
+   * interval (one command), and wakes at once for adds made through this queue object. An
+   * aborted `signal` ends the wait with no jobs.
+   */
+  async pop(
+    topic: string,
+    options: { count?: number; wait?: number } = {},
+    signal?: AbortSignal,
+  ): Promise<Job[]> {
     parseInput(TopicName, topic, "topic");
-    const { count } = parseInput(PopInput, options);
-    const now = this.clock();
-    const nonce = randomHex(6);
-    const records = (await this.scripts.run("pop", now, [topic, count, nonce])) as unknown[];
-    return records.map((raw) => decodeRecord(raw, now));
+    const { count, wait } = parseInput(PopInput, options);
+    const giveUpAt = Date.now() + wait * 1000;
+    for (;;) {
+      const now = this.clock();
+      const [nextAt, seq, ...records] = (await this.scripts.run("pop", now, [
+        topic,
+        count,
+        randomHex(6),
+      ])) as [number, number, ...unknown[]];
+      if (records.length > 0) return records.map((raw) => decodeRecord(raw, now));
+      const woke = await this.waitForChange(topic, Number(nextAt), Number(seq), giveUpAt, signal);
+      if (!woke) return [];
+    }
+  }
+
+  /**
+   * Sleeps until something may be ready in the topic: its next due time passes, its change
+   * counter moves, or this process writes to it. False when the wait is over first.
+   */
+  private async waitForChange(
+    topic: string,
+    nextAt: number,
+    seq: number,
+    giveUpAt: number,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    const wakeAt = nextAt >= 0 ? nextAt : Number.POSITIVE_INFINITY;
+    for (;;) {
+      const left = giveUpAt - Date.now();
+      if (left <= 0 || signal?.aborted) return false;
+      const untilDue = Math.max(0, wakeAt - this.clock());
+      const nap = Math.min(left, this.pollIntervalMs, untilDue);
+      if (await this.sleep(topic, nap, signal)) return !signal?.aborted;
+      if (this.clock() >= wakeAt) return true;
+      if (Date.now() >= giveUpAt || signal?.aborted) return false;
+      let current: unknown;
+      try {
+        current = await this.redis.get(this.keys.seq(topic));
+      } catch (error) {
+        throw redisError(error);
+      }
+      if (Number(current ?? 0) !== seq) return true;
+    }
+  }
+
+  /** Sleeps `ms`; resolves true early when this process writes to the topic or `signal` aborts. */
+  private sleep(topic: string, ms: number, signal?: AbortSignal): Promise<boolean> {
+    return new Promise((resolve) => {
+      let waiters = this.waiters.get(topic);
+      if (!waiters) {
+        waiters = new Set();
+        this.waiters.set(topic, waiters);
+      }
+      const done = (early: boolean) => {
+        clearTimeout(timer);
+        waiters.delete(wake);
+        if (waiters.size === 0) this.waiters.delete(topic);
+        signal?.removeEventListener("abort", wake);
+        resolve(early);
+      };
+      const wake = () => done(true);
+      const timer = setTimeout(() => done(false), ms);
+      waiters.add(wake);
+      signal?.addEventListener("abort", wake);
+    });
+  }
+
+  /** Wakes this process's long-polls on the topics written to. */
+  private notify(topics: Iterable<string>): void {
+    for (const topic of topics) {
+      for (const wake of [...(this.waiters.get(topic) ?? [])]) wake();
+    }
   }
 
   /** Finishes a reserved job. Without a receipt, finishes it for whoever holds it. */
@@ -172,7 +259,9 @@ export class DelayQueue {
     const { receipt, delay } = parseInput(ReleaseInput, options);
     const wait = delay === undefined ? "" : Math.round(delay * 1000);
     const now = this.clock();
-    return decodeRecord(await this.held("release", id, now, [receipt ?? "", wait]), now);
+    const job = decodeRecord(await this.held("release", id, now, [receipt ?? "", wait]), now);
+    this.notify([job.topic]);
+    return job;
   }
 
   /** Moves a reserved job to its topic's dead letter. */
@@ -225,6 +314,7 @@ export class DelayQueue {
     parseInput(TopicName, topic, "topic");
     const parsed = parseInput(TopicConfig, config, "topic config");
     await this.scripts.run("configure", this.clock(), [topic, JSON.stringify(parsed)]);
+    this.notify([topic]);
     return parsed;
   }
 
@@ -312,9 +402,13 @@ export class DelayQueue {
         backoff,
         ...chunk,
       ])) as unknown[];
+      const written = new Set<string>();
       for (let i = 0; i < out.length; i += 2) {
-        results.push(addResult(out[i] as number, out[i + 1], now));
+        const result = addResult(out[i] as number, out[i + 1], now);
+        if ("created" in result && result.created) written.add(result.job.topic);
+        results.push(result);
       }
+      this.notify(written);
       chunk = [];
       bytes = 0;
     };
@@ -368,7 +462,9 @@ export class DelayQueue {
     parseInput(TopicName, topic, "topic");
     const { ids, count } = parseInput(KickInput, options);
     const selection = ids ? ["", ...ids] : [count ?? 1000];
-    return (await this.scripts.run(name, this.clock(), [topic, ...selection])) as number;
+    const done = (await this.scripts.run(name, this.clock(), [topic, ...selection])) as number;
+    if (name === "kick" && done > 0) this.notify([topic]);
+    return done;
   }
 }
 

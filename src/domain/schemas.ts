@@ -106,8 +106,13 @@ export const AddJobInput = z
   });
 export type AddJobInput = z.input<typeof AddJobInput>;
 
+/** The longest long-poll, in seconds. */
+export const MAX_WAIT_SECONDS = 20;
+
 export const PopInput = z.strictObject({
   count: z.number().int().min(1).max(MAX_POP).default(1),
+  /** Seconds to wait for a job when none is ready (long-poll). */
+  wait: z.number().min(0).max(MAX_WAIT_SECONDS).default(0),
 });
 
 export const ReceiptInput = z.strictObject({ receipt: Receipt.optional() });

@@ -18,6 +18,8 @@ export const KEY_LAYOUT = {
   dead: "t:<topic>:dead",
   /** string: the topic's config as JSON. */
   config: "t:<topic>:config",
+  /** integer: bumped whenever jobs of the topic may be available sooner (long-poll signal). */
+  seq: "t:<topic>:seq",
   /** zset: topics with something timed, scored by the earliest time the scheduler must look. */
   schedule: "schedule",
   /** zset: every topic ever used or configured (score 0, listed by name). */

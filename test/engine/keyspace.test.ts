@@ -66,6 +66,7 @@ describe("keyspace", () => {
       },
       "t:q:delayed": [["a", now + 2000]],
       "t:q:ready": [["b", now]],
+      "t:q:seq": 2,
       schedule: [["q", now + 2000]],
       topics: [["q", 0]],
     });
@@ -111,7 +112,7 @@ describe("keyspace", () => {
     expect(keys.schedule).toEqual([["q", t.clock.now + 60_000]]);
     t.clock.advance(60_000);
     expect(await tick(t.queue)).toMatchObject({ promoted: 0, expired: 0 });
-    expect(Object.keys(await state(t)).sort()).toEqual(["j:a", "topics"]);
+    expect(Object.keys(await state(t)).sort()).toEqual(["j:a", "t:q:seq", "topics"]);
   });
 
   it("an expired lease goes through backoff into the delay bucket, then dead", async () => {
@@ -172,6 +173,7 @@ describe("keyspace", () => {
     await t.queue.configure("q", { paused: true, backoff: "alipay" });
     expect(await state(t)).toEqual({
       "t:q:config": { paused: true, backoff: "alipay" },
+      "t:q:seq": 1,
       topics: [["q", 0]],
     });
   });

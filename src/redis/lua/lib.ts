@@ -59,6 +59,9 @@ local function config(topic)
   return {}
 end
 
+-- Tells long-polling consumers that something in the topic may be available sooner.
+local function bump(topic) rcall("INCR", key.seq(topic)) end
+
 local function ms(seconds) return math.floor(seconds * 1000 + 0.5) end
 
 -- How long to wait after the n-th reservation failed (n >= 1), in ms.
@@ -142,6 +145,7 @@ local function expire(topic, limit)
       if meta.s == "dead" then dead = dead + 1 end
     end
   end
+  if dead < #ids then bump(topic) end
   return #ids, dead
 end
 

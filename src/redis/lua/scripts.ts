@@ -30,8 +30,8 @@ export const ADD = `
      0 the id exists in this topic: the stored record, unchanged
     -2 the id exists in another topic: that record   -5 replace refused, the job is reserved
   Cost: per job one SET NX (a GET more when the id exists); per topic one GET (config), one
-  ZADD per index written, one ZADD LT to the schedule, one ZADD NX to the topic list (when a job
-  was written).
+  ZADD per index written, one ZADD LT to the schedule; when a job was written, one ZADD NX to
+  the topic list and one INCR of the topic's seq.
 ]]
 local DEF_TTR, DEF_MAX = tonumber(ARGV[4]), tonumber(ARGV[5])
 local DEF_BACKOFF = nil
@@ -94,7 +94,10 @@ for _, topic in ipairs(order) do
     rcall("ZADD", key.delayed(topic), unpack(delayed))
     rcall("ZADD", key.schedule, "LT", earliest, topic)
   end
-  if #ids[topic] > 0 then rcall("ZADD", key.topics, "NX", 0, topic) end
+  if #ids[topic] > 0 then
+    rcall("ZADD", key.topics, "NX", 0, topic)
+    bump(topic)
+  end
 end
 return out
 `;
@@ -106,16 +109,28 @@ export const POP = `
   ARGV[4] topic   ARGV[5] count (1-100)   ARGV[6] receipt nonce, unique per call
   Each reservation counts an attempt, leases the job until now + ttr and gets the receipt
   "<nonce>.<n>". A job whose deadline has passed dies instead of being handed out.
-  Returns the reserved jobs' records; nothing when the topic is paused.
+  Returns {next, seq, records...}. When nothing was reserved, \`next\` is the earliest time
+  something of the topic may become available (a due time, a lease end; -1 for none) and \`seq\`
+  the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
+  the counter; otherwise both are -1. A paused topic reserves nothing.
   Cost: GET (config), ZRANGE (reserved), ZRANGE (delayed; ZREM + ZADD when some are due),
-  ZPOPMIN, per job GET + SET, then one ZADD (reserved) and one ZADD LT (schedule).
+  ZPOPMIN, per job GET + SET, then one ZADD (reserved) and one ZADD LT (schedule). When nothing
+  was reserved: two ZRANGEs and a GET instead, for the hint.
 ]]
 local topic, count, nonce = ARGV[4], tonumber(ARGV[5]), ARGV[6]
-if config(topic).paused then return {} end
+local function hint()
+  local nextAt = -1
+  for _, index in ipairs({key.delayed(topic), key.reserved(topic)}) do
+    local first = rcall("ZRANGE", index, 0, 0, "WITHSCORES")
+    if first[2] and (nextAt < 0 or tonumber(first[2]) < nextAt) then nextAt = tonumber(first[2]) end
+  end
+  return {nextAt, tonumber(rcall("GET", key.seq(topic)) or "0")}
+end
+if config(topic).paused then return hint() end
 expire(topic, 100)
 promote(topic, 1000)
 local popped = rcall("ZPOPMIN", key.ready(topic), count)
-local out, leases, first = {}, {}, nil
+local out, leases, first = {-1, -1}, {}, nil
 for i = 1, #popped, 2 do
   local id = popped[i]
   local meta, body = load(id)
@@ -124,7 +139,7 @@ for i = 1, #popped, 2 do
       kill(id, meta, body, "deadline")
     else
       meta.s, meta.a, meta.u = "reserved", meta.a + 1, NOW + meta.r
-      meta.k = nonce .. "." .. #out
+      meta.k = nonce .. "." .. (#out - 2)
       out[#out + 1] = save(id, meta, body)
       leases[#leases + 1] = meta.u
       leases[#leases + 1] = id
@@ -132,10 +147,9 @@ for i = 1, #popped, 2 do
     end
   end
 end
-if first then
-  rcall("ZADD", key.reserved(topic), unpack(leases))
-  rcall("ZADD", key.schedule, "LT", first, topic)
-end
+if first == nil then return hint() end
+rcall("ZADD", key.reserved(topic), unpack(leases))
+rcall("ZADD", key.schedule, "LT", first, topic)
 return out
 `;
 
@@ -178,13 +192,15 @@ export const RELEASE = `
   when its attempts are used up or the wait would end after its deadline.
   ARGV[4] id   ARGV[5] receipt or ""   ARGV[6] delay, ms, or "" for the backoff step
   Returns {1, record}, or {error code, current state}.
-  Cost: GET, ZREM, SET, and ZADD (+ ZADD LT to the schedule when delayed).
+  Cost: GET, ZREM, SET, ZADD (+ ZADD LT to the schedule when delayed), INCR (seq).
 ]]
 local id, receipt = ARGV[4], ARGV[5]
 local meta, body, code = held(id, receipt)
 if code ~= 0 then return {code, meta and stateOf(meta) or ""} end
 rcall("ZREM", key.reserved(meta.t), id)
-return {1, retry(id, meta, body, tonumber(ARGV[6]))}
+local raw = retry(id, meta, body, tonumber(ARGV[6]))
+if meta.s == "waiting" then bump(meta.t) end
+return {1, raw}
 `;
 
 export const BURY = `
@@ -235,7 +251,7 @@ export const KICK = `
 --[[ kick: dead jobs of a topic back to its ready list, attempts reset to 0.
   ARGV[4] topic   ARGV[5] count (oldest first), or "" when ids are given   ARGV[6..] ids (≤ 1000)
   Ids that are not dead jobs of this topic are skipped. Returns how many were kicked.
-  Cost: ZRANGE (by count), per job GET, ZREM, ZADD, SET.
+  Cost: ZRANGE (by count), per job GET, ZREM, ZADD, SET; one INCR (seq).
 ]]
 ${DEAD_SELECTION}
 for _, id in ipairs(ids) do
@@ -248,6 +264,7 @@ for _, id in ipairs(ids) do
     done = done + 1
   end
 end
+if done > 0 then bump(topic) end
 return done
 `;
 
@@ -340,10 +357,11 @@ return out
 export const CONFIGURE = `
 --[[ configure: sets a topic's config (defaults for new jobs, paused).
   ARGV[4] topic   ARGV[5] config JSON
-  Returns 1. Cost: SET, ZADD NX.
+  Returns 1. Cost: SET, ZADD NX, INCR (seq: an unpaused topic wakes its long-polls).
 ]]
 rcall("SET", key.config(ARGV[4]), ARGV[5])
 rcall("ZADD", key.topics, "NX", 0, ARGV[4])
+bump(ARGV[4])
 return 1
 `;
 

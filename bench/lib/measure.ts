@@ -1,0 +1,214 @@
+// Measuring tools for the benchmarks: Redis command counts, MONITOR, percentiles, progress lines.
+import { connect, type Socket } from "node:net";
+import { type Reply, RespConnection, RespParser } from "../../dev/resp";
+
+/** Calls per command name, as INFO commandstats names them (`evalsha`, `client|setname`). */
+export type CommandStats = Record<string, number>;
+
+export type CommandSnapshot = {
+  stats: CommandStats;
+  /** The counter's own commands redis-server had executed when `stats` was read. */
+  own: CommandStats;
+};
+
+export type CommandDelta = {
+  /** Every command executed between two snapshots, inside Lua included, the counter's own not. */
+  total: number;
+  byCommand: CommandStats;
+};
+
+function text(reply: Reply): string {
+  if (reply.type === "error") throw new Error(`redis-server: ${reply.message}`);
+  return reply.type === "bulk" || reply.type === "status" ? String(reply.value) : "";
+}
+
+/**
+ * Reads INFO commandstats on a connection of its own. It remembers every command it sent, so a
+ * delta leaves out exactly its own INFO calls, not other clients' (BullMQ sends INFO too).
+ */
+export class CommandCounter {
+  private readonly own: CommandStats = {};
+
+  private constructor(
+    private readonly connection: RespConnection,
+    /** `ip:port` of this connection as redis-server sees it, to leave it out of MONITOR counts. */
+    readonly address: string,
+  ) {}
+
+  static async open(port: number): Promise<CommandCounter> {
+    const connection = await RespConnection.open(port);
+    const address = /addr=(\S+)/.exec(text(await connection.call("CLIENT", "INFO")))?.[1];
+    if (!address) throw new Error("CLIENT INFO gave no addr");
+    const counter = new CommandCounter(connection, address);
+    counter.own["client|info"] = 1;
+    return counter;
+  }
+
+  async snapshot(): Promise<CommandSnapshot> {
+    // INFO counts itself only after it has run, so this call is not in its own reply.
+    const own = { ...this.own };
+    const reply = await this.call("info", ["INFO", "commandstats"]);
+    const stats: CommandStats = {};
+    for (const match of text(reply).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+      const [, name, calls] = match;
+      if (name) stats[name] = Number(calls);
+    }
+    return { stats, own };
+  }
+
+  /** Sends ECHO with a token: MONITOR sees it after every command executed before it. */
+  async echo(token: string): Promise<void> {
+    await this.call("echo", ["ECHO", token]);
+  }
+
+  close(): void {
+    this.connection.close();
+  }
+
+  private call(name: string, args: string[]): Promise<Reply> {
+    this.own[name] = (this.own[name] ?? 0) + 1;
+    return this.connection.call(...args);
+  }
+}
+
+export function commandDelta(before: CommandSnapshot, after: CommandSnapshot): CommandDelta {
+  const byCommand: CommandStats = {};
+  let total = 0;
+  for (const [name, calls] of Object.entries(after.stats)) {
+    const own = (after.own[name] ?? 0) - (before.own[name] ?? 0);
+    const delta = calls - (before.stats[name] ?? 0) - own;
+    if (delta > 0) {
+      byCommand[name] = delta;
+      total += delta;
+    }
+  }
+  return { total, byCommand };
+}
+
+export type MonitorCounts = {
+  /** Commands clients sent over the wire (MULTI/EXEC and their queued commands included). */
+  client: number;
+  /** Commands run inside Lua scripts. */
+  lua: number;
+  clientByCommand: CommandStats;
+};
+
+/**
+ * Counts MONITOR lines on a raw connection: `[0 127.0.0.1:53422] "evalsha" ...` is a command a
+ * client sent, `[0 lua] "hset" ...` one a script ran. Lines from excluded addresses (the
+ * harness's own INFO connection) are not counted.
+ */
+export class MonitorCounter {
+  private counts: MonitorCounts = { client: 0, lua: 0, clientByCommand: {} };
+  private readonly parser = new RespParser();
+  private readonly waiters = new Map<string, () => void>();
+  private syncs = 0;
+
+  private constructor(
+    private readonly socket: Socket,
+    private readonly exclude: ReadonlySet<string>,
+  ) {}
+
+  static open(port: number, exclude: readonly string[]): Promise<MonitorCounter> {
+    return new Promise((resolve, reject) => {
+      const socket = connect({ port, host: "127.0.0.1" });
+      const monitor = new MonitorCounter(socket, new Set(exclude));
+      let started = false;
+      socket.once("error", reject);
+      socket.on("data", (chunk: Buffer) => {
+        for (const reply of monitor.parser.push(chunk)) {
+          if (reply.type !== "status") continue;
+          if (!started) {
+            // The first reply is MONITOR's own +OK; every later line is a command.
+            started = true;
+            socket.off("error", reject);
+            socket.on("error", () => {});
+            resolve(monitor);
+            continue;
+          }
+          monitor.line(reply.value);
+        }
+      });
+      socket.once("connect", () => socket.write("*1\r\n$7\r\nMONITOR\r\n"));
+    });
+  }
+
+  /** Resolves once every command redis-server executed before this call has been counted. */
+  async sync(counter: CommandCounter): Promise<void> {
+    const token = `bench-monitor-sync-${++this.syncs}`;
+    const seen = new Promise<void>((resolve) => this.waiters.set(token, resolve));
+    await counter.echo(token);
+    await seen;
+  }
+
+  /** Counts since the last reset, then starts again from zero. */
+  take(): MonitorCounts {
+    const counts = this.counts;
+    this.counts = { client: 0, lua: 0, clientByCommand: {} };
+    return counts;
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+
+  private line(value: Buffer): void {
+    // Address and command name sit in the first few dozen bytes; arguments can be long.
+    const head = value.toString("latin1", 0, Math.min(value.length, 240));
+    const open = head.indexOf(" [");
+    const close = head.indexOf("] ", open);
+    if (open < 0 || close < 0) return;
+    const source = head.slice(head.indexOf(" ", open + 2) + 1, close);
+    if (source === "lua") {
+      this.counts.lua++;
+      return;
+    }
+    const name = /^"([^"]*)"/.exec(head.slice(close + 2))?.[1]?.toLowerCase() ?? "?";
+    if (this.exclude.has(source)) {
+      if (name === "echo") {
+        const token = /"echo" "([^"]*)"/i.exec(head)?.[1] ?? "";
+        this.waiters.get(token)?.();
+        this.waiters.delete(token);
+      }
+      return;
+    }
+    this.counts.client++;
+    this.counts.clientByCommand[name] = (this.counts.clientByCommand[name] ?? 0) + 1;
+  }
+}
+
+export type Percentiles = {
+  count: number;
+  min: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  max: number;
+};
+
+/** Nearest-rank percentiles; NaN everywhere when there are no values. */
+export function percentiles(values: readonly number[]): Percentiles {
+  const sorted = Float64Array.from(values).sort();
+  const rank = (p: number) =>
+    sorted.length === 0 ? Number.NaN : (sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? 0);
+  return {
+    count: sorted.length,
+    min: rank(0),
+    p50: rank(0.5),
+    p95: rank(0.95),
+    p99: rank(0.99),
+    max: sorted.length === 0 ? Number.NaN : (sorted[sorted.length - 1] ?? 0),
+  };
+}
+
+/** Writes a line to stderr, so that progress never mixes with the results on stdout. */
+export function log(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+/** Prints `label: line()` to stderr every `everyMs` until the returned function is called. */
+export function startProgress(label: string, line: () => string, everyMs = 1000): () => void {
+  const timer = setInterval(() => log(`${label}: ${line()}`), everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

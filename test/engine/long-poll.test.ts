@@ -1,0 +1,72 @@
+// Long-polling pop on the real clock: wakes at the due time, on writes, and stays cheap.
+import { describe, expect, it } from "vitest";
+import { DelayQueue } from "../../src/queue";
+import { testRedis } from "../support/redis";
+
+function queues(pollIntervalMs = 1000) {
+  const prefix = `lp${crypto.randomUUID().slice(0, 8)}`;
+  const consumer = testRedis();
+  const make = (redis = testRedis().redis) => new DelayQueue({ redis, prefix, pollIntervalMs });
+  return { consumer: make(consumer.redis), stats: consumer.stats, other: make() };
+}
+
+describe("pop with wait", () => {
+  it("returns a delayed job as soon as it is due, never before", async () => {
+    const { consumer, other } = queues();
+    const { job } = await other.add({ topic: "t", id: "soon", delay: 0.3 });
+    const jobs = await consumer.pop("t", { wait: 5 });
+    const late = Date.now() - job.dueAt;
+    expect(jobs.map((j) => j.id)).toEqual(["soon"]);
+    expect(late).toBeGreaterThanOrEqual(0);
+    expect(late).toBeLessThan(250);
+  });
+
+  it("wakes at once for a job added through the same queue object", async () => {
+    const { consumer } = queues(60_000);
+    const started = Date.now();
+    const waiting = consumer.pop("t", { wait: 10 });
+    await new Promise((r) => setTimeout(r, 50));
+    await consumer.add({ topic: "t", id: "now" });
+    expect((await waiting).map((j) => j.id)).toEqual(["now"]);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("sees a job added elsewhere within one poll interval", async () => {
+    const { consumer, other } = queues(200);
+    const waiting = consumer.pop("t", { wait: 10 });
+    await new Promise((r) => setTimeout(r, 100));
+    const added = Date.now();
+    await other.add({ topic: "t", id: "elsewhere" });
+    expect((await waiting).map((j) => j.id)).toEqual(["elsewhere"]);
+    expect(Date.now() - added).toBeLessThan(1500);
+  });
+
+  it("costs about one request per poll interval while nothing happens", async () => {
+    const { consumer, stats } = queues(250);
+    const started = Date.now();
+    expect(await consumer.pop("empty", { wait: 2 })).toEqual([]);
+    const waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(2000);
+    const { requests } = await stats();
+    // One pop, then one GET of the change counter per 250 ms nap.
+    expect(requests.total).toBeLessThanOrEqual(1 + Math.ceil(waited / 250));
+    expect(requests.total).toBeGreaterThanOrEqual(4);
+  });
+
+  it("ends the wait with no jobs when the signal aborts", async () => {
+    const { consumer, other } = queues();
+    const controller = new AbortController();
+    const waiting = consumer.pop("t", { wait: 10 }, controller.signal);
+    setTimeout(() => controller.abort(), 100);
+    const started = Date.now();
+    expect(await waiting).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(1000);
+    await other.add({ topic: "t", id: "after" });
+    expect((await other.pop("t")).map((j) => j.id)).toEqual(["after"]);
+  });
+
+  it("rejects a wait over 20 seconds", async () => {
+    const { consumer } = queues();
+    await expect(consumer.pop("t", { wait: 21 })).rejects.toThrow(/wait/);
+  });
+});
