@@ -18,6 +18,7 @@ import {
   TopicName,
   type TopicStats,
 } from "./domain/schemas";
+import { scopeAllows, scopeToLua, type TopicScope } from "./domain/scope";
 import { type Keys, keys } from "./redis/keys";
 import { CODE } from "./redis/lua/scripts";
 import { decodeRecord } from "./redis/record";
@@ -82,6 +83,9 @@ export class DelayQueue {
   private readonly pollIntervalMs: number;
   /** Long-polls waiting in this process, by topic: woken at once by this process's writes. */
   private readonly waiters = new Map<string, Set<() => void>>();
+  /** The topics this view may act on (see withScope); undefined: all. */
+  private readonly scope: TopicScope = undefined;
+  private readonly luaScope: string = "";
 
   constructor(options: DelayQueueOptions) {
     this.redis = options.redis;
@@ -100,6 +104,18 @@ export class DelayQueue {
       String(defaults.maxAttempts ?? DEFAULT_MAX_ATTEMPTS),
       backoff === undefined ? "" : JSON.stringify(backoff),
     ];
+  }
+
+  /**
+   * A view of this queue limited to topics matching the patterns (`*` is a wildcard): acting on
+   * any other topic, or on a job of another topic, fails with `forbidden`, and `topics()` lists
+   * only matching topics. Scripts enforce it for jobs addressed by id, in the same request.
+   */
+  withScope(scope: TopicScope): DelayQueue {
+    return Object.create(this, {
+      scope: { value: scope },
+      luaScope: { value: scopeToLua(scope) },
+    }) as DelayQueue;
   }
 
   /**
@@ -151,7 +167,9 @@ export class DelayQueue {
       throw redisError(error);
     }
     if (raw === null || raw === undefined) throw notFound(id);
-    return decodeRecord(raw, this.clock());
+    const job = decodeRecord(raw, this.clock());
+    if (!scopeAllows(this.scope, job.topic)) throw forbiddenJob(id);
+    return job;
   }
 
   /**
@@ -166,7 +184,7 @@ export class DelayQueue {
     options: { count?: number; wait?: number } = {},
     signal?: AbortSignal,
   ): Promise<Job[]> {
-    parseInput(TopicName, topic, "topic");
+    this.allow(topic);
     const { count, wait } = parseInput(PopInput, options);
     const giveUpAt = Date.now() + wait * 1000;
     for (;;) {
@@ -244,14 +262,14 @@ export class DelayQueue {
   /** Finishes a reserved job. Without a receipt, finishes it for whoever holds it. */
   async finish(id: string, options: { receipt?: string } = {}): Promise<void> {
     const { receipt } = parseInput(ReceiptInput, options);
-    await this.held("finish", id, this.clock(), [receipt ?? ""]);
+    await this.held("finish", id, this.clock(), [receipt ?? "", this.luaScope]);
   }
 
   /** Extends a reservation: the lease ends ttr from now. */
   async touch(id: string, options: { receipt?: string } = {}): Promise<Job> {
     const { receipt } = parseInput(ReceiptInput, options);
     const now = this.clock();
-    return decodeRecord(await this.held("touch", id, now, [receipt ?? ""]), now);
+    return decodeRecord(await this.held("touch", id, now, [receipt ?? "", this.luaScope]), now);
   }
 
   /** Gives a reserved job back, to wait `delay` seconds or its backoff step (or die). */
@@ -259,7 +277,8 @@ export class DelayQueue {
     const { receipt, delay } = parseInput(ReleaseInput, options);
     const wait = delay === undefined ? "" : Math.round(delay * 1000);
     const now = this.clock();
-    const job = decodeRecord(await this.held("release", id, now, [receipt ?? "", wait]), now);
+    const args = [receipt ?? "", this.luaScope, wait];
+    const job = decodeRecord(await this.held("release", id, now, args), now);
     this.notify([job.topic]);
     return job;
   }
@@ -268,14 +287,18 @@ export class DelayQueue {
   async bury(id: string, options: { receipt?: string } = {}): Promise<Job> {
     const { receipt } = parseInput(ReceiptInput, options);
     const now = this.clock();
-    return decodeRecord(await this.held("bury", id, now, [receipt ?? ""]), now);
+    return decodeRecord(await this.held("bury", id, now, [receipt ?? "", this.luaScope]), now);
   }
 
   /** Deletes a job in any state; it is never handed out afterwards. */
   async delete(id: string): Promise<void> {
     parseInput(JobId, id, "job id");
-    const [code] = (await this.scripts.run("delete", this.clock(), [id])) as [number, string];
+    const [code] = (await this.scripts.run("delete", this.clock(), [id, this.luaScope])) as [
+      number,
+      string,
+    ];
     if (code === CODE.notFound) throw notFound(id);
+    if (code === CODE.forbidden) throw forbiddenJob(id);
   }
 
   /** Moves dead jobs back to ready with attempts reset: the given ids, or the `count` oldest. */
@@ -296,7 +319,7 @@ export class DelayQueue {
     topic: string,
     options: { state: ListableState; cursor?: string; limit?: number },
   ): Promise<JobPage> {
-    parseInput(TopicName, topic, "topic");
+    this.allow(topic);
     const { state, cursor, limit } = parseInput(ListInput, options);
     const now = this.clock();
     const [next, ...records] = (await this.scripts.run("list", now, [
@@ -311,7 +334,7 @@ export class DelayQueue {
 
   /** Sets a topic's config: job defaults and whether it is paused. Replaces the previous one. */
   async configure(topic: string, config: TopicConfig): Promise<TopicConfig> {
-    parseInput(TopicName, topic, "topic");
+    this.allow(topic);
     const parsed = parseInput(TopicConfig, config, "topic config");
     await this.scripts.run("configure", this.clock(), [topic, JSON.stringify(parsed)]);
     this.notify([topic]);
@@ -320,7 +343,7 @@ export class DelayQueue {
 
   /** Counts per state, the earliest due time and the config of one topic. */
   async topic(topic: string): Promise<TopicStats> {
-    parseInput(TopicName, topic, "topic");
+    this.allow(topic);
     const flat = (await this.scripts.run("topicStats", this.clock(), [topic])) as unknown[];
     return readStats(flat)[0] as TopicStats;
   }
@@ -336,9 +359,10 @@ export class DelayQueue {
       options.after ?? "",
       limit,
     ])) as unknown[];
-    const topics = readStats(flat);
-    const last = topics[topics.length - 1];
-    return topics.length === limit && last ? { topics, cursor: last.topic } : { topics };
+    const page = readStats(flat);
+    const last = page[page.length - 1];
+    const topics = page.filter((stats) => scopeAllows(this.scope, stats.topic));
+    return page.length === limit && last ? { topics, cursor: last.topic } : { topics };
   }
 
   /**
@@ -354,10 +378,19 @@ export class DelayQueue {
     return { promoted, expired, died, topics, more: more === 1 };
   }
 
+  /** Validates a topic name and checks this view may act on it. */
+  private allow(topic: string): void {
+    parseInput(TopicName, topic, "topic");
+    if (!scopeAllows(this.scope, topic)) {
+      throw new DelayqError("forbidden", `This token may not act on topic "${topic}"`);
+    }
+  }
+
   /** Validates one add and turns it into the script's ARGV fields. */
   private prepare(input: AddJobInput, now: number, what = "job"): string[] {
     const job = parseInput(AddJobInput, input, what);
-    const body = JSON.stringify(job.body ?? null);
+    this.allow(job.topic);
+    const body = toJson(job.body, what);
     const size = utf8.encode(body).length;
     if (size > this.maxBodyBytes) {
       throw new DelayqError(
@@ -439,6 +472,8 @@ export class DelayQueue {
     switch (code) {
       case CODE.notFound:
         throw notFound(id);
+      case CODE.forbidden:
+        throw forbiddenJob(id);
       case CODE.notReserved:
         throw new DelayqError(
           "not_reserved",
@@ -459,7 +494,7 @@ export class DelayQueue {
     topic: string,
     options: { ids?: string[]; count?: number },
   ): Promise<number> {
-    parseInput(TopicName, topic, "topic");
+    this.allow(topic);
     const { ids, count } = parseInput(KickInput, options);
     const selection = ids ? ["", ...ids] : [count ?? 1000];
     const done = (await this.scripts.run(name, this.clock(), [topic, ...selection])) as number;
@@ -474,6 +509,13 @@ function notFound(id: string): DelayqError {
   return new DelayqError(
     "job_not_found",
     `Job ${id} does not exist (finished and deleted jobs are forgotten after the retention window)`,
+  );
+}
+
+function forbiddenJob(id: string): DelayqError {
+  return new DelayqError(
+    "forbidden",
+    `This token may not act on job ${id}: its topic is not one of the token's`,
   );
 }
 
@@ -516,6 +558,18 @@ function readStats(flat: readonly unknown[]): TopicStats[] {
     out.push(stats);
   }
   return out;
+}
+
+/** The body's JSON text (undefined is null); a value JSON cannot hold is invalid_request. */
+function toJson(body: unknown, what: string): string {
+  try {
+    return JSON.stringify(body ?? null);
+  } catch (error) {
+    throw new DelayqError(
+      "invalid_request",
+      `${what}.body: must be a JSON value (${error instanceof Error ? error.message : error})`,
+    );
+  }
 }
 
 function randomHex(bytes: number): string {

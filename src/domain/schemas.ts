@@ -91,7 +91,8 @@ export const AddJobInput = z
   .strictObject({
     topic: TopicName,
     id: JobId.optional(),
-    body: z.json().optional(),
+    /** Any JSON value, stored as its JSON text and returned as such. */
+    body: z.unknown().optional(),
     delay: Seconds.optional(),
     runAt: Timestamp.optional(),
     ttr: Ttr.optional(),
@@ -150,7 +151,7 @@ export const Job = z.object({
   id: z.string(),
   topic: z.string(),
   state: JobState,
-  body: z.json(),
+  body: z.unknown(),
   /** When the job is (or was) due, unix ms. */
   dueAt: z.number(),
   /** Time-to-run, seconds. */

@@ -158,12 +158,23 @@ local function stateOf(meta)
   return meta.s
 end
 
+-- Whether a caller whose scope is \`scope\` (Lua patterns, one per line; "" for every topic)
+-- may act on the topic.
+local function allowed(topic, scope)
+  if scope == "" then return true end
+  for pattern in string.gmatch(scope, "[^\\n]+") do
+    if string.find(topic, pattern) then return true end
+  end
+  return false
+end
+
 -- Loads a job the caller must hold. Returns meta, body, 0; or nil-or-meta, body, error code:
--- -1 no such job, -4 a receipt was given and is not the job's current (or last) one,
--- -3 the job is not reserved.
-local function held(id, receipt)
+-- -1 no such job, -6 its topic is outside the caller's scope, -4 a receipt was given and is not
+-- the job's current (or last) one, -3 the job is not reserved.
+local function held(id, receipt, scope)
   local meta, body = load(id)
   if not meta then return nil, nil, -1 end
+  if not allowed(meta.t, scope) then return nil, nil, -6 end
   if receipt ~= "" and receipt ~= meta.k then return meta, body, -4 end
   if meta.s ~= "reserved" then return meta, body, -3 end
   return meta, body, 0

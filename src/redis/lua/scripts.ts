@@ -13,6 +13,7 @@ export const CODE = {
   notReserved: -3,
   staleReceipt: -4,
   reserved: -5,
+  forbidden: -6,
 } as const;
 
 /** Fields per job in the add script's ARGV. */
@@ -157,12 +158,12 @@ export const FINISH = `
 --[[ finish: a reserved job is done. Its record is kept RETENTION ms for status queries and
   duplicate adds. Finishing it again with its receipt (or none) answers the same, so a client may
   retry a finish whose answer it lost.
-  ARGV[4] id   ARGV[5] receipt, or "" for whoever holds it
+  ARGV[4] id   ARGV[5] receipt, or "" for whoever holds it   ARGV[6] scope (lib.ts: allowed)
   Returns {1, "finished"}, or {error code, current state}.
   Cost: GET, ZREM, SET.
 ]]
 local id, receipt = ARGV[4], ARGV[5]
-local meta, body, code = held(id, receipt)
+local meta, body, code = held(id, receipt, ARGV[6])
 if code == -3 and meta.s == "finished" then
   return {1, "finished"}
 end
@@ -175,12 +176,12 @@ return {1, "finished"}
 
 export const TOUCH = `
 --[[ touch: extends a reservation: its lease now ends ttr from now.
-  ARGV[4] id   ARGV[5] receipt or ""
+  ARGV[4] id   ARGV[5] receipt or ""   ARGV[6] scope (lib.ts: allowed)
   Returns {1, record}, or {error code, current state}.
   Cost: GET, ZADD, SET. (The schedule keeps its earlier time: a lower bound stays valid.)
 ]]
 local id, receipt = ARGV[4], ARGV[5]
-local meta, body, code = held(id, receipt)
+local meta, body, code = held(id, receipt, ARGV[6])
 if code ~= 0 then return {code, meta and stateOf(meta) or ""} end
 meta.u = NOW + meta.r
 rcall("ZADD", key.reserved(meta.t), meta.u, id)
@@ -190,27 +191,27 @@ return {1, save(id, meta, body)}
 export const RELEASE = `
 --[[ release: gives a reserved job back. It waits \`delay\` (default: its backoff step), or dies
   when its attempts are used up or the wait would end after its deadline.
-  ARGV[4] id   ARGV[5] receipt or ""   ARGV[6] delay, ms, or "" for the backoff step
+  ARGV[4] id   ARGV[5] receipt or ""   ARGV[6] scope   ARGV[7] delay, ms, or "" for the backoff step
   Returns {1, record}, or {error code, current state}.
   Cost: GET, ZREM, SET, ZADD (+ ZADD LT to the schedule when delayed), INCR (seq).
 ]]
 local id, receipt = ARGV[4], ARGV[5]
-local meta, body, code = held(id, receipt)
+local meta, body, code = held(id, receipt, ARGV[6])
 if code ~= 0 then return {code, meta and stateOf(meta) or ""} end
 rcall("ZREM", key.reserved(meta.t), id)
-local raw = retry(id, meta, body, tonumber(ARGV[6]))
+local raw = retry(id, meta, body, tonumber(ARGV[7]))
 if meta.s == "waiting" then bump(meta.t) end
 return {1, raw}
 `;
 
 export const BURY = `
 --[[ bury: moves a reserved job to its topic's dead letter.
-  ARGV[4] id   ARGV[5] receipt or ""
+  ARGV[4] id   ARGV[5] receipt or ""   ARGV[6] scope (lib.ts: allowed)
   Returns {1, record}, or {error code, current state}.
   Cost: GET, ZREM, ZADD, SET.
 ]]
 local id, receipt = ARGV[4], ARGV[5]
-local meta, body, code = held(id, receipt)
+local meta, body, code = held(id, receipt, ARGV[6])
 if code ~= 0 then return {code, meta and stateOf(meta) or ""} end
 rcall("ZREM", key.reserved(meta.t), id)
 return {1, kill(id, meta, body, "buried")}
@@ -220,13 +221,14 @@ export const DELETE = `
 --[[ delete: removes a job in any state; it is never handed out afterwards. The record is kept
   RETENTION ms as "deleted", so status queries and duplicate adds still see it. Deleting a
   deleted job answers the same.
-  ARGV[4] id
-  Returns {1, "deleted"} or {-1, ""}.
+  ARGV[4] id   ARGV[5] scope (lib.ts: allowed)
+  Returns {1, "deleted"}, or {-1, ""} (no such job), {-6, ""} (outside the scope).
   Cost: GET, ZREM (one per index the job is in), SET.
 ]]
 local id = ARGV[4]
 local meta, body = load(id)
 if not meta then return {-1, ""} end
+if not allowed(meta.t, ARGV[5]) then return {-6, ""} end
 if meta.s ~= "deleted" then
   unindex(id, meta)
   meta.s, meta.e, meta.u = "deleted", NOW, nil

@@ -1,0 +1,37 @@
+// Topic scopes: the topic patterns a caller (a bearer token) may act on.
+import { z } from "zod";
+
+/** `*` matches any run of topic characters; anything else matches itself. */
+export const TopicPattern = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:*-]{1,100}$/, "must be 1-100 characters of A-Z a-z 0-9 _ . : - and *");
+
+/** The topics a caller may act on, as patterns; `undefined` means every topic. */
+export type TopicScope = readonly string[] | undefined;
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&");
+}
+
+export function scopeAllows(scope: TopicScope, topic: string): boolean {
+  if (scope === undefined) return true;
+  return scope.some((pattern) =>
+    new RegExp(`^${pattern.split("*").map(escapeRegExp).join(".*")}$`).test(topic),
+  );
+}
+
+/**
+ * The scope as Lua patterns, one per line, for scripts that learn a job's topic only once they
+ * have loaded it. "" means every topic.
+ */
+export function scopeToLua(scope: TopicScope): string {
+  if (scope === undefined) return "";
+  // Topic characters that are magic in Lua patterns: "." and "-".
+  const lua = (pattern: string) =>
+    `^${pattern
+      .split("*")
+      .map((part) => part.replace(/[.-]/g, "%$&"))
+      .join(".*")}$`;
+  // A scope with no patterns allows nothing: a pattern no topic matches.
+  return scope.length === 0 ? "^$" : scope.map(lua).join("\n");
+}
