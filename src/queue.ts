@@ -157,6 +157,15 @@ export class DelayQueue {
     return results;
   }
 
+  /** Checks that Redis answers (one GET). Throws redis_unavailable when it does not. */
+  async ping(): Promise<void> {
+    try {
+      await this.redis.get(`${this.keys.base}ping`);
+    } catch (error) {
+      throw redisError(error);
+    }
+  }
+
   /** The job with its current state. */
   async get(id: string): Promise<Job> {
     parseInput(JobId, id, "job id");

@@ -1,0 +1,390 @@
+// DelayqClient: the typed methods over delayq's HTTP API, one per route.
+import { DelayqClientError } from "./errors";
+import { type Answer, type Call, type FetchLike, send, type TransportOptions } from "./transport";
+import type {
+  AddJobInput,
+  AddResult,
+  BatchItemResult,
+  CommandInput,
+  CommandResult,
+  Health,
+  Job,
+  JobPage,
+  KickOptions,
+  ListJobsOptions,
+  PopOptions,
+  TopicConfig,
+  TopicConfigInput,
+  TopicPage,
+  TopicStats,
+  TopicsOptions,
+} from "./types";
+
+/** How to reach delayq, and how hard to try. */
+export type ClientOptions = {
+  /** Where delayq is served, without the `/v1`: e.g. `http://127.0.0.1:8787`. */
+  baseUrl: string;
+  /** A bearer token from the server's `DQ_TOKENS`; sent on every `/v1` request. */
+  token: string;
+  /**
+   * The fetch to send requests with: a Workers service binding's (bind it:
+   * `(input, init) => env.DELAYQ.fetch(input, init)`), or a test's `app.request`.
+   * @default the global fetch
+   */
+  fetch?: FetchLike;
+  /**
+   * Retries after a 503 (`redis_unavailable`), a network error or a timeout; never after any
+   * other status. 0 turns retrying off.
+   * @default 3
+   */
+  retries?: number;
+  /**
+   * The first retry's wait, ms; it doubles on each retry, with jitter, and is at least what the
+   * server's `Retry-After` asks.
+   * @default 200
+   */
+  retryDelayMs?: number;
+  /** The longest wait between two attempts, ms, whatever `Retry-After` says. @default 5000 */
+  maxRetryDelayMs?: number;
+  /**
+   * Time limit of each attempt, ms, from sending to the whole body read. A long-polling `pop`
+   * (and a `command` that pops with `wait`) gets its `wait` on top.
+   * @default 30000
+   */
+  timeoutMs?: number;
+};
+
+/** Builds a client. It holds no connection; make one per process (or per Worker isolate). */
+export function createClient(options: ClientOptions): DelayqClient {
+  return new DelayqClient(options);
+}
+
+/**
+ * The delayq API, typed. Every method rejects with {@link DelayqClientError}, except when the
+ * caller's `signal` aborts (its reason is thrown as is).
+ *
+ * Retrying is safe for each call, because:
+ * - `add`, `addBatch` and `command` add: the client gives every job without an id a random
+ *   UUID before the first attempt, so a retry of an add that did land finds the job and
+ *   answers `created: false` with it instead of adding a twin. (With `replace: true`, a retry
+ *   replaces the job with the same content, or fails with `job_reserved` if a consumer popped
+ *   it in between.)
+ * - `get`, `topic`, `topics`, `listJobs`, `health`: reads.
+ * - `finish` and `delete`: idempotent on the server (finishing a finished job, or deleting a
+ *   deleted one, succeeds).
+ * - `touch`: extending a lease twice ends it at about the same time.
+ * - `configureTopic`: a PUT of the whole config.
+ * - `release` and `bury`: if the first attempt landed, the retry answers 409 `not_reserved`;
+ *   the job did move, so a caller that sees that after a retry may treat it as done.
+ * - `pop`: if the lost attempt reserved jobs, nobody receives them; they come back to the
+ *   topic when their TTR runs out, with one more attempt counted.
+ * - `kick` and `deleteDead` by `count`: a retry acts on up to `count` more dead jobs. By
+ *   `ids`, a kick is idempotent.
+ */
+export class DelayqClient {
+  private readonly transport: TransportOptions;
+
+  constructor(options: ClientOptions) {
+    if (typeof options.baseUrl !== "string" || options.baseUrl === "") {
+      throw new TypeError("delayq client: baseUrl is required, e.g. http://127.0.0.1:8787");
+    }
+    if (typeof options.token !== "string" || options.token === "") {
+      throw new TypeError("delayq client: token is required");
+    }
+    this.transport = {
+      baseUrl: options.baseUrl.replace(/\/+$/, ""),
+      token: options.token,
+      // Looked up at call time and called as a plain function: Workers throw "Illegal
+      // invocation" for a fetch detached from globalThis.
+      fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+      retries: nonNegative(options.retries, 3, "retries"),
+      retryDelayMs: nonNegative(options.retryDelayMs, 200, "retryDelayMs"),
+      maxRetryDelayMs: nonNegative(options.maxRetryDelayMs, 5000, "maxRetryDelayMs"),
+      timeoutMs: nonNegative(options.timeoutMs, 30_000, "timeoutMs"),
+    };
+  }
+
+  /**
+   * Adds a job (`POST /v1/jobs`). Without `id`, the client makes one (a UUID) so that retries
+   * cannot add it twice. `created` is false when a job with that id already existed in the
+   * topic: the stored job is returned unchanged.
+   */
+  async add(job: AddJobInput): Promise<AddResult> {
+    const answer = await this.call({ method: "POST", path: "/v1/jobs", body: withId(job) });
+    return expectAddResult(answer, answer.data);
+  }
+
+  /**
+   * Adds up to 1000 jobs in one request (`POST /v1/jobs/batch`). Each item is validated and
+   * added on its own: one result per item, in order, `{created, job}` or `{error}`. Items
+   * without `id` get one from the client, as in `add`.
+   */
+  async addBatch(jobs: readonly AddJobInput[]): Promise<BatchItemResult[]> {
+    const answer = await this.call({
+      method: "POST",
+      path: "/v1/jobs/batch",
+      body: { jobs: jobs.map(withId) },
+    });
+    return expectField(answer, "results", "array") as BatchItemResult[];
+  }
+
+  /** The job and its current state (`GET /v1/jobs/{id}`). */
+  async get(id: string): Promise<Job> {
+    const answer = await this.call({ method: "GET", path: `/v1/jobs/${segment(id, "job id")}` });
+    return expectField(answer, "job", "object") as Job;
+  }
+
+  /** Deletes a job in any state (`DELETE /v1/jobs/{id}`); deleting it again succeeds. */
+  async delete(id: string): Promise<void> {
+    const answer = await this.call({
+      method: "DELETE",
+      path: `/v1/jobs/${segment(id, "job id")}`,
+    });
+    expectField(answer, "deleted", "boolean");
+  }
+
+  /**
+   * Reserves up to `count` ready jobs of a topic (`POST /v1/topics/{topic}/pop`), each with a
+   * `receipt` and leased for its TTR. With `wait`, long-polls up to that many seconds for a job;
+   * `[]` when none came.
+   */
+  async pop(topic: string, options: PopOptions = {}): Promise<Job[]> {
+    const { signal, count, wait } = options;
+    const answer = await this.call({
+      method: "POST",
+      path: `/v1/topics/${segment(topic, "topic")}/pop`,
+      body: { count, wait },
+      // The server holds the request open for `wait`: that time is not a timeout.
+      timeoutMs: this.transport.timeoutMs + waitMs(wait),
+      signal,
+    });
+    return expectField(answer, "jobs", "array") as Job[];
+  }
+
+  /**
+   * Finishes a reserved job (`POST /v1/jobs/{id}/finish`). With `receipt`, only that reservation
+   * may finish it (else `stale_receipt`); finishing a finished job again succeeds.
+   */
+  async finish(id: string, options: { receipt?: string } = {}): Promise<void> {
+    const answer = await this.call(this.verb(id, "finish", { receipt: options.receipt }));
+    expectField(answer, "finished", "boolean");
+  }
+
+  /** Extends a reservation by the job's TTR from now (`POST /v1/jobs/{id}/touch`). */
+  async touch(id: string, options: { receipt?: string } = {}): Promise<Job> {
+    const answer = await this.call(this.verb(id, "touch", { receipt: options.receipt }));
+    return expectField(answer, "job", "object") as Job;
+  }
+
+  /**
+   * Gives a reserved job back (`POST /v1/jobs/{id}/release`), to run again after `delay`
+   * seconds, or after its backoff step when no delay is given (or to die, out of attempts).
+   */
+  async release(id: string, options: { receipt?: string; delay?: number } = {}): Promise<Job> {
+    const { receipt, delay } = options;
+    const answer = await this.call(this.verb(id, "release", { receipt, delay }));
+    return expectField(answer, "job", "object") as Job;
+  }
+
+  /** Moves a reserved job to its topic's dead letter (`POST /v1/jobs/{id}/bury`). */
+  async bury(id: string, options: { receipt?: string } = {}): Promise<Job> {
+    const answer = await this.call(this.verb(id, "bury", { receipt: options.receipt }));
+    return expectField(answer, "job", "object") as Job;
+  }
+
+  /**
+   * Moves dead jobs back to ready with attempts reset (`POST /v1/topics/{topic}/kick`): the
+   * given `ids`, or the `count` oldest (up to 1000 when neither is given). Returns how many.
+   */
+  async kick(topic: string, options: KickOptions = {}): Promise<number> {
+    const answer = await this.call({
+      method: "POST",
+      path: `/v1/topics/${segment(topic, "topic")}/kick`,
+      body: { ids: options.ids, count: options.count },
+    });
+    return expectField(answer, "kicked", "number") as number;
+  }
+
+  /**
+   * Deletes a topic's `count` oldest dead jobs (`DELETE /v1/topics/{topic}/dead`; default and
+   * most 1000). Returns how many.
+   */
+  async deleteDead(topic: string, options: { count?: number } = {}): Promise<number> {
+    const answer = await this.call({
+      method: "DELETE",
+      path: `/v1/topics/${segment(topic, "topic")}/dead`,
+      query: { count: options.count },
+    });
+    return expectField(answer, "deleted", "number") as number;
+  }
+
+  /**
+   * A page of topics by name with their stats (`GET /v1/topics`); only the topics the token
+   * may act on. Pass `cursor` back as `after` for the next page.
+   */
+  async topics(options: TopicsOptions = {}): Promise<TopicPage> {
+    const answer = await this.call({
+      method: "GET",
+      path: "/v1/topics",
+      query: { after: options.after, limit: options.limit },
+    });
+    expectField(answer, "topics", "array");
+    return answer.data as TopicPage;
+  }
+
+  /** A topic's counts per state, earliest due time and config (`GET /v1/topics/{topic}`). */
+  async topic(topic: string): Promise<TopicStats> {
+    const answer = await this.call({ method: "GET", path: `/v1/topics/${segment(topic, "topic")}` });
+    expectField(answer, "counts", "object");
+    return answer.data as TopicStats;
+  }
+
+  /**
+   * A page of a topic's jobs in one state (`GET /v1/topics/{topic}/jobs`). Pass `cursor` back
+   * for the next page.
+   */
+  async listJobs(topic: string, options: ListJobsOptions): Promise<JobPage> {
+    const answer = await this.call({
+      method: "GET",
+      path: `/v1/topics/${segment(topic, "topic")}/jobs`,
+      query: { state: options.state, cursor: options.cursor, limit: options.limit },
+    });
+    expectField(answer, "jobs", "array");
+    return answer.data as JobPage;
+  }
+
+  /**
+   * Replaces a topic's config (`PUT /v1/topics/{topic}`): job defaults (ttr, maxAttempts,
+   * backoff) for jobs added afterwards, and `paused`. Returns the config as stored, defaults
+   * filled in.
+   */
+  async configureTopic(topic: string, config: TopicConfigInput): Promise<TopicConfig> {
+    const answer = await this.call({
+      method: "PUT",
+      path: `/v1/topics/${segment(topic, "topic")}`,
+      body: config,
+    });
+    return expectField(answer, "config", "object") as TopicConfig;
+  }
+
+  /**
+   * Runs one command of the command protocol (`POST /v1/command`), or up to 1000 in order.
+   * A command that fails answers `success: false` with `error: "<code>: <message>"` rather
+   * than throwing; the call throws only when the request as a whole fails (for a lone command,
+   * that includes `redis_unavailable`). `add` commands without `id` get one, as in `add`.
+   */
+  async command(command: CommandInput): Promise<CommandResult>;
+  async command(commands: readonly CommandInput[]): Promise<CommandResult[]>;
+  async command(
+    input: CommandInput | readonly CommandInput[],
+  ): Promise<CommandResult | CommandResult[]> {
+    const many = Array.isArray(input);
+    const list: readonly CommandInput[] = many ? input : [input as CommandInput];
+    const commands = list.map((command) =>
+      command?.command === "add" ? withId(command) : command,
+    );
+    // Commands run one after another, so each pop's wait adds up.
+    const waits = list.reduce(
+      (sum, command) => sum + (command?.command === "pop" ? waitMs(command.wait) : 0),
+      0,
+    );
+    const answer = await this.call({
+      method: "POST",
+      path: "/v1/command",
+      body: many ? commands : commands[0],
+      timeoutMs: this.transport.timeoutMs + waits,
+    });
+    if (many !== Array.isArray(answer.data) || typeof answer.data !== "object") {
+      throw invalidResponse(answer, many ? "an array of results" : "a command result");
+    }
+    return answer.data as CommandResult | CommandResult[];
+  }
+
+  /**
+   * Whether delayq is up and reaches Redis (`GET /health`, no token sent). Answers the body for
+   * 503 too (`status: "degraded"`), rather than throwing: it is the answer asked for.
+   */
+  async health(): Promise<Health> {
+    const answer = await this.call({
+      method: "GET",
+      path: "/health",
+      auth: false,
+      answerStatuses: [503],
+    });
+    expectField(answer, "status", "string");
+    return answer.data as Health;
+  }
+
+  private call(request: Call): Promise<Answer> {
+    return send(this.transport, request);
+  }
+
+  private verb(id: string, verb: string, body: Record<string, unknown>): Call {
+    return { method: "POST", path: `/v1/jobs/${segment(id, "job id")}/${verb}`, body };
+  }
+}
+
+function nonNegative(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value < 0) {
+    throw new TypeError(`delayq client: ${name} must be a number ≥ 0`);
+  }
+  return value;
+}
+
+/** The job with an id: its own, or a fresh UUID, so that the add can be retried safely. */
+function withId<T extends { id?: string }>(job: T): T {
+  return job.id === undefined ? { ...job, id: crypto.randomUUID() } : job;
+}
+
+function waitMs(wait: number | undefined): number {
+  return typeof wait === "number" && Number.isFinite(wait) && wait > 0 ? wait * 1000 : 0;
+}
+
+/**
+ * A path segment. "." and ".." (valid ids and topic names) are refused here: URL parsing
+ * resolves them, even percent-encoded, so they would reach another route (`GET
+ * /v1/topics/./jobs` is `GET /v1/topics/jobs`, the stats of topic "jobs"). The command
+ * protocol takes such ids in the body.
+ */
+function segment(value: string, what: string): string {
+  if (typeof value !== "string" || value === "" || value === "." || value === "..") {
+    throw new DelayqClientError(
+      "invalid_request",
+      `The ${what} ${JSON.stringify(value)} cannot be sent in a URL path`,
+    );
+  }
+  return encodeURIComponent(value);
+}
+
+function expectField(
+  answer: Answer,
+  key: string,
+  kind: "object" | "array" | "number" | "boolean" | "string",
+): unknown {
+  const data = answer.data;
+  const value =
+    typeof data === "object" && data !== null ? (data as Record<string, unknown>)[key] : undefined;
+  const ok =
+    kind === "array"
+      ? Array.isArray(value)
+      : kind === "object"
+        ? typeof value === "object" && value !== null
+        : typeof value === kind;
+  if (!ok) throw invalidResponse(answer, `${kind === "array" ? "an" : "a"} ${kind} "${key}"`);
+  return value;
+}
+
+function expectAddResult(answer: Answer, data: unknown): AddResult {
+  expectField(answer, "created", "boolean");
+  expectField(answer, "job", "object");
+  return data as AddResult;
+}
+
+function invalidResponse(answer: Answer, wanted: string): DelayqClientError {
+  return new DelayqClientError(
+    "invalid_response",
+    `delayq's answer (HTTP ${answer.status}) lacks ${wanted}: ${JSON.stringify(answer.data).slice(0, 200)}`,
+    { status: answer.status },
+  );
+}

@@ -1,0 +1,87 @@
+// The client's request and response types, derived from the server's schemas (types only).
+import type { z } from "zod";
+import type { Command, CommandResult } from "../command";
+import type { ErrorCode } from "../domain/errors";
+import type {
+  AddJobInput,
+  Backoff,
+  Job,
+  JobState,
+  ListableState,
+  TopicConfig,
+  TopicStats,
+} from "../domain/schemas";
+
+export type {
+  AddJobInput,
+  Backoff,
+  CommandResult,
+  ErrorCode,
+  Job,
+  JobState,
+  ListableState,
+  TopicConfig,
+  TopicStats,
+};
+
+/**
+ * A topic config as sent to `PUT /v1/topics/{topic}`: like {@link TopicConfig}, but defaults
+ * (an exponential backoff's `factor`) may be left out; the server fills them in.
+ */
+export type TopicConfigInput = z.input<typeof TopicConfig>;
+
+/**
+ * One command of the `POST /v1/command` protocol, as sent: `{command: "add" | "pop" | "finish" |
+ * "delete" | "get" | "touch" | "release" | "bury", ...}`.
+ */
+export type CommandInput = z.input<typeof Command>;
+
+/** `POST /v1/jobs`: the job, and whether this call created it (false: the id existed). */
+export type AddResult = { created: boolean; job: Job };
+
+/** One item of `POST /v1/jobs/batch`: added (or found), or why not. */
+export type BatchItemResult = AddResult | { error: { code: ErrorCode; message: string } };
+
+/** A page of jobs; pass `cursor` back for the next page (absent on the last). */
+export type JobPage = { jobs: Job[]; cursor?: string };
+
+/** A page of topics; pass `cursor` back as `after` for the next page (absent on the last). */
+export type TopicPage = { topics: TopicStats[]; cursor?: string };
+
+/** `GET /health`: up with Redis reachable, or up with Redis unreachable (HTTP 503). */
+export type Health =
+  | { status: "ok"; redis: "ok" }
+  | { status: "degraded"; redis: "unreachable"; message?: string };
+
+/** Options of `pop`. */
+export type PopOptions = {
+  /** How many jobs to reserve, 1 to 100. @default 1 */
+  count?: number;
+  /** Seconds to wait for a job when none is ready (long-poll), up to 20. @default 0 */
+  wait?: number;
+  /**
+   * Ends the request early; the call then rejects with the signal's reason. Jobs the server had
+   * already reserved for this call come back to the topic after their TTR.
+   */
+  signal?: AbortSignal;
+};
+
+/** Which dead jobs `kick` moves back to ready: these ids, or the `count` oldest (default 1000). */
+export type KickOptions = { ids: string[]; count?: never } | { count?: number; ids?: never };
+
+/** Options of `listJobs`. */
+export type ListJobsOptions = {
+  state: ListableState;
+  /** The `cursor` of the previous page. */
+  cursor?: string;
+  /** Jobs per page, 1 to 1000. @default 100 */
+  limit?: number;
+};
+
+/** Options of `topics`. */
+export type TopicsOptions = {
+  /** The `cursor` of the previous page: topics after this name. */
+  after?: string;
+  /** Topics per page, 1 to 100. @default 100 */
+  limit?: number;
+};

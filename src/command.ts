@@ -1,0 +1,124 @@
+// The Youzan delay-queue design's JSON command protocol, on top of the queue.
+import { z } from "zod";
+import { DelayqError, invalidRequest } from "./domain/errors";
+import {
+  type AddJobInput,
+  Attempts,
+  Backoff,
+  JobId,
+  MAX_WAIT_SECONDS,
+  Receipt,
+  Seconds,
+  Timestamp,
+  TopicName,
+  Ttr,
+} from "./domain/schemas";
+import type { DelayQueue } from "./queue";
+
+const byId = <N extends string>(name: N) =>
+  z.strictObject({ command: z.literal(name), id: JobId, receipt: Receipt.optional() });
+
+/** One command. Field names are accepted as the design spelled them (`TTR`) and in lower case. */
+export const Command = z.discriminatedUnion("command", [
+  z.strictObject({
+    command: z.literal("add"),
+    topic: TopicName,
+    id: JobId.optional(),
+    body: z.unknown().optional(),
+    delay: Seconds.optional(),
+    runAt: Timestamp.optional(),
+    TTR: Ttr.optional(),
+    ttr: Ttr.optional(),
+    maxAttempts: Attempts.optional(),
+    backoff: Backoff.optional(),
+    deadline: Timestamp.optional(),
+    replace: z.boolean().optional(),
+  }),
+  z.strictObject({
+    command: z.literal("pop"),
+    topic: TopicName,
+    wait: z.number().min(0).max(MAX_WAIT_SECONDS).optional(),
+  }),
+  byId("finish"),
+  byId("delete"),
+  byId("get"),
+  byId("touch"),
+  byId("bury"),
+  byId("release").extend({ delay: Seconds.optional() }),
+]);
+export type Command = z.output<typeof Command>;
+
+/** The answer to one command: `{success, error, id, value}` as the design has it. */
+export type CommandResult = {
+  success: boolean;
+  /** Empty on success; otherwise `<error code>: <message>`. */
+  error: string;
+  id?: string;
+  value?: unknown;
+};
+
+export const MAX_COMMANDS = 1000;
+
+/** Runs one command. Failures become `success: false`; only a bug throws. */
+export async function runCommand(
+  queue: DelayQueue,
+  input: unknown,
+  signal?: AbortSignal,
+): Promise<CommandResult> {
+  const idOf = (value: unknown) =>
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as { id?: unknown }).id === "string"
+      ? { id: (value as { id: string }).id }
+      : {};
+  try {
+    const parsed = Command.safeParse(input);
+    if (!parsed.success) throw invalidRequest(parsed.error, "command");
+    return await execute(queue, parsed.data, signal);
+  } catch (error) {
+    if (!(error instanceof DelayqError) || error.code === "internal_error") throw error;
+    return { success: false, error: `${error.code}: ${error.message}`, ...idOf(input) };
+  }
+}
+
+async function execute(
+  queue: DelayQueue,
+  command: Command,
+  signal?: AbortSignal,
+): Promise<CommandResult> {
+  const ok = (id: string, value?: unknown): CommandResult =>
+    value === undefined
+      ? { success: true, error: "", id }
+      : { success: true, error: "", id, value };
+  switch (command.command) {
+    case "add": {
+      const { command: _, TTR, ttr, ...rest } = command;
+      if (TTR !== undefined && ttr !== undefined && TTR !== ttr) {
+        throw new DelayqError("invalid_request", "Invalid command: TTR and ttr differ; give one");
+      }
+      const input: AddJobInput = { ...rest, ttr: TTR ?? ttr };
+      const { job } = await queue.add(input);
+      return ok(job.id);
+    }
+    case "pop": {
+      const [job] = await queue.pop(command.topic, { count: 1, wait: command.wait ?? 0 }, signal);
+      return job ? ok(job.id, job.body) : { success: true, error: "" };
+    }
+    case "finish":
+      await queue.finish(command.id, { receipt: command.receipt });
+      return ok(command.id);
+    case "delete":
+      await queue.delete(command.id);
+      return ok(command.id);
+    case "get":
+      return ok(command.id, await queue.get(command.id));
+    case "touch":
+      return ok(command.id, await queue.touch(command.id, { receipt: command.receipt }));
+    case "bury":
+      return ok(command.id, await queue.bury(command.id, { receipt: command.receipt }));
+    case "release": {
+      const { receipt, delay } = command;
+      return ok(command.id, await queue.release(command.id, { receipt, delay }));
+    }
+  }
+}

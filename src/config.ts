@@ -1,0 +1,56 @@
+// The service's configuration, read once from the environment (Worker bindings or process.env).
+import { z } from "zod";
+import { DelayqError } from "./domain/errors";
+
+const whole = (name: string, min: number, max: number, fallback: number) =>
+  z.coerce
+    .number({ message: `${name} must be a number` })
+    .int(`${name} must be a whole number`)
+    .min(min, `${name} must be at least ${min}`)
+    .max(max, `${name} must be at most ${max}`)
+    .default(fallback);
+
+/** Every environment variable delayq reads, with its default. */
+export const EnvSchema = z.object({
+  UPSTASH_REDIS_REST_URL: z
+    .string({
+      message: "UPSTASH_REDIS_REST_URL is not set: give the REST URL of the Upstash database",
+    })
+    .url("UPSTASH_REDIS_REST_URL must be a URL such as https://<name>.upstash.io"),
+  UPSTASH_REDIS_REST_TOKEN: z
+    .string({ message: "UPSTASH_REDIS_REST_TOKEN is not set: give the database's REST token" })
+    .min(1, "UPSTASH_REDIS_REST_TOKEN is empty"),
+  DQ_TOKENS: z
+    .string({
+      message: "DQ_TOKENS is not set: give the API's bearer tokens, e.g. DQ_TOKENS=s3cret",
+    })
+    .min(1, "DQ_TOKENS is empty"),
+  DQ_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,64}$/, "DQ_PREFIX must be 1-64 characters of A-Z a-z 0-9 _ . : -")
+    .default("dq"),
+  DQ_RETENTION_SECONDS: whole("DQ_RETENTION_SECONDS", 1, 30 * 86400, 3600),
+  DQ_DEFAULT_TTR: whole("DQ_DEFAULT_TTR", 1, 86400, 60),
+  DQ_DEFAULT_MAX_ATTEMPTS: whole("DQ_DEFAULT_MAX_ATTEMPTS", 1, 1000, 10),
+  DQ_MAX_BODY_BYTES: whole("DQ_MAX_BODY_BYTES", 1, 8 * 1024 * 1024, 256 * 1024),
+  DQ_MAX_REQUEST_BYTES: whole("DQ_MAX_REQUEST_BYTES", 1024, 100 * 1024 * 1024, 10 * 1024 * 1024),
+  DQ_POLL_INTERVAL_MS: whole("DQ_POLL_INTERVAL_MS", 50, 20_000, 1000),
+  DQ_TICK_BUDGET_MS: whole("DQ_TICK_BUDGET_MS", 100, 14 * 60_000, 20_000),
+});
+
+export type Config = z.output<typeof EnvSchema>;
+
+/**
+ * Parses the environment. A missing or invalid variable is an `internal_error` whose message
+ * names it and says what to set; values (tokens) never appear in messages.
+ */
+export function parseConfig(env: Record<string, unknown>): Config {
+  const result = EnvSchema.safeParse(env);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => issue.message);
+  return fail(`delayq is misconfigured: ${problems.join("; ")}`);
+}
+
+function fail(message: string): never {
+  throw new DelayqError("internal_error", message);
+}

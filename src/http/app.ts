@@ -1,0 +1,59 @@
+// The Hono app: the v1 API, the command protocol, auth, health and the OpenAPI document.
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { DelayQueue } from "../queue";
+import type { TokenSet } from "./auth";
+import { jsonBodies } from "./body";
+import type { AppEnv } from "./env";
+import { consoleLogger, errorResponse, handleError, type Logger, validationHook } from "./errors";
+import { commandRoutes } from "./routes/command";
+import { jobRoutes } from "./routes/jobs";
+import { systemRoutes } from "./routes/system";
+import { topicRoutes } from "./routes/topics";
+
+export type AppOptions = {
+  /** The queue; each request gets a view of it scoped to its token's topics. */
+  queue: DelayQueue;
+  /** The accepted bearer tokens (parseTokens(DQ_TOKENS)). */
+  tokens: TokenSet;
+  /** Largest request body, bytes. @default 10 MiB */
+  maxRequestBytes?: number;
+  /** Where errors are logged. @default one JSON line on stderr */
+  log?: Logger;
+};
+
+/** Builds the app from its dependencies; it holds no state of its own. */
+export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
+  const log = options.log ?? consoleLogger;
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  app.onError(handleError(log));
+  app.notFound((c) =>
+    errorResponse(
+      c,
+      "not_found",
+      `No route ${c.req.method} ${c.req.path}; the API is described at /openapi.json`,
+    ),
+  );
+
+  app.use("/v1/*", async (c, next) => {
+    const header = c.req.header("authorization") ?? "";
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match?.[1]) {
+      return errorResponse(
+        c,
+        "unauthorized",
+        "Missing bearer token: send the header Authorization: Bearer <token>",
+      );
+    }
+    const principal = await options.tokens.identify(match[1]);
+    if (!principal) return errorResponse(c, "unauthorized", "Invalid bearer token");
+    c.set("queue", options.queue.withScope(principal.scope));
+    await next();
+  });
+  app.use("/v1/*", jsonBodies(options.maxRequestBytes ?? 10 * 1024 * 1024));
+
+  systemRoutes(app, options.queue);
+  jobRoutes(app);
+  topicRoutes(app);
+  commandRoutes(app);
+  return app;
+}

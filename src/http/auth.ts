@@ -1,0 +1,75 @@
+// Bearer tokens from DQ_TOKENS, each optionally limited to topic patterns; compared in constant time.
+import { DelayqError } from "../domain/errors";
+import { TopicPattern, type TopicScope } from "../domain/scope";
+
+type Entry = { digest: Promise<Uint8Array>; scope: TopicScope };
+
+/** The tokens the API accepts, and the scope of each. */
+export type TokenSet = {
+  /** The scope of the token presented, or undefined when it is not one of ours. */
+  identify(token: string): Promise<{ scope: TopicScope } | undefined>;
+  /** How many tokens there are (for logs; never the tokens). */
+  size: number;
+};
+
+const encoder = new TextEncoder();
+
+async function sha256(text: string): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+}
+
+/** Equal digests, compared without an early exit. */
+function sameDigest(a: Uint8Array, b: Uint8Array): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < a.length; i++) diff |= (a[i] as number) ^ (b[i] ?? 0);
+  return diff === 0;
+}
+
+/**
+ * Parses `DQ_TOKENS`: comma-separated entries, each `token` (every topic) or
+ * `token:pattern|pattern` (only topics matching a pattern; `*` is a wildcard).
+ * Example: `admin-secret,shop-a-secret:shop-a.*|payments`.
+ */
+export function parseTokens(value: string): TokenSet {
+  const entries: Entry[] = value
+    .split(",")
+    .map((raw) => raw.trim())
+    .map((raw, i) => {
+      const cut = raw.indexOf(":");
+      const token = cut < 0 ? raw : raw.slice(0, cut);
+      if (!token || /\s/.test(token)) {
+        throw new DelayqError(
+          "internal_error",
+          `delayq is misconfigured: DQ_TOKENS entry ${i + 1} has no token (format: token or token:pattern|pattern, comma-separated)`,
+        );
+      }
+      let scope: TopicScope;
+      if (cut >= 0) {
+        scope = raw
+          .slice(cut + 1)
+          .split("|")
+          .map((pattern) => {
+            if (!TopicPattern.safeParse(pattern).success) {
+              throw new DelayqError(
+                "internal_error",
+                `delayq is misconfigured: DQ_TOKENS entry ${i + 1} has an invalid topic pattern "${pattern}" (use A-Z a-z 0-9 _ . : - and *)`,
+              );
+            }
+            return pattern;
+          });
+      }
+      return { digest: sha256(token), scope };
+    });
+  return {
+    size: entries.length,
+    async identify(token) {
+      const presented = await sha256(token);
+      let found: Entry | undefined;
+      // Compare against every entry, so timing does not tell which one matched.
+      for (const entry of entries) {
+        if (sameDigest(presented, await entry.digest) && !found) found = entry;
+      }
+      return found && { scope: found.scope };
+    },
+  };
+}

@@ -1,0 +1,9 @@
+// The Hono environment of the app: what middleware hands to route handlers.
+import type { DelayQueue } from "../queue";
+
+export type AppEnv = {
+  Variables: {
+    /** The queue as the caller's token may use it (scoped to its topics). */
+    queue: DelayQueue;
+  };
+};

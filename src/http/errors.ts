@@ -1,0 +1,71 @@
+// Every error leaves as {"error": {"code", "message"}} with the code's status; nothing leaks a stack.
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { DelayqError, ERROR_STATUS, type ErrorCode, invalidRequest } from "../domain/errors";
+
+export type Logger = (entry: Record<string, unknown>) => void;
+
+/** Logs one JSON line per event; callers never put tokens or job bodies in it. */
+export const consoleLogger: Logger = (entry) => console.error(JSON.stringify(entry));
+
+const CODE_FOR_STATUS: Partial<Record<number, ErrorCode>> = {
+  400: "invalid_request",
+  401: "unauthorized",
+  403: "forbidden",
+  404: "not_found",
+  405: "method_not_allowed",
+  413: "payload_too_large",
+  415: "invalid_request",
+  503: "redis_unavailable",
+};
+
+export function errorResponse(c: Context, code: ErrorCode, message: string): Response {
+  const status = ERROR_STATUS[code] as ContentfulStatusCode;
+  if (code === "redis_unavailable") c.header("Retry-After", "1");
+  if (code === "unauthorized") c.header("WWW-Authenticate", 'Bearer realm="delayq"');
+  return c.json({ error: { code, message } }, status);
+}
+
+/** The app's one error handler. */
+export function handleError(log: Logger) {
+  return (error: Error, c: Context): Response => {
+    if (error instanceof DelayqError) {
+      if (error.status >= 500) {
+        log({ level: "error", code: error.code, message: error.message, route: routeOf(c) });
+      }
+      return errorResponse(c, error.code, error.message);
+    }
+    if (error instanceof HTTPException) {
+      const code = CODE_FOR_STATUS[error.status] ?? "invalid_request";
+      return errorResponse(c, code, error.message || defaultMessage(code));
+    }
+    log({
+      level: "error",
+      code: "internal_error",
+      message: error.message,
+      stack: error.stack,
+      route: routeOf(c),
+    });
+    return errorResponse(c, "internal_error", "Something went wrong inside delayq; it is logged");
+  };
+}
+
+/** zod-openapi's hook: a failed validation becomes one invalid_request naming the field. */
+export function validationHook(
+  result: { success: boolean; error?: unknown; target: string },
+  _c: Context,
+): void {
+  if (!result.success) {
+    const what = { json: "request body", param: "path", query: "query" }[result.target];
+    throw invalidRequest(result.error as Parameters<typeof invalidRequest>[0], what);
+  }
+}
+
+function defaultMessage(code: ErrorCode): string {
+  return code === "payload_too_large" ? "The request body is too large" : "Invalid request";
+}
+
+function routeOf(c: Context): string {
+  return `${c.req.method} ${c.req.routePath || c.req.path}`;
+}

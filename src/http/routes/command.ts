@@ -1,0 +1,65 @@
+// POST /v1/command: the JSON command protocol, one command or an array run in order.
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { Command, type CommandResult, MAX_COMMANDS, runCommand } from "../../command";
+import { DelayqError } from "../../domain/errors";
+import type { AppEnv } from "../env";
+import { body, errors, json, SECURED } from "../schemas";
+
+const Result = z
+  .object({
+    success: z.boolean(),
+    error: z.string().openapi({ description: 'Empty on success, else "<code>: <message>"' }),
+    id: z.string().optional(),
+    value: z.unknown().optional(),
+  })
+  .openapi("CommandResult");
+
+export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
+  app.openAPIRegistry.register("Command", Command.openapi("Command"));
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/command",
+      tags: ["command protocol"],
+      security: SECURED,
+      summary: "Run one command, or an array of up to 1000 in order",
+      description:
+        "The Youzan delay-queue protocol: `{command: add|pop|finish|delete|get|touch|release|" +
+        "bury, ...}` → `{success, error, id, value}`. `pop` answers the job's id and body as " +
+        "`id`/`value` (no `id` when nothing is ready). A failing command answers " +
+        "`success: false` with HTTP 200, except a lone command that finds Redis unreachable (503).",
+      request: {
+        body: body(
+          z.unknown().openapi({ description: "A Command, or an array of Commands" }),
+          true,
+        ),
+      },
+      responses: {
+        200: json(z.union([Result, z.array(Result)]), "One result per command"),
+        ...errors(),
+        503: json(Result, "A lone command found Redis unreachable; retry after Retry-After"),
+      },
+    }),
+    async (c) => {
+      const input: unknown = c.req.valid("json");
+      const signal = c.req.raw.signal;
+      if (Array.isArray(input)) {
+        if (input.length === 0 || input.length > MAX_COMMANDS) {
+          throw new DelayqError(
+            "invalid_request",
+            `Invalid request body: give 1 to ${MAX_COMMANDS} commands`,
+          );
+        }
+        const results: CommandResult[] = [];
+        for (const command of input) results.push(await runCommand(c.var.queue, command, signal));
+        return c.json(results, 200);
+      }
+      const result = await runCommand(c.var.queue, input, signal);
+      if (result.error.startsWith("redis_unavailable")) {
+        c.header("Retry-After", "1");
+        return c.json(result, 503);
+      }
+      return c.json(result, 200);
+    },
+  );
+}

@@ -1,0 +1,150 @@
+// Routes on jobs: add, batch add, get, delete, and the reservation verbs finish/touch/release/bury.
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppEnv } from "../env";
+import {
+  AddJob,
+  AddResult,
+  BatchBody,
+  BatchResult,
+  body,
+  errors,
+  IdParam,
+  JobBody,
+  json,
+  ReceiptBody,
+  ReleaseBody,
+  SECURED,
+} from "../schemas";
+
+const tags = ["jobs"];
+
+export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/jobs",
+      tags,
+      security: SECURED,
+      summary: "Add a job",
+      description:
+        "Adds a job to run after `delay` seconds or at `runAt`. Re-adding an id that exists in " +
+        "the same topic returns the stored job with `created: false`; `replace: true` " +
+        "overwrites it unless it is reserved.",
+      request: { body: body(AddJob, true) },
+      responses: {
+        201: json(AddResult, "Added"),
+        200: json(AddResult, "The id exists: the stored job, unchanged"),
+        ...errors(403, 409, 413),
+      },
+    }),
+    async (c) => {
+      const result = await c.var.queue.add(c.req.valid("json"));
+      return c.json(result, result.created ? 201 : 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/jobs/batch",
+      tags,
+      security: SECURED,
+      summary: "Add up to 1000 jobs",
+      description:
+        "One request, one Redis round trip. Each item is validated and added on its own: " +
+        "`results` has one entry per item, in order, either `{created, job}` or `{error}`.",
+      request: { body: body(BatchBody, true) },
+      responses: { 200: json(BatchResult, "One result per item"), ...errors(413) },
+    }),
+    async (c) => {
+      const { jobs } = c.req.valid("json");
+      const results = await c.var.queue.addBatch(jobs);
+      return c.json({ results }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/jobs/{id}",
+      tags,
+      security: SECURED,
+      summary: "Get a job and its state",
+      request: { params: IdParam },
+      responses: { 200: json(JobBody, "The job"), ...errors(403, 404) },
+    }),
+    async (c) => c.json({ job: await c.var.queue.get(c.req.valid("param").id) }, 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: "delete",
+      path: "/v1/jobs/{id}",
+      tags,
+      security: SECURED,
+      summary: "Delete a job in any state",
+      description: "A deleted job is never handed out afterwards. Deleting it again succeeds.",
+      request: { params: IdParam },
+      responses: {
+        200: json(z.object({ deleted: z.literal(true) }), "Deleted"),
+        ...errors(403, 404),
+      },
+    }),
+    async (c) => {
+      await c.var.queue.delete(c.req.valid("param").id);
+      return c.json({ deleted: true as const }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/jobs/{id}/finish",
+      tags,
+      security: SECURED,
+      summary: "Finish a reserved job",
+      description:
+        "With `receipt`, only the current reservation may finish it (else 409 `stale_receipt`); " +
+        "without, whoever holds it. Finishing a finished job again succeeds.",
+      request: { params: IdParam, body: body(ReceiptBody, false) },
+      responses: {
+        200: json(z.object({ finished: z.literal(true) }), "Finished"),
+        ...errors(403, 404, 409),
+      },
+    }),
+    async (c) => {
+      await c.var.queue.finish(c.req.valid("param").id, c.req.valid("json"));
+      return c.json({ finished: true as const }, 200);
+    },
+  );
+
+  const verbs = [
+    ["touch", "Extend a reservation by its TTR", ReceiptBody],
+    ["release", "Give a reserved job back, after `delay` or its backoff step", ReleaseBody],
+    ["bury", "Move a reserved job to its topic's dead letter", ReceiptBody],
+  ] as const;
+  for (const [verb, summary, schema] of verbs) {
+    app.openapi(
+      createRoute({
+        method: "post",
+        path: `/v1/jobs/{id}/${verb}`,
+        tags,
+        security: SECURED,
+        summary,
+        request: { params: IdParam, body: body(schema, false) },
+        responses: { 200: json(JobBody, "The job after the change"), ...errors(403, 404, 409) },
+      }),
+      async (c) => {
+        const { id } = c.req.valid("param");
+        const input = c.req.valid("json");
+        const job =
+          verb === "touch"
+            ? await c.var.queue.touch(id, input)
+            : verb === "bury"
+              ? await c.var.queue.bury(id, input)
+              : await c.var.queue.release(id, input);
+        return c.json({ job }, 200);
+      },
+    );
+  }
+}

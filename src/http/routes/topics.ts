@@ -1,0 +1,142 @@
+// Routes on topics: pop (long-poll), kick, stats, paging jobs by state, config, dead-letter purge.
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppEnv } from "../env";
+import {
+  body,
+  errors,
+  JobList,
+  json,
+  KickBody,
+  ListQuery,
+  PopBody,
+  PurgeQuery,
+  SECURED,
+  TopicConfig,
+  TopicList,
+  TopicParam,
+  TopicStats,
+  TopicsQuery,
+} from "../schemas";
+
+const tags = ["topics"];
+
+export function topicRoutes(app: OpenAPIHono<AppEnv>): void {
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/topics/{topic}/pop",
+      tags,
+      security: SECURED,
+      summary: "Reserve up to `count` ready jobs, optionally waiting up to `wait` seconds",
+      description:
+        "Each job comes with a `receipt` and is leased for its TTR. Due jobs and expired " +
+        "leases are taken care of first, so no scheduler tick is needed. With `wait`, the " +
+        "request returns as soon as a job is ready, or with `jobs: []` when the wait is over.",
+      request: { params: TopicParam, body: body(PopBody, false) },
+      responses: { 200: json(JobList, "The reserved jobs (maybe none)"), ...errors(403) },
+    }),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const jobs = await c.var.queue.pop(topic, c.req.valid("json"), c.req.raw.signal);
+      return c.json({ jobs }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/topics/{topic}/kick",
+      tags,
+      security: SECURED,
+      summary: "Move dead jobs back to ready (attempts reset)",
+      description: "By `ids`, or the `count` oldest; with neither, up to 1000.",
+      request: { params: TopicParam, body: body(KickBody, false) },
+      responses: { 200: json(z.object({ kicked: z.number() }), "How many"), ...errors(403) },
+    }),
+    async (c) => {
+      const kicked = await c.var.queue.kick(c.req.valid("param").topic, c.req.valid("json"));
+      return c.json({ kicked }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "delete",
+      path: "/v1/topics/{topic}/dead",
+      tags,
+      security: SECURED,
+      summary: "Delete dead jobs, the `count` oldest (default and most: 1000)",
+      request: { params: TopicParam, query: PurgeQuery },
+      responses: { 200: json(z.object({ deleted: z.number() }), "How many"), ...errors(403) },
+    }),
+    async (c) => {
+      const { count } = c.req.valid("query");
+      const deleted = await c.var.queue.deleteDead(c.req.valid("param").topic, { count });
+      return c.json({ deleted }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/topics",
+      tags,
+      security: SECURED,
+      summary: "List topics with their counts, by name",
+      description: "Pages of up to `limit` (100) topics; pass `cursor` back as `after`.",
+      request: { query: TopicsQuery },
+      responses: { 200: json(TopicList, "A page of topics") },
+    }),
+    async (c) => c.json(await c.var.queue.topics(c.req.valid("query")), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/topics/{topic}",
+      tags,
+      security: SECURED,
+      summary: "A topic's counts per state, earliest due time and config",
+      request: { params: TopicParam },
+      responses: { 200: json(TopicStats, "The topic"), ...errors(403) },
+    }),
+    async (c) => c.json(await c.var.queue.topic(c.req.valid("param").topic), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: "put",
+      path: "/v1/topics/{topic}",
+      tags,
+      security: SECURED,
+      summary: "Set a topic's config: job defaults (ttr, maxAttempts, backoff) and paused",
+      description: "Replaces the whole config. Defaults apply to jobs added afterwards.",
+      request: { params: TopicParam, body: body(TopicConfig, true) },
+      responses: {
+        200: json(z.object({ topic: z.string(), config: TopicConfig }), "The new config"),
+        ...errors(403),
+      },
+    }),
+    async (c) => {
+      const { topic } = c.req.valid("param");
+      const config = await c.var.queue.configure(topic, c.req.valid("json"));
+      return c.json({ topic, config }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/topics/{topic}/jobs",
+      tags,
+      security: SECURED,
+      summary: "Page through a topic's jobs in one state (delayed, ready, reserved, dead)",
+      request: { params: TopicParam, query: ListQuery },
+      responses: { 200: json(JobList, "A page of jobs"), ...errors(403) },
+    }),
+    async (c) => {
+      const page = await c.var.queue.list(c.req.valid("param").topic, c.req.valid("query"));
+      return c.json(page, 200);
+    },
+  );
+}

@@ -1,0 +1,54 @@
+// Wires the service from its environment: config, Redis client, queue, app. Used by both entries.
+import type { Redis } from "@upstash/redis";
+import { type Config, parseConfig } from "./config";
+import { createApp } from "./http/app";
+import { parseTokens } from "./http/auth";
+import { DelayQueue } from "./queue";
+import { REDIS_CLIENT_OPTIONS } from "./redis/scripts";
+import { tick } from "./scheduler";
+
+/** What an entry point needs to build its runtime's Redis client. */
+export type RedisSettings = {
+  url: string;
+  token: string;
+  options: typeof REDIS_CLIENT_OPTIONS & { retry: { retries: number } };
+};
+
+export type Service = {
+  config: Config;
+  queue: DelayQueue;
+  app: ReturnType<typeof createApp>;
+  tick: typeof tick;
+};
+
+/**
+ * Builds the service. `makeRedis` constructs the client for the runtime (`@upstash/redis` on
+ * Node, `@upstash/redis/cloudflare` in Workers); the rest is the same everywhere. Throws an
+ * `internal_error` naming the variable when the environment is incomplete or invalid.
+ */
+export function buildService(
+  env: Record<string, unknown>,
+  makeRedis: (settings: RedisSettings) => Pick<Redis, "createScript" | "get">,
+): Service {
+  const config = parseConfig(env);
+  const redis = makeRedis({
+    url: config.UPSTASH_REDIS_REST_URL,
+    token: config.UPSTASH_REDIS_REST_TOKEN,
+    // One retry on a network error: an API caller would rather get a fast 503 than wait ~4 s.
+    options: { ...REDIS_CLIENT_OPTIONS, retry: { retries: 1 } },
+  });
+  const queue = new DelayQueue({
+    redis,
+    prefix: config.DQ_PREFIX,
+    retention: config.DQ_RETENTION_SECONDS,
+    defaults: { ttr: config.DQ_DEFAULT_TTR, maxAttempts: config.DQ_DEFAULT_MAX_ATTEMPTS },
+    maxBodyBytes: config.DQ_MAX_BODY_BYTES,
+    pollIntervalMs: config.DQ_POLL_INTERVAL_MS,
+  });
+  const app = createApp({
+    queue,
+    tokens: parseTokens(config.DQ_TOKENS),
+    maxRequestBytes: config.DQ_MAX_REQUEST_BYTES,
+  });
+  return { config, queue, app, tick };
+}
