@@ -1,6 +1,7 @@
 // Test helpers: the real Hono app over a real queue (shared bridge), driven with app.request().
-import { parseTokens } from "../../src/http/auth";
+
 import { type AppOptions, createApp } from "../../src/http/app";
+import { parseTokens } from "../../src/http/auth";
 import { type TestQueue, testQueue } from "./queue";
 
 export const ADMIN = "admin-token";
@@ -32,7 +33,8 @@ export function testApp(options: Partial<AppOptions> & { pollIntervalMs?: number
     logs,
     async call(method, path, { body, token = ADMIN, headers = {} } = {}) {
       const init: RequestInit = { method, headers: { ...headers } };
-      if (token !== null) (init.headers as Record<string, string>).authorization = `Bearer ${token}`;
+      if (token !== null)
+        (init.headers as Record<string, string>).authorization = `Bearer ${token}`;
       if (body !== undefined) {
         init.body = typeof body === "string" ? body : JSON.stringify(body);
         (init.headers as Record<string, string>)["content-type"] ??= "application/json";

@@ -1,5 +1,6 @@
 // Routes on topics: pop (long-poll), kick, stats, paging jobs by state, config, dead-letter purge.
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { DelayqError } from "../../domain/errors";
 import type { AppEnv } from "../env";
 import {
   body,
@@ -119,6 +120,13 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>): void {
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
+      if (!c.req.header("content-type")) {
+        // jsonBodies drops the Content-Type of an empty body; a PUT needs the whole config.
+        throw new DelayqError(
+          "invalid_request",
+          "Invalid request body: send the topic's config as a JSON object ({} clears it)",
+        );
+      }
       const config = await c.var.queue.configure(topic, c.req.valid("json"));
       return c.json({ topic, config }, 200);
     },

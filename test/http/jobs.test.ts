@@ -1,0 +1,208 @@
+// Job routes through the real app (app.request) on a real queue: happy, error and edge cases.
+import { describe, expect, it } from "vitest";
+import { testApp } from "../support/app";
+
+describe("POST /v1/jobs", () => {
+  it("adds a job: 201, then 200 with created false for the same id", async () => {
+    const { call, clock } = testApp();
+    const first = await call("POST", "/v1/jobs", {
+      body: { topic: "orders", id: "o-1", body: { total: 42 }, delay: 30, ttr: 5 },
+    });
+    expect(first.status).toBe(201);
+    expect(first.json).toEqual({
+      created: true,
+      job: {
+        id: "o-1",
+        topic: "orders",
+        state: "delayed",
+        body: { total: 42 },
+        dueAt: clock.now + 30_000,
+        ttr: 5,
+        attempts: 0,
+        maxAttempts: 10,
+        createdAt: clock.now,
+      },
+    });
+    const again = await call("POST", "/v1/jobs", { body: { topic: "orders", id: "o-1" } });
+    expect(again.status).toBe(200);
+    expect(again.json).toEqual({ created: false, job: first.json.job });
+  });
+
+  it("answers 409 job_exists for an id used by another topic", async () => {
+    const { call } = testApp();
+    await call("POST", "/v1/jobs", { body: { topic: "a", id: "x" } });
+    const res = await call("POST", "/v1/jobs", { body: { topic: "b", id: "x" } });
+    expect(res.status).toBe(409);
+    expect(res.json.error.code).toBe("job_exists");
+  });
+
+  it("accepts runAt as ISO-8601 and a body without a JSON Content-Type", async () => {
+    const { call, clock } = testApp();
+    const runAt = new Date(clock.now + 5000).toISOString();
+    const res = await call("POST", "/v1/jobs", {
+      body: JSON.stringify({ topic: "t", runAt }),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(res.status).toBe(201);
+    expect(res.json.job.dueAt).toBe(clock.now + 5000);
+  });
+
+  it.each([
+    ["malformed JSON", "{nope", /not valid JSON/],
+    ["an empty body", "", /topic/],
+    ["a JSON array", "[1]", /request body/],
+    ["a bad topic", { topic: "no spaces" }, /topic: must be/],
+    ["an unknown field", { topic: "t", dealy: 3 }, /unknown field "dealy"/],
+    ["a string delay", { topic: "t", delay: "10" }, /delay/],
+    ["a negative delay", { topic: "t", delay: -5 }, /delay/],
+    ["a huge ttr", { topic: "t", ttr: 1e12 }, /ttr/],
+    ["an over-long id", { topic: "t", id: "i".repeat(200) }, /id: must be/],
+    ["a slash in the id", { topic: "t", id: "a/b" }, /id: must be/],
+    ["delay and runAt", { topic: "t", delay: 1, runAt: 1 }, /either delay or runAt/],
+  ])("answers 400 invalid_request naming the field for %s", async (_, body, message) => {
+    const { call, redis, keys } = testApp();
+    const res = await call("POST", "/v1/jobs", { body });
+    expect(res.status).toBe(400);
+    expect(res.json.error.code).toBe("invalid_request");
+    expect(res.json.error.message).toMatch(message);
+    expect(await redis.exists(keys.topics)).toBe(0);
+  });
+
+  it("answers 413 payload_too_large for a body over 256 KiB and stores nothing", async () => {
+    const { call } = testApp();
+    const res = await call("POST", "/v1/jobs", {
+      body: { topic: "t", id: "big", body: "x".repeat(300 * 1024) },
+    });
+    expect(res.status).toBe(413);
+    expect(res.json.error.code).toBe("payload_too_large");
+    expect((await call("GET", "/v1/jobs/big")).status).toBe(404);
+  });
+
+  it("answers 413 for a request over the request limit before reading it all", async () => {
+    const { call } = testApp({ maxRequestBytes: 2048 });
+    const res = await call("POST", "/v1/jobs", { body: { topic: "t", body: "y".repeat(4096) } });
+    expect(res.status).toBe(413);
+    expect(res.json.error.message).toMatch(/over 2048 bytes/);
+  });
+});
+
+describe("POST /v1/jobs/batch", () => {
+  it("adds many jobs with one result per item", async () => {
+    const { call, stats } = testApp();
+    const res = await call("POST", "/v1/jobs/batch", {
+      body: {
+        jobs: [
+          { topic: "t", id: "a" },
+          { topic: "t", id: "a" },
+          { topic: "bad topic" },
+          { topic: "t", id: "b", body: "x".repeat(300 * 1024) },
+        ],
+      },
+    });
+    expect(res.status).toBe(200);
+    expect(
+      res.json.results.map((r: { created?: boolean; error?: { code: string } }) =>
+        r.error ? r.error.code : r.created,
+      ),
+    ).toEqual([true, false, "invalid_request", "payload_too_large"]);
+    expect((await stats()).requests.total).toBe(1);
+  });
+
+  it.each([
+    [{ jobs: [] }, /jobs/],
+    [{ jobs: "nope" }, /jobs/],
+    [{}, /jobs/],
+    [{ jobs: Array.from({ length: 1001 }, () => ({ topic: "t" })) }, /jobs/],
+  ])("answers 400 for a batch that is not 1-1000 jobs (%#)", async (body, message) => {
+    const { call } = testApp();
+    const res = await call("POST", "/v1/jobs/batch", { body });
+    expect(res.status).toBe(400);
+    expect(res.json.error.message).toMatch(message);
+  });
+});
+
+describe("GET and DELETE /v1/jobs/{id}", () => {
+  it("gets a job, deletes it, and the deleted job is never handed out", async () => {
+    const { call } = testApp();
+    await call("POST", "/v1/jobs", { body: { topic: "t", id: "g", body: [1, 2] } });
+    const got = await call("GET", "/v1/jobs/g");
+    expect(got.status).toBe(200);
+    expect(got.json.job).toMatchObject({ id: "g", state: "ready", body: [1, 2] });
+    expect((await call("DELETE", "/v1/jobs/g")).json).toEqual({ deleted: true });
+    expect((await call("GET", "/v1/jobs/g")).json.job.state).toBe("deleted");
+    expect((await call("POST", "/v1/topics/t/pop")).json).toEqual({ jobs: [] });
+  });
+
+  it("answers 404 job_not_found and 400 for a bad id", async () => {
+    const { call } = testApp();
+    const missing = await call("GET", "/v1/jobs/nope");
+    expect(missing.status).toBe(404);
+    expect(missing.json.error).toEqual({
+      code: "job_not_found",
+      message: expect.stringMatching(/nope does not exist/),
+    });
+    expect((await call("DELETE", "/v1/jobs/nope")).status).toBe(404);
+    const bad = await call("GET", `/v1/jobs/${"z".repeat(129)}`);
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.message).toMatch(/Invalid path: id/);
+  });
+});
+
+describe("finish, touch, release, bury", () => {
+  async function reserved() {
+    const t = testApp();
+    await t.call("POST", "/v1/jobs", { body: { topic: "t", id: "r", ttr: 10 } });
+    const pop = await t.call("POST", "/v1/topics/t/pop", { body: { count: 1 } });
+    return { ...t, receipt: pop.json.jobs[0].receipt as string };
+  }
+
+  it("finish with the receipt: 200, then the job is finished", async () => {
+    const { call, receipt } = await reserved();
+    const res = await call("POST", "/v1/jobs/r/finish", { body: { receipt } });
+    expect(res).toMatchObject({ status: 200, json: { finished: true } });
+    expect((await call("GET", "/v1/jobs/r")).json.job.state).toBe("finished");
+  });
+
+  it("finish without a body finishes for whoever holds the job", async () => {
+    const { call } = await reserved();
+    expect((await call("POST", "/v1/jobs/r/finish")).status).toBe(200);
+  });
+
+  it("answers 409 stale_receipt and 409 not_reserved", async () => {
+    const { call } = await reserved();
+    const stale = await call("POST", "/v1/jobs/r/finish", { body: { receipt: "old.0" } });
+    expect(stale.status).toBe(409);
+    expect(stale.json.error.code).toBe("stale_receipt");
+    await call("POST", "/v1/jobs", { body: { topic: "t", id: "waiting", delay: 60 } });
+    const notReserved = await call("POST", "/v1/jobs/waiting/touch");
+    expect(notReserved.status).toBe(409);
+    expect(notReserved.json.error).toMatchObject({
+      code: "not_reserved",
+      message: expect.stringMatching(/waiting is delayed, not reserved/),
+    });
+  });
+
+  it("touch extends the lease, release reschedules, bury sends it dead", async () => {
+    const { call, clock, receipt } = await reserved();
+    clock.advance(5000);
+    const touched = await call("POST", "/v1/jobs/r/touch", { body: { receipt } });
+    expect(touched.json.job.reservedUntil).toBe(clock.now + 10_000);
+    const released = await call("POST", "/v1/jobs/r/release", { body: { receipt, delay: 2 } });
+    expect(released.json.job).toMatchObject({ state: "delayed", dueAt: clock.now + 2000 });
+    clock.advance(2000);
+    const again = await call("POST", "/v1/topics/t/pop");
+    const buried = await call("POST", "/v1/jobs/r/bury", {
+      body: { receipt: again.json.jobs[0].receipt },
+    });
+    expect(buried.json.job).toMatchObject({ state: "dead", deadReason: "buried", attempts: 2 });
+  });
+
+  it("rejects unknown fields and bad types in their bodies", async () => {
+    const { call } = await reserved();
+    const res = await call("POST", "/v1/jobs/r/release", { body: { delay: "soon" } });
+    expect(res.status).toBe(400);
+    expect(res.json.error.message).toMatch(/delay/);
+    const extra = await call("POST", "/v1/jobs/r/finish", { body: { receipt: "x", force: true } });
+    expect(extra.json.error.message).toMatch(/unknown field "force"/);
+  });
+});

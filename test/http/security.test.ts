@@ -1,0 +1,130 @@
+// Auth on every route (from the OpenAPI document), topic-scoped tokens, and token parsing.
+import { describe, expect, it } from "vitest";
+import { DelayqError } from "../../src/domain/errors";
+import { parseTokens } from "../../src/http/auth";
+import { SHOP_A, testApp } from "../support/app";
+
+type Operation = { method: string; path: string };
+
+async function operations(call: ReturnType<typeof testApp>["call"]): Promise<Operation[]> {
+  const doc = (await call("GET", "/openapi.json", { token: null })).json as {
+    paths: Record<string, Record<string, unknown>>;
+  };
+  return Object.entries(doc.paths).flatMap(([path, methods]) =>
+    Object.keys(methods).map((method) => ({
+      method: method.toUpperCase(),
+      path: path.replace("{id}", "some-id").replace("{topic}", "some-topic"),
+    })),
+  );
+}
+
+describe("bearer tokens", () => {
+  it("refuses every /v1 route without a token or with a wrong one, and touches nothing", async () => {
+    const { call, redis, keys } = testApp();
+    const routes = (await operations(call)).filter((op) => op.path.startsWith("/v1/"));
+    expect(routes.length).toBeGreaterThanOrEqual(15);
+    for (const { method, path } of routes) {
+      for (const token of [null, "wrong-token", "admin-token-but-longer", ""]) {
+        const body = method === "GET" ? undefined : { topic: "some-topic" };
+        const res = await call(method, path, { token, body });
+        expect(res.status, `${method} ${path} with ${token}`).toBe(401);
+        expect(res.json.error.code).toBe("unauthorized");
+        expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
+      }
+    }
+    expect(await redis.exists(keys.topics)).toBe(0);
+  });
+
+  it("needs no token for /health, /openapi.json and /docs", async () => {
+    const { call } = testApp();
+    expect((await call("GET", "/health", { token: null })).json).toEqual({
+      status: "ok",
+      redis: "ok",
+    });
+    const doc = await call("GET", "/openapi.json", { token: null });
+    expect(doc.json.openapi).toBe("3.1.0");
+    const docs = await call("GET", "/docs", { token: null });
+    expect(docs.json).toMatch(/<title>delayq API<\/title>/);
+  });
+});
+
+describe("a token scoped to some topics", () => {
+  it("cannot read or write another topic's jobs, by topic or by id", async () => {
+    const { call } = testApp();
+    await call("POST", "/v1/jobs", { body: { topic: "shop-b.orders", id: "b-1", body: "secret" } });
+    await call("POST", "/v1/topics/shop-b.orders/pop");
+    const asShopA = (method: string, path: string, body?: unknown) =>
+      call(method, path, { token: SHOP_A, body });
+
+    const denied: [string, string, unknown?][] = [
+      ["POST", "/v1/jobs", { topic: "shop-b.orders" }],
+      ["GET", "/v1/jobs/b-1"],
+      ["DELETE", "/v1/jobs/b-1"],
+      ["POST", "/v1/jobs/b-1/finish"],
+      ["POST", "/v1/jobs/b-1/touch"],
+      ["POST", "/v1/jobs/b-1/release"],
+      ["POST", "/v1/jobs/b-1/bury"],
+      ["POST", "/v1/topics/shop-b.orders/pop"],
+      ["POST", "/v1/topics/shop-b.orders/kick"],
+      ["DELETE", "/v1/topics/shop-b.orders/dead"],
+      ["GET", "/v1/topics/shop-b.orders"],
+      ["PUT", "/v1/topics/shop-b.orders", { paused: true }],
+      ["GET", "/v1/topics/shop-b.orders/jobs?state=reserved"],
+    ];
+    for (const [method, path, body] of denied) {
+      const res = await asShopA(method, path, body);
+      expect(res.status, `${method} ${path}`).toBe(403);
+      expect(res.json.error.code).toBe("forbidden");
+      expect(JSON.stringify(res.json)).not.toMatch(/secret/);
+    }
+    const batch = await asShopA("POST", "/v1/jobs/batch", { jobs: [{ topic: "shop-b.x" }] });
+    expect(batch.json.results[0].error.code).toBe("forbidden");
+    const command = await asShopA("POST", "/v1/command", { command: "get", id: "b-1" });
+    expect(command.json).toMatchObject({
+      success: false,
+      error: expect.stringMatching(/^forbidden/),
+    });
+
+    // The job was not touched by any of it.
+    expect((await call("GET", "/v1/jobs/b-1")).json.job).toMatchObject({
+      state: "reserved",
+      attempts: 1,
+    });
+  });
+
+  it("works on its own topics and lists only them", async () => {
+    const { call } = testApp();
+    await call("POST", "/v1/jobs", { body: { topic: "shop-b.orders" } });
+    const mine = await call("POST", "/v1/jobs", {
+      token: SHOP_A,
+      body: { topic: "shop-a.orders" },
+    });
+    expect(mine.status).toBe(201);
+    const popped = await call("POST", "/v1/topics/shop-a.orders/pop", { token: SHOP_A });
+    expect(popped.json.jobs).toHaveLength(1);
+    const topics = await call("GET", "/v1/topics", { token: SHOP_A });
+    expect(topics.json.topics.map((t: { topic: string }) => t.topic)).toEqual(["shop-a.orders"]);
+  });
+});
+
+describe("DQ_TOKENS parsing", () => {
+  it("reads tokens and their topic patterns", async () => {
+    const tokens = parseTokens(" admin , shop:shop-a.*|payments ");
+    expect(tokens.size).toBe(2);
+    expect(await tokens.identify("admin")).toEqual({ scope: undefined });
+    expect(await tokens.identify("shop")).toEqual({ scope: ["shop-a.*", "payments"] });
+    expect(await tokens.identify("shop:shop-a.*")).toBeUndefined();
+    expect(await tokens.identify("nobody")).toBeUndefined();
+  });
+
+  it("names the broken entry without echoing any token", () => {
+    expect(() => parseTokens("good,,other")).toThrow(/entry 2 has no token/);
+    expect(() => parseTokens("secret-value:bad pattern")).toThrow(DelayqError);
+    try {
+      parseTokens("secret-value:bad pattern");
+    } catch (error) {
+      expect(String(error)).not.toMatch(/secret-value/);
+      expect(String(error)).toMatch(/entry 1 has an invalid topic pattern/);
+    }
+  });
+});
