@@ -1,10 +1,20 @@
+// Two projects: the Node suites, and the suites that run inside workerd (vitest.workers.config.ts).
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    globalSetup: ["test/support/global-setup.ts"],
-    testTimeout: 20_000,
-    hookTimeout: 20_000,
+    projects: [
+      {
+        test: {
+          name: "node",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/workers/**", "node_modules/**"],
+          globalSetup: ["test/support/global-setup.ts"],
+          testTimeout: 20_000,
+          hookTimeout: 20_000,
+        },
+      },
+      "./vitest.workers.config.ts",
+    ],
   },
 });

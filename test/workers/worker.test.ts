@@ -1,0 +1,117 @@
+// The Worker entry inside workerd: fetch and scheduled, against the bridge to a real redis-server.
+import {
+  createExecutionContext,
+  createScheduledController,
+  env,
+  waitOnExecutionContext,
+} from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import worker from "../../functions/worker";
+
+type Env = Record<string, unknown>;
+
+/** The bindings with a key prefix of the test's own, so tests never see each other's keys. */
+function isolated(overrides: Env = {}): Env {
+  return { ...env, DQ_PREFIX: `w${crypto.randomUUID().slice(0, 8)}`, ...overrides };
+}
+
+async function call(
+  bindings: Env,
+  method: string,
+  path: string,
+  body?: unknown,
+  token: string | null = "worker-admin",
+): Promise<{ status: number; json: any }> {
+  const headers: Record<string, string> = {};
+  if (token) headers.authorization = `Bearer ${token}`;
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(
+    new Request(`http://delayq.test${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+    bindings,
+    ctx,
+  );
+  await waitOnExecutionContext(ctx);
+  return { status: res.status, json: await res.json() };
+}
+
+describe("fetch", () => {
+  it("serves /health without a token, and reaches Redis", async () => {
+    expect(await call(isolated(), "GET", "/health", undefined, null)).toEqual({
+      status: 200,
+      json: { status: "ok", redis: "ok" },
+    });
+  });
+
+  it("runs a job's life: add, pop with a receipt, finish", async () => {
+    const bindings = isolated();
+    const added = await call(bindings, "POST", "/v1/jobs", {
+      topic: "t",
+      id: "w1",
+      body: { n: 1 },
+    });
+    expect(added.status).toBe(201);
+    const popped = await call(bindings, "POST", "/v1/topics/t/pop", { count: 5 });
+    expect(popped.json.jobs).toHaveLength(1);
+    const { receipt } = popped.json.jobs[0];
+    const finished = await call(bindings, "POST", "/v1/jobs/w1/finish", { receipt });
+    expect(finished).toEqual({ status: 200, json: { finished: true } });
+    expect((await call(bindings, "GET", "/v1/jobs/w1")).json.job.state).toBe("finished");
+  });
+
+  it("refuses a missing token and a token scoped to other topics", async () => {
+    const bindings = isolated();
+    expect((await call(bindings, "GET", "/v1/topics", undefined, null)).status).toBe(401);
+    const other = await call(bindings, "POST", "/v1/jobs", { topic: "t" }, "worker-shop");
+    expect(other.status).toBe(403);
+    const own = await call(bindings, "POST", "/v1/jobs", { topic: "shop.a" }, "worker-shop");
+    expect(own.status).toBe(201);
+  });
+
+  it("long-polls inside workerd: a job added during the wait is returned", async () => {
+    const bindings = isolated({ DQ_POLL_INTERVAL_MS: "100" });
+    const waiting = call(bindings, "POST", "/v1/topics/lp/pop", { wait: 5 });
+    await new Promise((r) => setTimeout(r, 200));
+    await call(bindings, "POST", "/v1/jobs", { topic: "lp", id: "late" });
+    const { json } = await waiting;
+    expect(json.jobs.map((j: { id: string }) => j.id)).toEqual(["late"]);
+  });
+
+  it("answers 500 naming the variable when the environment is incomplete", async () => {
+    const res = await call({ DQ_TOKENS: "x" }, "GET", "/health", undefined, null);
+    expect(res.status).toBe(500);
+    expect(res.json.error.code).toBe("internal_error");
+    expect(res.json.error.message).toMatch(/UPSTASH_REDIS_REST_URL is not set/);
+  });
+});
+
+describe("scheduled", () => {
+  it("takes back expired leases with the cron's scheduledTime as now", async () => {
+    const bindings = isolated();
+    await call(bindings, "POST", "/v1/jobs", { topic: "t", id: "lease", ttr: 1 });
+    const popped = await call(bindings, "POST", "/v1/topics/t/pop");
+    const until = popped.json.jobs[0].reservedUntil as number;
+
+    const early = createScheduledController({ scheduledTime: until - 1, cron: "* * * * *" });
+    await worker.scheduled(early, bindings, createExecutionContext());
+    expect((await call(bindings, "GET", "/v1/jobs/lease")).json.job.state).toBe("reserved");
+
+    const due = createScheduledController({ scheduledTime: until, cron: "* * * * *" });
+    await worker.scheduled(due, bindings, createExecutionContext());
+    // Back in the queue, due at the tick's time (ready once the real clock reaches it).
+    const job = (await call(bindings, "GET", "/v1/jobs/lease")).json.job;
+    expect(job).toMatchObject({ attempts: 1, dueAt: until });
+    expect(job.state).not.toBe("reserved");
+    expect(job.reservedUntil).toBeUndefined();
+  });
+
+  it("fails loudly when misconfigured", async () => {
+    const controller = createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" });
+    await expect(
+      worker.scheduled(controller, { DQ_TOKENS: "x" }, createExecutionContext()),
+    ).rejects.toThrow(/UPSTASH_REDIS_REST_TOKEN is not set/);
+  });
+});
