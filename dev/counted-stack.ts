@@ -2,7 +2,7 @@
 import { Redis } from "@upstash/redis";
 import { REDIS_CLIENT_OPTIONS } from "../src/redis/scripts";
 import { type Bridge, startBridge } from "./bridge";
-import { type RedisServer, startRedisServer } from "./redis-server";
+import { type RedisServer, type RedisServerOptions, startRedisServer } from "./redis-server";
 import { type Reply, RespConnection } from "./resp";
 
 export type CountedStack = {
@@ -14,11 +14,13 @@ export type CountedStack = {
   commandStats(): Promise<Record<string, number>>;
   /** Total commands executed so far, INFO excluded. */
   commands(): Promise<number>;
+  /** Runs one command on redis-server directly (not through the bridge), e.g. DEBUG DIGEST. */
+  raw(...args: string[]): Promise<Reply>;
   stop(): Promise<void>;
 };
 
-export async function startCountedStack(): Promise<CountedStack> {
-  const server = await startRedisServer();
+export async function startCountedStack(options: RedisServerOptions = {}): Promise<CountedStack> {
+  const server = await startRedisServer(options);
   const token = "private";
   const bridge = await startBridge({ redisPort: server.port, tokens: token });
   const admin = await RespConnection.open(server.port);
@@ -43,6 +45,7 @@ export async function startCountedStack(): Promise<CountedStack> {
         ...REDIS_CLIENT_OPTIONS,
       }),
     commandStats,
+    raw: (...args) => admin.call(...args),
     commands: async () => Object.values(await commandStats()).reduce((a, b) => a + b, 0),
     stop: async () => {
       admin.close();

@@ -35,6 +35,8 @@ export type RedisServerOptions = {
   databases?: number;
   /** How long to wait for the server to answer PING. @default 10000 */
   startTimeoutMs?: number;
+  /** More redis-server arguments, e.g. ["--enable-debug-command", "yes"] for DEBUG DIGEST. */
+  extraArgs?: string[];
 };
 
 export type RedisServer = {
@@ -111,6 +113,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     "warning",
     "--logfile",
     "",
+    ...(options.extraArgs ?? []),
   ];
   const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
   // redis-server logs to stdout; keep the tail to explain a failed start.

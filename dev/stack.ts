@@ -4,10 +4,11 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startBridge } from "./bridge";
-import { RedisNotInstalledError, startRedisServer } from "./redis-server";
+import { freePort, RedisNotInstalledError, startRedisServer } from "./redis-server";
 
 const root = join(import.meta.dirname, "..");
-const stateDir = join(root, ".dev");
+/** Where the stack keeps its Redis data and stack.json; DQ_DEV_DIR moves it (the e2e test does). */
+const stateDir = process.env.DQ_DEV_DIR ?? join(root, ".dev");
 const DEV_TOKEN = "dev-token";
 
 type Part = { name: string; stop(): Promise<void> };
@@ -138,6 +139,11 @@ async function main(): Promise<void> {
             "--port",
             String(apiPort),
             "--test-scheduled",
+            // A free devtools port, so that two stacks (say, the e2e test's and yours) can run.
+            "--inspector-port",
+            String(await freePort()),
+            "--persist-to",
+            join(stateDir, "wrangler"),
             "--show-interactive-dev-session=false",
             "--log-level",
             "warn",
@@ -174,9 +180,9 @@ async function main(): Promise<void> {
         "",
         `delayq API     ${apiUrl}   (bearer token: ${apiToken}; docs at ${apiUrl}/docs)`,
         `  runs in      ${useNode ? "Node (functions/node.ts)" : "wrangler dev (workerd), cron every minute"}`,
-        `Upstash bridge ${bridge.url}   (token in .dev/stack.json)`,
-        `redis-server   127.0.0.1:${redis.port}   (data in .dev/redis, append-only)`,
-        "wrote .dev/stack.json; Ctrl-C stops everything",
+        `Upstash bridge ${bridge.url}   (token in stack.json)`,
+        `redis-server   127.0.0.1:${redis.port}   (data in ${join(stateDir, "redis")}, append-only)`,
+        `wrote ${join(stateDir, "stack.json")}; Ctrl-C stops everything`,
         "",
       ].join("\n"),
     );
