@@ -8,7 +8,7 @@ export default defineConfig({
         test: {
           name: "node",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/workers/**", "node_modules/**"],
+          exclude: ["test/workers/**", "test/reliability/**", "node_modules/**"],
           globalSetup: ["test/support/global-setup.ts"],
           testTimeout: 20_000,
           hookTimeout: 20_000,

@@ -130,7 +130,8 @@ describe("idle cost", () => {
     const { queue } = queueOn("idle-pop");
     await warmUp(queue);
     const spent = await cost(() => queue.pop("nothing-here"));
-    // EVALSHA, GET (config), ZRANGE (leases), ZRANGE (due), ZPOPMIN; the hint: 2 ZRANGE + GET.
+    // EVALSHA, GET (config), ZRANGE (leases), ZRANGE (due), ZRANGE (ready); the hint: 2 ZRANGE
+    // and a GET.
     expect(spent).toEqual({ commands: 8, requests: 1 });
   });
 });

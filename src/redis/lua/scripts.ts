@@ -115,8 +115,8 @@ export const POP = `
   the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
   the counter; otherwise both are -1. A paused topic reserves nothing.
   Cost: GET (config), ZRANGE (reserved), ZRANGE (delayed; ZREM + ZADD when some are due),
-  ZPOPMIN, per job GET + SET, then one ZADD (reserved) and one ZADD LT (schedule). When nothing
-  was reserved: two ZRANGEs and a GET instead, for the hint.
+  ZRANGE + ZREM (ready), per job GET + SET, then one ZADD (reserved) and one ZADD LT
+  (schedule). When nothing was reserved: two ZRANGEs and a GET instead, for the hint.
 ]]
 local topic, count, nonce = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local function hint()
@@ -130,10 +130,12 @@ end
 if config(topic).paused then return hint() end
 expire(topic, 100)
 promote(topic, 1000)
-local popped = rcall("ZPOPMIN", key.ready(topic), count)
+-- Only what is due by this call's own clock: a call that spent long in transit may carry an
+-- older "now" than the one that promoted a job, and must not hand it out before that time.
+local popped = rcall("ZRANGE", key.ready(topic), "-inf", NOW, "BYSCORE", "LIMIT", 0, count)
+if #popped > 0 then rcall("ZREM", key.ready(topic), unpack(popped)) end
 local out, leases, first = {-1, -1}, {}, nil
-for i = 1, #popped, 2 do
-  local id = popped[i]
+for _, id in ipairs(popped) do
   local meta, body = load(id)
   if meta and meta.s == "waiting" then
     if meta.x and NOW > meta.x then
