@@ -234,7 +234,10 @@ export class DelayqClient {
 
   /** A topic's counts per state, earliest due time and config (`GET /v1/topics/{topic}`). */
   async topic(topic: string): Promise<TopicStats> {
-    const answer = await this.call({ method: "GET", path: `/v1/topics/${segment(topic, "topic")}` });
+    const answer = await this.call({
+      method: "GET",
+      path: `/v1/topics/${segment(topic, "topic")}`,
+    });
     expectField(answer, "counts", "object");
     return answer.data as TopicStats;
   }

@@ -1,8 +1,11 @@
 // One HTTP exchange with delayq, with a time limit, and the retry loop around it.
 import { DelayqClientError } from "./errors";
 
-/** The subset of `fetch` the client calls; global fetch and Workers service bindings fit. */
-export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+/**
+ * The subset of `fetch` the client calls: global fetch, a Workers service binding's, or Hono's
+ * `app.request` (which may answer synchronously, hence the plain `Response`).
+ */
+export type FetchLike = (input: string, init: RequestInit) => Response | Promise<Response>;
 
 export type TransportOptions = {
   baseUrl: string;
@@ -124,7 +127,7 @@ async function exchange(options: TransportOptions, request: Call): Promise<Reply
   try {
     return await Promise.race([fetchReply(options, request, controller.signal), stopped]);
   } finally {
-    clearTimeout(timer);
+    if (timer !== undefined) clearTimeout(timer);
     if (onAbort) signal?.removeEventListener("abort", onAbort);
   }
 }
