@@ -364,14 +364,14 @@ export class DelayQueue {
       throw new DelayqError("invalid_request", "limit: must be an integer from 1 to 100");
     }
     if (options.after !== undefined) parseInput(TopicName, options.after, "cursor");
-    const flat = (await this.scripts.run("listTopics", this.clock(), [
+    const [more, ...flat] = (await this.scripts.run("listTopics", this.clock(), [
       options.after ?? "",
       limit,
     ])) as unknown[];
     const page = readStats(flat);
     const last = page[page.length - 1];
     const topics = page.filter((stats) => scopeAllows(this.scope, stats.topic));
-    return page.length === limit && last ? { topics, cursor: last.topic } : { topics };
+    return Number(more) === 1 && last ? { topics, cursor: last.topic } : { topics };
   }
 
   /**

@@ -31,12 +31,19 @@ export const BACKOFF_SCHEDULES = {
 
 export type ScheduleName = keyof typeof BACKOFF_SCHEDULES;
 
+// "." and ".." are refused: in a URL path they would be resolved away ("/v1/topics/./jobs").
 export const TopicName = z
   .string()
-  .regex(/^[A-Za-z0-9_.:-]{1,100}$/, "must be 1-100 characters of A-Z a-z 0-9 _ . : -");
+  .regex(
+    /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,100}$/,
+    'must be 1-100 characters of A-Z a-z 0-9 _ . : - (and not "." or "..")',
+  );
 export const JobId = z
   .string()
-  .regex(/^[A-Za-z0-9_.:@~+=-]{1,128}$/, "must be 1-128 characters of A-Z a-z 0-9 _ . : @ ~ + = -");
+  .regex(
+    /^(?!\.\.?$)[A-Za-z0-9_.:@~+=-]{1,128}$/,
+    'must be 1-128 characters of A-Z a-z 0-9 _ . : @ ~ + = - (and not "." or "..")',
+  );
 export const Receipt = z.string().min(1).max(100);
 
 /** Seconds, fractions allowed (rounded to the millisecond). */

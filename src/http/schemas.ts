@@ -10,40 +10,40 @@ export const ErrorBody = z
       message: z.string(),
     }),
   })
-  .openapi("Error");
+  .meta({ id: "Error" });
 
-export const Job = domain.Job.openapi("Job");
-export const AddJob = domain.AddJobInput.openapi("AddJob");
-export const AddResult = z.object({ created: z.boolean(), job: Job }).openapi("AddResult");
+export const Job = domain.Job.meta({ id: "Job" });
+export const AddJob = domain.AddJobInput.meta({ id: "AddJob" });
+export const AddResult = z.object({ created: z.boolean(), job: Job }).meta({ id: "AddResult" });
 export const BatchBody = z
   .strictObject({
     jobs: z
-      .array(z.unknown().openapi({ description: "An AddJob; each item is validated on its own" }))
+      .array(z.unknown().meta({ description: "An AddJob; each item is validated on its own" }))
       .min(1)
       .max(domain.MAX_BATCH),
   })
-  .openapi("AddBatch");
+  .meta({ id: "AddBatch" });
 export const BatchResult = z
   .object({ results: z.array(z.union([AddResult, ErrorBody])) })
-  .openapi("BatchResult");
-export const JobBody = z.object({ job: Job }).openapi("JobResponse");
+  .meta({ id: "BatchResult" });
+export const JobBody = z.object({ job: Job }).meta({ id: "JobResponse" });
 export const JobList = z
   .object({
     jobs: z.array(Job),
-    cursor: z.string().optional().openapi({ description: "Pass as cursor for the next page" }),
+    cursor: z.string().optional().meta({ description: "Pass as cursor for the next page" }),
   })
-  .openapi("JobList");
-export const TopicStats = domain.TopicStats.openapi("TopicStats");
+  .meta({ id: "JobList" });
+export const TopicStats = domain.TopicStats.meta({ id: "TopicStats" });
 export const TopicList = z
   .object({ topics: z.array(TopicStats), cursor: z.string().optional() })
-  .openapi("TopicList");
-export const TopicConfig = domain.TopicConfig.openapi("TopicConfig");
+  .meta({ id: "TopicList" });
+export const TopicConfig = domain.TopicConfig.meta({ id: "TopicConfig" });
 
 export const IdParam = z.object({
-  id: domain.JobId.openapi({ param: { name: "id", in: "path" }, example: "order-1042" }),
+  id: domain.JobId.meta({ param: { name: "id", in: "path" }, example: "order-1042" }),
 });
 export const TopicParam = z.object({
-  topic: domain.TopicName.openapi({ param: { name: "topic", in: "path" }, example: "orders" }),
+  topic: domain.TopicName.meta({ param: { name: "topic", in: "path" }, example: "orders" }),
 });
 
 const whole = (name: string, max: number) =>
@@ -53,26 +53,26 @@ const whole = (name: string, max: number) =>
     .min(1)
     .max(max)
     .optional()
-    .openapi({ param: { name, in: "query" } });
+    .meta({ param: { name, in: "query" } });
 
 export const ListQuery = z.object({
-  state: domain.ListableState.openapi({ param: { name: "state", in: "query" } }),
+  state: domain.ListableState.meta({ param: { name: "state", in: "query" } }),
   cursor: z
     .string()
     .optional()
-    .openapi({ param: { name: "cursor", in: "query" } }),
+    .meta({ param: { name: "cursor", in: "query" } }),
   limit: whole("limit", domain.MAX_PAGE),
 });
 export const TopicsQuery = z.object({
-  after: domain.TopicName.optional().openapi({ param: { name: "after", in: "query" } }),
+  after: domain.TopicName.optional().meta({ param: { name: "after", in: "query" } }),
   limit: whole("limit", 100),
 });
 export const PurgeQuery = z.object({ count: whole("count", domain.MAX_PAGE) });
 
-export const PopBody = domain.PopInput.openapi("Pop");
-export const ReceiptBody = domain.ReceiptInput.openapi("Receipt");
-export const ReleaseBody = domain.ReleaseInput.openapi("Release");
-export const KickBody = domain.KickInput.openapi("Kick");
+export const PopBody = domain.PopInput.meta({ id: "Pop" });
+export const ReceiptBody = domain.ReceiptInput.meta({ id: "Receipt" });
+export const ReleaseBody = domain.ReleaseInput.meta({ id: "Release" });
+export const KickBody = domain.KickInput.meta({ id: "Kick" });
 
 export const Health = z
   .object({
@@ -80,7 +80,7 @@ export const Health = z
     redis: z.enum(["ok", "unreachable"]),
     message: z.string().optional(),
   })
-  .openapi("Health");
+  .meta({ id: "Health" });
 
 /** `content` for a JSON body or response. */
 export function json<T extends z.ZodType>(schema: T, description: string) {

@@ -157,6 +157,8 @@ describe("add", () => {
     [{ topic: "bad topic" }, /topic/],
     [{ topic: "t", id: "x".repeat(129) }, /id/],
     [{ topic: "t", id: "a/b" }, /id/],
+    [{ topic: "t", id: ".." }, /id/],
+    [{ topic: "." }, /topic/],
     [{ topic: "t", delay: -1 }, /delay/],
     [{ topic: "t", delay: 400 * 86400 }, /delay/],
     [{ topic: "t", ttr: 0 }, /ttr/],
@@ -531,6 +533,8 @@ describe("dead letter", () => {
     expect(second.jobs.map((j) => j.id)).toEqual(["d2", "d3"]);
     const last = await queue.list("t", { state: "dead", limit: 2, cursor: second.cursor });
     expect(last).toEqual({ jobs: [expect.objectContaining({ id: "d4" })] });
+    // A full last page says so: no cursor to an empty page.
+    expect((await queue.list("t", { state: "dead", limit: 5 })).cursor).toBeUndefined();
     expect(await queue.deleteDead("t", { ids: ["d0"] })).toBe(1);
     expect(await queue.deleteDead("t", { count: 2 })).toBe(2);
     expect((await queue.get("d0")).state).toBe("deleted");
@@ -571,6 +575,7 @@ describe("topics", () => {
     const rest = await queue.topics({ limit: 2, after: first.cursor });
     expect(rest.topics.map((t) => t.topic)).toEqual(["c"]);
     expect(rest.cursor).toBeUndefined();
+    expect((await queue.topics({ limit: 3 })).cursor).toBeUndefined();
   });
 
   it("lists delayed and ready jobs split at now", async () => {

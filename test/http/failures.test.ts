@@ -63,6 +63,12 @@ describe("Redis unreachable", () => {
       success: false,
       error: expect.stringMatching(/^redis_unavailable/),
     });
+    const several = await call("POST", "/v1/command", [
+      { command: "get", id: "x" },
+      { command: "pop", topic: "t" },
+    ]);
+    expect(several.status).toBe(503);
+    expect(several.headers.get("retry-after")).toBe("1");
   });
 });
 

@@ -8,14 +8,19 @@ import { body, errors, json, SECURED } from "../schemas";
 const Result = z
   .object({
     success: z.boolean(),
-    error: z.string().openapi({ description: 'Empty on success, else "<code>: <message>"' }),
+    error: z.string().meta({ description: 'Empty on success, else "<code>: <message>"' }),
     id: z.string().optional(),
     value: z.unknown().optional(),
   })
-  .openapi("CommandResult");
+  .meta({ id: "CommandResult" });
 
 export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
-  app.openAPIRegistry.register("Command", Command.openapi("Command"));
+  // Documented, not validated here: runCommand validates each command and answers in the envelope.
+  app.openAPIRegistry.registerComponent(
+    "schemas",
+    "Command",
+    z.toJSONSchema(Command, { io: "input", unrepresentable: "any" }) as never,
+  );
   app.openapi(
     createRoute({
       method: "post",
@@ -27,17 +32,18 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
         "The Youzan delay-queue protocol: `{command: add|pop|finish|delete|get|touch|release|" +
         "bury, ...}` → `{success, error, id, value}`. `pop` answers the job's id and body as " +
         "`id`/`value` (no `id` when nothing is ready). A failing command answers " +
-        "`success: false` with HTTP 200, except a lone command that finds Redis unreachable (503).",
+        "`success: false` with HTTP 200, except when Redis was unreachable for every command " +
+        "(503: nothing was done).",
       request: {
-        body: body(
-          z.unknown().openapi({ description: "A Command, or an array of Commands" }),
-          true,
-        ),
+        body: body(z.unknown().meta({ description: "A Command, or an array of Commands" }), true),
       },
       responses: {
         200: json(z.union([Result, z.array(Result)]), "One result per command"),
         ...errors(),
-        503: json(Result, "A lone command found Redis unreachable; retry after Retry-After"),
+        503: json(
+          z.union([Result, z.array(Result)]),
+          "Redis unreachable for the command (or every command): nothing was done; retry after Retry-After",
+        ),
       },
     }),
     async (c) => {
@@ -52,6 +58,11 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
         }
         const results: CommandResult[] = [];
         for (const command of input) results.push(await runCommand(c.var.queue, command, signal));
+        if (results.every((result) => result.error.startsWith("redis_unavailable"))) {
+          // Nothing happened: say so in the status, so that a client knows a retry is safe.
+          c.header("Retry-After", "1");
+          return c.json(results, 503);
+        }
         return c.json(results, 200);
       }
       const result = await runCommand(c.var.queue, input, signal);

@@ -297,15 +297,16 @@ export const LIST = `
   so that delayed and ready split at now.
   ARGV[4] topic   ARGV[5] delayed | ready | reserved | dead   ARGV[6] offset   ARGV[7] limit
   Returns {next offset, or -1 on the last page; then the records}.
-  Cost: promote, ZRANGE, per job GET.
+  Cost: promote, ZRANGE (one id more than the page, to know whether another page follows),
+  per job GET.
 ]]
 local topic, state, offset, limit = ARGV[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 promote(topic, 1000)
-local ids = rcall("ZRANGE", key[state](topic), offset, offset + limit - 1)
+local ids = rcall("ZRANGE", key[state](topic), offset, offset + limit)
 local out = {-1}
-if #ids == limit then out[1] = offset + limit end
-for _, id in ipairs(ids) do
-  local raw = rcall("GET", key.job(id))
+if #ids > limit then out[1] = offset + limit end
+for i = 1, math.min(#ids, limit) do
+  local raw = rcall("GET", key.job(ids[i]))
   if raw then out[#out + 1] = raw end
 end
 return out
@@ -346,15 +347,16 @@ return out
 export const LIST_TOPICS = `
 --[[ listTopics: a page of topics by name, with their stats.
   ARGV[4] the last name of the previous page, or ""   ARGV[5] page size
-  Returns what topicStats returns, for each topic of the page.
-  Cost: ZRANGE BYLEX, then 9 commands per topic.
+  Returns 1 if another page follows, else 0; then what topicStats returns for each topic.
+  Cost: ZRANGE BYLEX (one name more than the page), then 9 commands per topic.
 ]]
 ${TOPIC_STATS_FN}
-local from = "-"
+local from, size = "-", tonumber(ARGV[5])
 if ARGV[4] ~= "" then from = "(" .. ARGV[4] end
-for _, topic in ipairs(rcall("ZRANGE", key.topics, from, "+", "BYLEX", "LIMIT", 0, tonumber(ARGV[5]))) do
-  report(topic)
-end
+local names = rcall("ZRANGE", key.topics, from, "+", "BYLEX", "LIMIT", 0, size + 1)
+out[1] = 0
+if #names > size then out[1] = 1 end
+for i = 1, math.min(#names, size) do report(names[i]) end
 return out
 `;
 
