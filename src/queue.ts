@@ -66,8 +66,10 @@ export const DEFAULT_TTR_SECONDS = 60;
 export const DEFAULT_MAX_ATTEMPTS = 10;
 export const DEFAULT_RETENTION_SECONDS = 3600;
 export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
-/** Script arguments per add call before a batch is split (Upstash takes 10 MB per request). */
+/** Script arguments per add request before a batch is split (Upstash takes 10 MB per request). */
 const MAX_ADD_ARG_BYTES = 4 * 1024 * 1024;
+/** Jobs per add script call: a 1000-job batch is four calls pipelined in one request. */
+const ADD_SLICE = 250;
 /** Jobs and topics one tick script call may handle. */
 export const TICK_SLICE = { jobs: 1000, topics: 100 } as const;
 
@@ -430,37 +432,49 @@ export class DelayQueue {
     ];
   }
 
-  /** Runs the add script, splitting only batches too large for one request. */
+  /**
+   * Runs the add script over the prepared jobs: slices of at most 250 jobs, so that no script call
+   * holds Redis for long, sent together so that the client pipelines them into one request
+   * (batches over 4 MiB of arguments take more requests: Upstash takes 10 MB per request).
+   * Slices run in order, so an id repeated across slices sees the earlier write.
+   */
   private async addPrepared(prepared: string[][], now: number): Promise<BatchItemResult[]> {
-    const results: BatchItemResult[] = [];
-    let chunk: string[] = [];
+    const requests: string[][][][] = [[[]]];
     let bytes = 0;
-    const flush = async () => {
-      if (chunk.length === 0) return;
-      const [ttr, attempts, backoff] = this.defaultArgs;
-      const out = (await this.scripts.run("add", now, [
-        ttr,
-        attempts,
-        backoff,
-        ...chunk,
-      ])) as unknown[];
-      const written = new Set<string>();
-      for (let i = 0; i < out.length; i += 2) {
-        const result = addResult(out[i] as number, out[i + 1], now);
-        if ("created" in result && result.created) written.add(result.job.topic);
-        results.push(result);
-      }
-      this.notify(written);
-      chunk = [];
-      bytes = 0;
-    };
     for (const fields of prepared) {
       const size = fields.reduce((sum, field) => sum + field.length, 0);
-      if (bytes + size > MAX_ADD_ARG_BYTES) await flush();
-      chunk.push(...fields);
+      let request = requests[requests.length - 1] as string[][][];
+      if (bytes + size > MAX_ADD_ARG_BYTES && bytes > 0) {
+        request = [[]];
+        requests.push(request);
+        bytes = 0;
+      }
+      let slice = request[request.length - 1] as string[][];
+      if (slice.length >= ADD_SLICE) {
+        slice = [];
+        request.push(slice);
+      }
+      slice.push(fields);
       bytes += size;
     }
-    await flush();
+    const [ttr, attempts, backoff] = this.defaultArgs;
+    const results: BatchItemResult[] = [];
+    for (const request of requests) {
+      const outs = (await Promise.all(
+        request.map((slice) =>
+          this.scripts.run("add", now, [ttr, attempts, backoff, ...slice.flat()]),
+        ),
+      )) as unknown[][];
+      for (const out of outs) {
+        for (let i = 0; i < out.length; i += 2)
+          results.push(addResult(out[i] as number, out[i + 1], now));
+      }
+    }
+    this.notify(
+      results.flatMap((result) =>
+        "created" in result && result.created ? [result.job.topic] : [],
+      ),
+    );
     return results;
   }
 

@@ -101,7 +101,8 @@ export type MonitorCounts = {
 export class MonitorCounter {
   private counts: MonitorCounts = { client: 0, lua: 0, clientByCommand: {} };
   private readonly parser = new RespParser();
-  private readonly waiters = new Map<string, () => void>();
+  private readonly waiters = new Map<string, { resolve(): void; reject(error: Error): void }>();
+  private closedError: Error | undefined;
   private syncs = 0;
 
   private constructor(
@@ -122,7 +123,8 @@ export class MonitorCounter {
             // The first reply is MONITOR's own +OK; every later line is a command.
             started = true;
             socket.off("error", reject);
-            socket.on("error", () => {});
+            socket.on("error", (error) => monitor.fail(error));
+            socket.on("close", () => monitor.fail(new Error("MONITOR connection closed")));
             resolve(monitor);
             continue;
           }
@@ -134,11 +136,24 @@ export class MonitorCounter {
   }
 
   /** Resolves once every command redis-server executed before this call has been counted. */
-  async sync(counter: CommandCounter): Promise<void> {
+  async sync(counter: CommandCounter, timeoutMs = 10_000): Promise<void> {
+    if (this.closedError) throw this.closedError;
     const token = `bench-monitor-sync-${++this.syncs}`;
-    const seen = new Promise<void>((resolve) => this.waiters.set(token, resolve));
-    await counter.echo(token);
-    await seen;
+    let timer: NodeJS.Timeout | undefined;
+    const seen = new Promise<void>((resolve, reject) => {
+      this.waiters.set(token, { resolve, reject });
+      timer = setTimeout(
+        () => reject(new Error(`MONITOR did not show ECHO ${token} in ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      await counter.echo(token);
+      await seen;
+    } finally {
+      clearTimeout(timer);
+      this.waiters.delete(token);
+    }
   }
 
   /** Counts since the last reset, then starts again from zero. */
@@ -149,7 +164,14 @@ export class MonitorCounter {
   }
 
   close(): void {
+    this.closedError ??= new Error("MONITOR connection closed");
     this.socket.destroy();
+  }
+
+  private fail(error: Error): void {
+    this.closedError ??= error;
+    for (const waiter of this.waiters.values()) waiter.reject(error);
+    this.waiters.clear();
   }
 
   private line(value: Buffer): void {
@@ -167,8 +189,7 @@ export class MonitorCounter {
     if (this.exclude.has(source)) {
       if (name === "echo") {
         const token = /"echo" "([^"]*)"/i.exec(head)?.[1] ?? "";
-        this.waiters.get(token)?.();
-        this.waiters.delete(token);
+        this.waiters.get(token)?.resolve();
       }
       return;
     }

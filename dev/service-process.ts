@@ -1,0 +1,147 @@
+// Runs the service as a child process — the worker in `wrangler dev`, or functions/node.ts — for
+// the dev stack, the end-to-end test and the benchmarks.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { freePort } from "./redis-server";
+
+const root = join(import.meta.dirname, "..");
+
+export type ServiceMode = "wrangler" | "node";
+
+export type ServiceOptions = {
+  mode: ServiceMode;
+  port: number;
+  /** The worker's variables (UPSTASH_REDIS_REST_URL, DQ_TOKENS, ...). */
+  vars: Record<string, string>;
+  /** Where wrangler keeps its env file and local state. */
+  stateDir: string;
+  /** @default "inherit" */
+  stdio?: "inherit" | "ignore";
+  /** @default 90000 */
+  healthTimeoutMs?: number;
+};
+
+export type ServiceProcess = {
+  url: string;
+  child: ChildProcess;
+  /** SIGTERM to the whole process group (wrangler starts workerd), SIGKILL after 5 s. */
+  stop(): Promise<void>;
+};
+
+/** Starts the service and resolves once its /health answers 200. */
+export async function startService(options: ServiceOptions): Promise<ServiceProcess> {
+  mkdirSync(options.stateDir, { recursive: true });
+  const env = {
+    ...process.env,
+    ...options.vars,
+    PORT: String(options.port),
+    WRANGLER_SEND_METRICS: "false",
+  };
+  let child: ChildProcess;
+  if (options.mode === "node") {
+    child = startGroup(process.execPath, ["--import", "tsx", "functions/node.ts"], env, options);
+  } else {
+    const envFile = join(options.stateDir, "worker.env");
+    writeFileSync(
+      envFile,
+      Object.entries(options.vars)
+        .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+        .join("\n"),
+      { mode: 0o600 },
+    );
+    const args = [
+      "dev",
+      "-c",
+      "wrangler.toml",
+      "--env-file",
+      envFile,
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(options.port),
+      "--test-scheduled",
+      // A free devtools port, so that two stacks (say, the e2e test's and yours) can run.
+      "--inspector-port",
+      String(await freePort()),
+      "--persist-to",
+      join(options.stateDir, "wrangler"),
+      "--show-interactive-dev-session=false",
+      "--log-level",
+      "warn",
+    ];
+    child = startGroup(join(root, "node_modules", ".bin", "wrangler"), args, env, options);
+  }
+  const url = `http://127.0.0.1:${options.port}`;
+  const service = { url, child, stop: () => stopGroup(child) };
+  try {
+    await waitForHealth(url, child, options.healthTimeoutMs ?? 90_000);
+  } catch (error) {
+    await service.stop();
+    throw error;
+  }
+  return service;
+}
+
+/** Starts a child in its own process group, so that stopping it stops its children too. */
+function startGroup(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: ServiceOptions,
+): ChildProcess {
+  const child = spawn(command, args, {
+    cwd: root,
+    env,
+    detached: true,
+    stdio: options.stdio ?? "inherit",
+  });
+  const kill = () => {
+    try {
+      if (child.pid) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  };
+  process.once("exit", kill);
+  child.once("exit", () => process.off("exit", kill));
+  return child;
+}
+
+function stopGroup(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null || !child.pid) return resolve();
+    const pid = child.pid;
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }, 5000);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    try {
+      process.kill(-pid, "SIGTERM");
+    } catch {
+      resolve();
+    }
+  });
+}
+
+async function waitForHealth(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the service exited (code ${child.exitCode})`);
+    try {
+      const res = await fetch(`${url}/health`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`the service did not answer ${url}/health within ${timeoutMs / 1000} s`);
+}
