@@ -17,21 +17,7 @@ async function measure(work: () => Promise<unknown>): Promise<number> {
 const batch = (n: number, from: number, delay = 1) =>
   Array.from({ length: n }, (_, i) => ({ topic: "t", id: `j${from + i}`, body: { i }, delay }));
 
-// Load every script once, so that no NOSCRIPT fallback is counted.
-await queue.add({ topic: "warm", id: "w" });
-await queue.pop("warm");
-for (const op of [queue.touch, queue.release] as const) await op.call(queue, "w");
-await queue.pop("warm");
-await queue.bury("w");
-await queue.kick("warm");
-await queue.deleteDead("warm");
-await queue.pop("warm");
-await queue.finish("w");
-await queue.delete("w");
-await queue.list("warm", { state: "ready" });
-await queue.topic("warm");
-await queue.configure("warm", {});
-await tick(queue);
+await stack.loadScripts();
 
 const rows: [string, number, number][] = [];
 const row = async (name: string, jobs: number, work: () => Promise<unknown>) => {

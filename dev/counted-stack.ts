@@ -1,6 +1,6 @@
 // A redis-server and bridge of their own, with command counts (tests of costs, benchmarks).
 import { Redis } from "@upstash/redis";
-import { REDIS_CLIENT_OPTIONS } from "../src/redis/scripts";
+import { REDIS_CLIENT_OPTIONS, SCRIPTS } from "../src/redis/scripts";
 import { type Bridge, startBridge } from "./bridge";
 import { type RedisServer, type RedisServerOptions, startRedisServer } from "./redis-server";
 import { type Reply, RespConnection } from "./resp";
@@ -16,6 +16,8 @@ export type CountedStack = {
   commands(): Promise<number>;
   /** Runs one command on redis-server directly (not through the bridge), e.g. DEBUG DIGEST. */
   raw(...args: string[]): Promise<Reply>;
+  /** Loads every delayq script (SCRIPT LOAD), so that no NOSCRIPT fallback is counted later. */
+  loadScripts(): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -46,6 +48,9 @@ export async function startCountedStack(options: RedisServerOptions = {}): Promi
       }),
     commandStats,
     raw: (...args) => admin.call(...args),
+    loadScripts: async () => {
+      for (const text of Object.values(SCRIPTS)) await admin.call("SCRIPT", "LOAD", text);
+    },
     commands: async () => Object.values(await commandStats()).reduce((a, b) => a + b, 0),
     stop: async () => {
       admin.close();

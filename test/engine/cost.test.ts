@@ -31,30 +31,10 @@ async function cost(work: () => Promise<unknown>) {
   };
 }
 
-/** Runs every script once so that NOSCRIPT fallbacks do not count below. */
-async function warmUp(queue: DelayQueue) {
-  await queue.add({ topic: "warm", id: "w1" });
-  await queue.addBatch([{ topic: "warm", id: "w2" }]);
-  await queue.pop("warm", { count: 2 });
-  await queue.touch("w1");
-  await queue.release("w1");
-  await queue.pop("warm");
-  await queue.bury("w1");
-  await queue.kick("warm");
-  await queue.deleteDead("warm");
-  await queue.finish("w2");
-  await queue.delete("w2");
-  await queue.list("warm", { state: "dead" });
-  await queue.topic("warm");
-  await queue.topics();
-  await queue.configure("warm", {});
-  await tick(queue);
-}
-
 describe("one job's life", () => {
   it("costs at most 8 Redis commands: added by 100, popped by 100, finished one by one", async () => {
     const { queue, clock } = queueOn("life");
-    await warmUp(queue);
+    await stack.loadScripts();
     const n = 1000;
     const spent = await cost(async () => {
       for (let b = 0; b < n / 100; b++) {
@@ -117,7 +97,7 @@ describe("every operation is one REST request", () => {
 describe("idle cost", () => {
   it("an idle tick costs 2 commands whatever the number of topics", async () => {
     const { queue, clock } = queueOn("idle");
-    await warmUp(queue);
+    await stack.loadScripts();
     await queue.addBatch(
       Array.from({ length: 300 }, (_, i) => ({ topic: `topic-${i}`, id: `j${i}`, delay: 3600 })),
     );
@@ -128,7 +108,7 @@ describe("idle cost", () => {
 
   it("a pop on an empty topic costs 8 commands and one request", async () => {
     const { queue } = queueOn("idle-pop");
-    await warmUp(queue);
+    await stack.loadScripts();
     const spent = await cost(() => queue.pop("nothing-here"));
     // EVALSHA, GET (config), ZRANGE (leases), ZRANGE (due), ZRANGE (ready); the hint: 2 ZRANGE
     // and a GET.
