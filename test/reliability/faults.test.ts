@@ -197,12 +197,10 @@ describe("faults", () => {
       const logs = readdirSync(dir)
         .filter((name) => name.endsWith(".log"))
         .flatMap((name) => parseLog(readFileSync(join(dir, name), "utf8")));
-      const history = [...events, ...logs];
-      const { violations, counts: figures } = checkHistory(history);
-
       // Every add acknowledged before the restart survived it, and the end state agrees.
       const states = new Map<string, string>();
       for (const id of acked) states.set(id, (await api.get(id)).state);
+      const { violations, counts: figures } = checkHistory([...events, ...logs], states);
       const wrongEnd = [...acked].filter(
         (id) => states.get(id) !== (deleted.has(id) ? "deleted" : "finished"),
       );

@@ -39,6 +39,13 @@ describe("checkHistory", () => {
     expect(rules([add("a"), deliver("a", "r1", 100)])).toEqual(["lost"]);
   });
 
+  it("reads whether a job finished from the final states when given", () => {
+    // The consumer was killed after its finish was acknowledged, before it could log it.
+    const unlogged = [add("a"), deliver("a", "r1", 100)];
+    expect(checkHistory(unlogged, new Map([["a", "finished"]])).violations).toEqual([]);
+    expect(checkHistory(unlogged, new Map([["a", "ready"]])).violations).toHaveLength(1);
+  });
+
   it("catches an early delivery", () => {
     expect(rules([add("a", 500), deliver("a", "r1", 499), finish("a", "r1", 600)])).toContain(
       "early",

@@ -40,14 +40,22 @@ export type CheckResult = {
 
 /**
  * Checks a history:
- * - lost: every acknowledged add is delivered at least once and finished, unless deleted;
+ * - lost: every acknowledged add ends finished (delivered at least once), unless deleted;
  * - early: no delivery before the job's due time (the add's, for the first one);
  * - after-end: no delivery after its finish or delete was acknowledged;
  * - overlap: no delivery while another reservation of the job was still held (its lease not
  *   over, not finished, not released);
  * - stale-receipt: no finish accepted with a receipt after a newer reservation was made.
  */
-export function checkHistory(events: readonly HistoryEvent[]): CheckResult {
+export function checkHistory(
+  events: readonly HistoryEvent[],
+  /**
+   * Each job's state at the end, read from the service after the run. A consumer killed right
+   * after a finish was acknowledged never logs it, so whether a job was finished is read here
+   * when given, and from the log otherwise.
+   */
+  finalStates?: ReadonlyMap<string, string>,
+): CheckResult {
   const violations: Violation[] = [];
   const flag = (rule: string, id: string, detail: string) => violations.push({ rule, id, detail });
   const byId = new Map<string, HistoryEvent[]>();
@@ -78,8 +86,9 @@ export function checkHistory(events: readonly HistoryEvent[]): CheckResult {
       undefined,
     );
     if (adds.length > 0 && deletes.length === 0) {
-      if (delivered.length === 0) flag("lost", id, "acknowledged add, never delivered");
-      else if (finishes.length === 0) flag("lost", id, "delivered but never finished");
+      const done = finalStates ? finalStates.get(id) === "finished" : finishes.length > 0;
+      if (!done && delivered.length === 0) flag("lost", id, "acknowledged add, never delivered");
+      else if (!done) flag("lost", id, "delivered but never finished");
     }
     const first = delivered[0];
     if (first && firstAdd !== undefined && first.reservedAt < firstAdd) {
