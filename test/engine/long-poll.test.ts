@@ -18,7 +18,8 @@ describe("pop with wait", () => {
     const late = Date.now() - job.dueAt;
     expect(jobs.map((j) => j.id)).toEqual(["soon"]);
     expect(late).toBeGreaterThanOrEqual(0);
-    expect(late).toBeLessThan(250);
+    // Woken by the due time it learned from pop, not by the 1 s poll (which would be ~700 ms late).
+    expect(late).toBeLessThan(600);
   });
 
   it("wakes at once for a job added through the same queue object", async () => {
