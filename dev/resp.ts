@@ -169,19 +169,3 @@ export class RespConnection {
     for (const waiter of this.pending.splice(0)) waiter.reject(error);
   }
 }
-
-/** Turns a reply into plain JS values (strings as UTF-8), for callers that want no bytes. */
-export function replyToJs(reply: Reply): unknown {
-  switch (reply.type) {
-    case "status":
-      return reply.value.toString("utf8");
-    case "error":
-      return new Error(reply.message);
-    case "integer":
-      return reply.value;
-    case "bulk":
-      return reply.value === null ? null : reply.value.toString("utf8");
-    case "array":
-      return reply.value === null ? null : reply.value.map(replyToJs);
-  }
-}
