@@ -338,9 +338,10 @@ export class DelayQueue {
       state,
       cursor ?? "0",
       limit,
-    ])) as [number, ...unknown[]];
+    ])) as [number | string, ...unknown[]];
     const jobs = records.map((raw) => decodeRecord(raw, now));
-    return next >= 0 ? { jobs, cursor: String(next) } : { jobs };
+    // -1 on the last page; otherwise an offset, or "<slot>:<offset>" in the slot lists.
+    return String(next) !== "-1" ? { jobs, cursor: String(next) } : { jobs };
   }
 
   /** Sets a topic's config: job defaults and whether it is paused. Replaces the previous one. */

@@ -149,7 +149,8 @@ export const ListInput = z.strictObject({
   state: ListableState,
   cursor: z
     .string()
-    .regex(/^\d{1,9}$/, "must be a cursor from a previous page")
+    // An offset into the state's sorted set, or `<slot start>:<offset>` in the slot lists.
+    .regex(/^(\d{1,9}|\d{1,16}:\d{1,9})$/, "must be a cursor from a previous page")
     .optional(),
   limit: z.number().int().min(1).max(MAX_PAGE).default(100),
 });

@@ -6,10 +6,19 @@
  * (ids are unique per deployment, so one id cannot live in two topics).
  */
 export const KEY_LAYOUT = {
-  /** string: the job record, `<meta JSON>\n<body JSON>`. */
+  /** string: the job record, `<meta>\n<body JSON>` (format in lua/lib.ts). */
   job: "j:<id>",
   /** zset: waiting jobs not yet due, scored by due time (ms): the delay bucket. */
   delayed: "t:<topic>:delayed",
+  /**
+   * zset: the topic's slot lists (below) by start time (ms); member and score are the start.
+   * Jobs due so far ahead that their 10-minute slot starts more than 10 minutes from now wait
+   * in the list `t:<topic>:slots:<start>` (ids, in the order they came) instead of the delayed
+   * zset: a list entry costs ~15 bytes where a sorted-set entry costs ~115.
+   */
+  slots: "t:<topic>:slots",
+  /** integer: how many live jobs of the topic wait in slot lists (their ids, not yet moved). */
+  slotted: "t:<topic>:slotted",
   /** zset: jobs consumers may take now, scored by due time (ms): the ready list. */
   ready: "t:<topic>:ready",
   /** zset: reserved jobs, scored by the end of their lease (ms). */

@@ -1,6 +1,7 @@
 // The raw keyspace after each transition: what the scripts write, key by key.
 import type { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
+import { decodeMeta } from "../../src/redis/record";
 import { tick } from "../../src/scheduler";
 import { type TestQueue, testQueue } from "../support/queue";
 
@@ -21,6 +22,8 @@ async function snapshot(redis: Redis, base: string): Promise<Snapshot> {
         const pairs: [string, number][] = [];
         for (let i = 0; i < flat.length; i += 2) pairs.push([String(flat[i]), Number(flat[i + 1])]);
         out[name] = pairs;
+      } else if (type === "list") {
+        out[name] = await redis.lrange(key, 0, -1);
       } else {
         const raw = String(await redis.get(key));
         const cut = raw.indexOf("\n");
@@ -28,7 +31,7 @@ async function snapshot(redis: Redis, base: string): Promise<Snapshot> {
         out[name] =
           cut < 0
             ? JSON.parse(raw)
-            : { meta: JSON.parse(raw.slice(0, cut)), body: raw.slice(cut + 1), ttl: ttl > 0 };
+            : { meta: decodeMeta(raw.slice(0, cut)), body: raw.slice(cut + 1), ttl: ttl > 0 };
       }
     }
   } while (cursor !== "0");
@@ -43,6 +46,10 @@ describe("keyspace", () => {
     const now = t.clock.now;
     await t.queue.add({ topic: "q", id: "a", body: { x: "ü" }, delay: 2, deadline: now + 9000 });
     await t.queue.add({ topic: "q", id: "b", body: 1 });
+    // The record as stored: positional meta, then the body byte for byte.
+    expect(await t.redis.get(`${t.keys.base}j:a`)).toBe(
+      `w|a|q|${now + 2000}|${now}|60000|0|10|${now + 9000}||||||\n{"x":"ü"}`,
+    );
     expect(await state(t)).toEqual({
       "j:a": {
         meta: {
@@ -70,6 +77,59 @@ describe("keyspace", () => {
       schedule: [["q", now + 2000]],
       topics: [["q", 0]],
     });
+  });
+
+  it("a job due beyond the next slot waits as an id in its slot's list until the slot opens", async () => {
+    const t = testQueue();
+    const now = t.clock.now; // a multiple of the 10-minute slot
+    const slot = now + 60 * 60_000; // 1 h ahead
+    await t.queue.addBatch([
+      { topic: "q", id: "a", delay: 3600 },
+      { topic: "q", id: "b", delay: 3600.5 },
+      { topic: "q", id: "c", delay: 25 * 60 }, // 25 min: its slot (20 min) opens in 10 min
+      { topic: "q", id: "near", delay: 10 * 60 }, // 10 min: its slot is open, the zset
+    ]);
+    let keys = await state(t);
+    expect(keys[`t:q:slots:${slot}`]).toEqual(["a", "b"]);
+    expect(keys[`t:q:slots:${now + 20 * 60_000}`]).toEqual(["c"]);
+    expect(keys["t:q:slots"]).toEqual([
+      [String(now + 20 * 60_000), now + 20 * 60_000],
+      [String(slot), slot],
+    ]);
+    expect(keys["t:q:slotted"]).toBe(3);
+    expect(keys["t:q:delayed"]).toEqual([["near", now + 600_000]]);
+    // The tick must come when the first slot opens, 10 minutes before it starts.
+    expect(keys.schedule).toEqual([["q", now + 10 * 60_000]]);
+    expect((await t.queue.topic("q")).counts).toMatchObject({ delayed: 4, ready: 0 });
+
+    // Deleting a slotted job leaves its id in the list (no scan) and drops the count.
+    await t.queue.delete("b");
+    expect((await state(t))["t:q:slotted"]).toBe(2);
+
+    // At the first slot's opening the tick moves its ids to the delayed zset.
+    t.clock.advance(10 * 60_000);
+    await tick(t.queue);
+    keys = await state(t);
+    expect(keys[`t:q:slots:${now + 20 * 60_000}`]).toBeUndefined();
+    expect(keys["t:q:delayed"]).toEqual([["c", now + 25 * 60_000]]);
+    expect(keys["t:q:ready"]).toEqual([["near", now + 600_000]]); // due now: promoted too
+    expect(keys["t:q:slotted"]).toBe(1);
+    expect(keys.schedule).toEqual([["q", now + 25 * 60_000]]);
+
+    // The last slot opens: "a" moves, the stale "b" is dropped, and nothing is counted twice.
+    t.clock.advance(40 * 60_000);
+    await tick(t.queue);
+    keys = await state(t);
+    expect(keys[`t:q:slots:${slot}`]).toBeUndefined();
+    expect(keys["t:q:slots"]).toBeUndefined();
+    expect(keys["t:q:slotted"]).toBe(0);
+    expect(keys["t:q:delayed"]).toEqual([["a", slot]]);
+    expect(keys["t:q:ready"]).toEqual([
+      ["near", now + 600_000],
+      ["c", now + 25 * 60_000],
+    ]);
+    t.clock.advance(60 * 60_000);
+    expect((await t.queue.pop("q", { count: 10 })).map((j) => j.id)).toEqual(["near", "c", "a"]);
   });
 
   it("the schedule keeps the earliest time of each topic (ZADD LT)", async () => {

@@ -26,20 +26,25 @@ export const ADD = `
   ARGV[7..] ${ADD_FIELDS} values per job: id, topic, due (ms), ttr (ms or ""), max attempts (or ""),
             backoff (JSON or ""), deadline (ms or ""), replace ("1" or ""), body (JSON text)
   Unset ttr, max attempts and backoff come from the topic's config, then from the defaults.
+  A job due so far ahead that its slot is far (lib.ts: isFar) goes to that slot's list.
   Returns two values per job, a code and a record:
      1 created           2 replaced (replace was set and the job was not reserved)
      0 the id exists in this topic: the stored record, unchanged
     -2 the id exists in another topic: that record   -5 replace refused, the job is reserved
   Cost: per job one SET NX (a GET more when the id exists); per topic one GET (config), one
-  ZADD per index written, one ZADD LT to the schedule; when a job was written, one ZADD NX to
-  the topic list and one INCR of the topic's seq.
+  ZADD per index written, one ZADD LT to the schedule; per far slot written RPUSH, ZADD,
+  INCRBY, ZADD LT; when a job was written, one ZADD NX to the topic list and one INCR of the
+  topic's seq.
 ]]
 local DEF_TTR, DEF_MAX = tonumber(ARGV[4]), tonumber(ARGV[5])
 local DEF_BACKOFF = nil
-if ARGV[6] ~= "" then DEF_BACKOFF = cjson.decode(ARGV[6]) end
+if ARGV[6] ~= "" then DEF_BACKOFF = ARGV[6] end
 -- Index writes wait until the end, one ZADD per index; \`due[topic][id]\` keeps the last write
 -- for an id, so an id added and then replaced within one batch is indexed once.
 local out, configs, order, ids, due = {}, {}, {}, {}, {}
+-- kept[id]: a replaced job whose id already sits in the slot list its new due time falls in;
+-- it is counted again but not listed twice.
+local kept = {}
 
 for i = 7, #ARGV, ${ADD_FIELDS} do
   local id, topic, dueAt = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
@@ -54,9 +59,15 @@ for i = 7, #ARGV, ${ADD_FIELDS} do
     r = tonumber(ARGV[i + 3]) or (cfg.ttr and cfg.ttr * 1000) or DEF_TTR,
     m = tonumber(ARGV[i + 4]) or cfg.maxAttempts or DEF_MAX,
   }
-  if ARGV[i + 5] ~= "" then meta.b = cjson.decode(ARGV[i + 5]) else meta.b = cfg.backoff or DEF_BACKOFF end
+  if ARGV[i + 5] ~= "" then
+    meta.b = ARGV[i + 5]
+  elseif cfg.backoff ~= nil then
+    meta.b = cjson.encode(cfg.backoff)
+  else
+    meta.b = DEF_BACKOFF
+  end
   local body = ARGV[i + 8]
-  local raw = cjson.encode(meta) .. "\\n" .. body
+  local raw = encode(meta) .. "\\n" .. body
   local code = 1
   if not rcall("SET", key.job(id), raw, "NX") then
     local stored = rcall("GET", key.job(id))
@@ -68,7 +79,11 @@ for i = 7, #ARGV, ${ADD_FIELDS} do
     elseif old.s == "reserved" then
       code, raw = -5, stored
     else
-      unindex(id, old)
+      -- Written earlier in this batch, it is not indexed yet: nothing to take out.
+      -- Whether its id sits in a slot list: it waits there, or was deleted there.
+      local listed = kept[id]
+      if due[topic][id] == nil then listed = unindex(id, old) or old.l == "1" end
+      kept[id] = listed and isFar(dueAt) and slotOf(old.d) == slotOf(dueAt) or nil
       code, raw = 2, save(id, meta, body)
     end
   end
@@ -81,20 +96,34 @@ for i = 7, #ARGV, ${ADD_FIELDS} do
 end
 
 for _, topic in ipairs(order) do
-  local ready, delayed, earliest = {}, {}, nil
+  local ready, delayed, earliest, far, slots = {}, {}, nil, {}, {}
+  local recounted = 0
   for _, id in ipairs(ids[topic]) do
     local at = due[topic][id]
-    local index = delayed
-    if at <= NOW then index = ready end
-    index[#index + 1] = at
-    index[#index + 1] = id
-    if at > NOW and (earliest == nil or at < earliest) then earliest = at end
+    if kept[id] then
+      recounted = recounted + 1
+    elseif isFar(at) then
+      local slot = slotOf(at)
+      if not far[slot] then
+        far[slot] = {}
+        slots[#slots + 1] = slot
+      end
+      far[slot][#far[slot] + 1] = id
+    else
+      local index = delayed
+      if at <= NOW then index = ready end
+      index[#index + 1] = at
+      index[#index + 1] = id
+      if at > NOW and (earliest == nil or at < earliest) then earliest = at end
+    end
   end
   if #ready > 0 then rcall("ZADD", key.ready(topic), unpack(ready)) end
   if #delayed > 0 then
     rcall("ZADD", key.delayed(topic), unpack(delayed))
     rcall("ZADD", key.schedule, "LT", earliest, topic)
   end
+  for _, slot in ipairs(slots) do toSlot(topic, slot, far[slot]) end
+  if recounted > 0 then rcall("INCRBY", key.slotted(topic), recounted) end
   if #ids[topic] > 0 then
     rcall("ZADD", key.topics, "NX", 0, topic)
     bump(topic)
@@ -105,8 +134,9 @@ return out
 
 export const POP = `
 --[[ pop: reserves up to count due jobs of a topic, the earliest due first.
-  First takes back the topic's expired reservations (up to 100) and promotes its due jobs (up to
-  1000), so pull consumers never wait for a scheduler tick.
+  First takes back the topic's expired reservations (up to 100), moves the ids of its open slots
+  (up to 1000) and promotes its due jobs (up to 1000), so pull consumers never wait for a
+  scheduler tick.
   ARGV[4] topic   ARGV[5] count (1-100)   ARGV[6] receipt nonce, unique per call
   Each reservation counts an attempt, leases the job until now + ttr and gets the receipt
   "<nonce>.<n>". A job whose deadline has passed dies instead of being handed out.
@@ -114,21 +144,17 @@ export const POP = `
   something of the topic may become available (a due time, a lease end; -1 for none) and \`seq\`
   the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
   the counter; otherwise both are -1. A paused topic reserves nothing.
-  Cost: GET (config), ZRANGE (reserved), ZRANGE (delayed; ZREM + ZADD when some are due),
-  ZRANGE + ZREM (ready), per job GET + SET, then one ZADD (reserved) and one ZADD LT
-  (schedule). When nothing was reserved: two ZRANGEs and a GET instead, for the hint.
+  Cost: GET (config), ZRANGE (reserved), ZRANGE (slots), ZRANGE (delayed; ZREM + ZADD when
+  some are due), ZRANGE + ZREM (ready), per job GET + SET, then one ZADD (reserved) and one
+  ZADD LT (schedule). When nothing was reserved: three ZRANGEs and a GET instead, for the hint.
 ]]
 local topic, count, nonce = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local function hint()
-  local nextAt = -1
-  for _, index in ipairs({key.delayed(topic), key.reserved(topic)}) do
-    local first = rcall("ZRANGE", index, 0, 0, "WITHSCORES")
-    if first[2] and (nextAt < 0 or tonumber(first[2]) < nextAt) then nextAt = tonumber(first[2]) end
-  end
-  return {nextAt, tonumber(rcall("GET", key.seq(topic)) or "0")}
+  return {nextEvent(topic), tonumber(rcall("GET", key.seq(topic)) or "0")}
 end
 if config(topic).paused then return hint() end
 expire(topic, 100)
+migrate(topic, 1000)
 promote(topic, 1000)
 -- Only what is due by this call's own clock: a call that spent long in transit may carry an
 -- older "now" than the one that promoted a job, and must not hand it out before that time.
@@ -137,7 +163,10 @@ if #popped > 0 then rcall("ZREM", key.ready(topic), unpack(popped)) end
 local out, leases, first = {-1, -1}, {}, nil
 for _, id in ipairs(popped) do
   local meta, body = load(id)
-  if meta and meta.s == "waiting" then
+  if meta and meta.s == "waiting" and meta.d > NOW then
+    -- Not due by this call's clock (never expected: ready ids are due): put it back in place.
+    enqueue(id, topic, meta.d)
+  elseif meta and meta.s == "waiting" then
     if meta.x and NOW > meta.x then
       kill(id, meta, body, "deadline")
     else
@@ -232,7 +261,7 @@ local meta, body = load(id)
 if not meta then return {-1, ""} end
 if not allowed(meta.t, ARGV[5]) then return {-6, ""} end
 if meta.s ~= "deleted" then
-  unindex(id, meta)
+  if unindex(id, meta) then meta.l = "1" end
   meta.s, meta.e, meta.u = "deleted", NOW, nil
   save(id, meta, body)
 end
@@ -293,35 +322,89 @@ return done
 
 export const LIST = `
 --[[ list: one page of a topic's jobs in one state, in index order (due time for delayed and
-  ready, lease end for reserved, time of death for dead). Promotes due jobs first (up to 1000)
-  so that delayed and ready split at now.
-  ARGV[4] topic   ARGV[5] delayed | ready | reserved | dead   ARGV[6] offset   ARGV[7] limit
-  Returns {next offset, or -1 on the last page; then the records}.
-  Cost: promote, ZRANGE (one id more than the page, to know whether another page follows),
-  per job GET.
+  ready, lease end for reserved, time of death for dead). Delayed jobs in slot lists come after
+  the delayed zset's, slot by slot, each slot in the order its jobs came. Moves open slots and
+  promotes due jobs first (up to 1000 each) so that delayed and ready split at now.
+  ARGV[4] topic   ARGV[5] delayed | ready | reserved | dead
+  ARGV[6] cursor: an offset into the state's zset, or "<slot start>:<offset>" in the slot lists
+  ARGV[7] limit
+  Returns {the next page's cursor, or -1 on the last page; then the records}. A page of slotted
+  jobs may hold fewer than \`limit\` (entries of deleted or moved jobs are skipped).
+  Cost: migrate, promote, ZRANGE (one id more than the page, to know whether another page
+  follows), per job GET; for slotted jobs a ZRANGE of slots and an LRANGE per slot read.
 ]]
-local topic, state, offset, limit = ARGV[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+local topic, state, cursor, limit = ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
+migrate(topic, 1000)
 promote(topic, 1000)
-local ids = rcall("ZRANGE", key[state](topic), offset, offset + limit)
 local out = {-1}
-if #ids > limit then out[1] = offset + limit end
-for i = 1, math.min(#ids, limit) do
-  local raw = rcall("GET", key.job(ids[i]))
-  if raw then out[#out + 1] = raw end
+local room, from, at = limit, "-inf", 0
+local slot, offset = string.match(cursor, "^(%d+):(%d+)$")
+if slot then
+  from, at = slot, tonumber(offset)
+else
+  offset = tonumber(cursor)
+  local ids = rcall("ZRANGE", key[state](topic), offset, offset + limit)
+  for i = 1, math.min(#ids, limit) do
+    local raw = rcall("GET", key.job(ids[i]))
+    if raw then out[#out + 1] = raw end
+  end
+  if #ids > limit then
+    out[1] = offset + limit
+    return out
+  end
+  if state ~= "delayed" then return out end
+  room = limit - #ids
+end
+-- The slot lists, from slot \`from\` at offset \`at\`. A slot list holds an id twice only when
+-- a job was deleted while slotted and added again (replace) into the same slot: such an id is
+-- listed once per page.
+local seen = {}
+local slots = rcall("ZRANGE", key.slots(topic), from, "+inf", "BYSCORE", "LIMIT", 0, room + 1)
+for n, name in ipairs(slots) do
+  if room == 0 then
+    out[1] = name .. ":0"
+    break
+  end
+  local ids = rcall("LRANGE", slotList(topic, name), at, at + room)
+  for i = 1, math.min(#ids, room) do
+    local raw = not seen[ids[i]] and rcall("GET", key.job(ids[i]))
+    if raw then
+      local meta = decode(raw)
+      if meta.s == "waiting" and meta.t == topic and slotOf(meta.d) == tonumber(name) then
+        out[#out + 1] = raw
+        seen[ids[i]] = true
+      end
+    end
+  end
+  if #ids > room then
+    out[1] = name .. ":" .. (at + room)
+    break
+  end
+  room, at = room - #ids, 0
 end
 return out
 `;
 
 const TOPIC_STATS_FN = `
 -- Counts per state in O(log n), the earliest due time (-1: none) and the config JSON ("": none).
+-- Jobs in slot lists count as delayed.
 local function stats(topic)
+  -- Ids of open slots are moved first (up to 1000; a tick or pop moves them too), so that the
+  -- jobs counted as slotted are all due later than now.
+  migrate(topic, 1000)
   local due = rcall("ZCOUNT", key.delayed(topic), "-inf", NOW)
-  local delayed = rcall("ZCARD", key.delayed(topic)) - due
+  local slotted = tonumber(rcall("GET", key.slotted(topic)) or "0")
+  local delayed = rcall("ZCARD", key.delayed(topic)) - due + slotted
   local ready = rcall("ZCARD", key.ready(topic)) + due
   local oldest = -1
   for _, index in ipairs({key.ready(topic), key.delayed(topic)}) do
     local first = rcall("ZRANGE", index, 0, 0, "WITHSCORES")
     if first[2] and (oldest < 0 or tonumber(first[2]) < oldest) then oldest = tonumber(first[2]) end
+  end
+  if oldest < 0 and slotted > 0 then
+    -- Only slotted jobs: the start of the first slot, a lower bound of their due times.
+    local first = rcall("ZRANGE", key.slots(topic), 0, 0, "WITHSCORES")
+    if first[2] then oldest = tonumber(first[2]) end
   end
   return {topic, delayed, ready, rcall("ZCARD", key.reserved(topic)),
     rcall("ZCARD", key.dead(topic)), oldest, rcall("GET", key.config(topic)) or ""}
@@ -337,7 +420,8 @@ export const TOPIC_STATS = `
   ARGV[4..] topics
   Returns 7 values per topic: name, delayed, ready, reserved, dead, earliest due (or -1),
   config JSON (or "").
-  Cost: 9 commands per topic, none of them a scan.
+  Cost: 11 commands per topic (12 when only slotted jobs wait; more when a slot just opened),
+  none of them a scan.
 ]]
 ${TOPIC_STATS_FN}
 for i = 4, #ARGV do report(ARGV[i]) end
@@ -348,7 +432,7 @@ export const LIST_TOPICS = `
 --[[ listTopics: a page of topics by name, with their stats.
   ARGV[4] the last name of the previous page, or ""   ARGV[5] page size
   Returns 1 if another page follows, else 0; then what topicStats returns for each topic.
-  Cost: ZRANGE BYLEX (one name more than the page), then 9 commands per topic.
+  Cost: ZRANGE BYLEX (one name more than the page), then topicStats's per topic.
 ]]
 ${TOPIC_STATS_FN}
 local from, size = "-", tonumber(ARGV[5])
@@ -372,12 +456,13 @@ return 1
 `;
 
 export const TICK = `
---[[ tick: the scheduler's work for one slice: for each topic whose next event is due, promote
-  its due jobs and take back its expired reservations, then set when to look at it next.
+--[[ tick: the scheduler's work for one slice: for each topic whose next event is due, move the
+  ids of its open slots, promote its due jobs and take back its expired reservations, then set
+  when to look at it next.
   ARGV[4] most jobs to move in this call (≤ 1000)   ARGV[5] most topics to visit
   Returns {promoted, expired, died, topics visited, 1 if more is due now else 0}.
   Cost when idle: this EVALSHA and one ZRANGE, whatever the number of topics. Per topic
-  visited: promote and expire, two ZRANGEs for the next event and a ZADD or ZREM.
+  visited: migrate, promote and expire, three ZRANGEs for the next event and a ZADD or ZREM.
 ]]
 local budget, maxTopics = tonumber(ARGV[4]), tonumber(ARGV[5])
 local topics = rcall("ZRANGE", key.schedule, "-inf", NOW, "BYSCORE", "LIMIT", 0, maxTopics)
@@ -389,18 +474,17 @@ for _, topic in ipairs(topics) do
     more = 1
     break
   end
-  local moved = promote(topic, budget)
-  promoted, budget = promoted + moved, budget - moved
+  budget = budget - migrate(topic, budget)
+  if budget > 0 then
+    local moved = promote(topic, budget)
+    promoted, budget = promoted + moved, budget - moved
+  end
   if budget > 0 then
     local back, dead = expire(topic, budget)
     expired, died, budget = expired + back, died + dead, budget - back
   end
-  local nextAt = nil
-  for _, index in ipairs({key.delayed(topic), key.reserved(topic)}) do
-    local first = rcall("ZRANGE", index, 0, 0, "WITHSCORES")
-    if first[2] and (nextAt == nil or tonumber(first[2]) < nextAt) then nextAt = tonumber(first[2]) end
-  end
-  if nextAt then
+  local nextAt = nextEvent(topic)
+  if nextAt >= 0 then
     rcall("ZADD", key.schedule, nextAt, topic)
     if nextAt <= NOW then more = 1 end
   else
