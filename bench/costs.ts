@@ -48,6 +48,19 @@ now += 120_000;
 await tick(queue);
 await row("tick (idle)", 0, () => tick(queue));
 
+// Jobs due far ahead: into a slot list, then moved when the slot opens, 10 minutes before.
+const far = (n: number, from: number) =>
+  Array.from({ length: n }, (_, i) => ({
+    topic: "f",
+    id: `f${from + i}`,
+    body: { i },
+    delay: 3600,
+  }));
+await row("add (batch of 100, due in 1 h: a slot list)", 100, () => queue.addBatch(far(100, 0)));
+await row("delete (slotted job)", 1, () => queue.delete("f0"));
+now += 3000_000;
+await row("tick (its slot opens: 100 ids moved)", 100, () => tick(queue));
+
 console.log("| operation | commands | per job |");
 console.log("|---|---:|---:|");
 for (const [name, commands, jobs] of rows) {

@@ -94,7 +94,8 @@ export async function runScale(jobs: number): Promise<ScaleResult> {
         const batch = Array.from({ length: Math.min(BATCH, jobs - i) }, (_, j) => {
           const body = makeBody(i + j);
           bodyBytes += JSON.stringify(body).length;
-          return { topic: "backlog", id: `j${i + j}`, body, delay: 3600 };
+          // Due over the second hour from now, spread evenly: the slot lists' workload.
+          return { topic: "backlog", id: `j${i + j}`, body, delay: 3600 + ((i + j) % 3600) };
         });
         await queue.addBatch(batch);
         added += batch.length;
@@ -105,7 +106,7 @@ export async function runScale(jobs: number): Promise<ScaleResult> {
     const addSeconds = (performance.now() - addStart) / 1000;
     const after = await info(admin, "used_memory");
 
-    now += 3600_000 + 1; // all of it is due
+    now += 7200_000; // all of it is due
     let promoted = 0;
     let slices = 0;
     const stopDrain = startProgress("delayq D", () => `promoted ${promoted}/${jobs}`);
