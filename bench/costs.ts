@@ -14,8 +14,13 @@ async function measure(work: () => Promise<unknown>): Promise<number> {
   return (await stack.commands()) - before;
 }
 
-const batch = (n: number, from: number, delay = 1) =>
-  Array.from({ length: n }, (_, i) => ({ topic: "t", id: `j${from + i}`, body: { i }, delay }));
+const batch = (n: number, from: number, delay = 1, topic = "t", idPrefix = "j") =>
+  Array.from({ length: n }, (_, i) => ({
+    topic,
+    id: `${idPrefix}${from + i}`,
+    body: { i },
+    delay,
+  }));
 
 await stack.loadScripts();
 
@@ -49,14 +54,9 @@ await tick(queue);
 await row("tick (idle)", 0, () => tick(queue));
 
 // Jobs due far ahead: into a slot list, then moved when the slot opens, 10 minutes before.
-const far = (n: number, from: number) =>
-  Array.from({ length: n }, (_, i) => ({
-    topic: "f",
-    id: `f${from + i}`,
-    body: { i },
-    delay: 3600,
-  }));
-await row("add (batch of 100, due in 1 h: a slot list)", 100, () => queue.addBatch(far(100, 0)));
+await row("add (batch of 100, due in 1 h: a slot list)", 100, () =>
+  queue.addBatch(batch(100, 0, 3600, "f", "f")),
+);
 await row("delete (slotted job)", 1, () => queue.delete("f0"));
 now += 3000_000;
 await row("tick (its slot opens: 100 ids moved)", 100, () => tick(queue));

@@ -132,6 +132,35 @@ describe("keyspace", () => {
     expect((await t.queue.pop("q", { count: 10 })).map((j) => j.id)).toEqual(["near", "c", "a"]);
   });
 
+  it("a slotted job replaced into its own slot, or deleted and added back, is listed once", async () => {
+    const t = testQueue({ retention: 86_400 });
+    const slot = t.clock.now + 60 * 60_000;
+    await t.queue.add({ topic: "q", id: "a", delay: 3600 });
+    await t.queue.add({ topic: "q", id: "a", delay: 3601, body: 2, replace: true });
+    await t.queue.delete("a");
+    expect((await state(t))["j:a"]).toMatchObject({ meta: { s: "deleted", l: "1" } });
+    await t.queue.add({ topic: "q", id: "a", delay: 3602, body: 3, replace: true });
+    const keys = await state(t);
+    expect(keys[`t:q:slots:${slot}`]).toEqual(["a"]);
+    expect(keys["t:q:slotted"]).toBe(1);
+    // Moved to another slot, the old entry stays (skipped later) and the new slot lists it.
+    await t.queue.add({ topic: "q", id: "a", delay: 7200, replace: true });
+    expect((await state(t))[`t:q:slots:${slot + 60 * 60_000}`]).toEqual(["a"]);
+    expect((await state(t))["t:q:slotted"]).toBe(1);
+  });
+
+  it("pop never hands out a job whose record is not due, whatever its index says", async () => {
+    const t = testQueue();
+    await t.queue.add({ topic: "q", id: "a", delay: 60 });
+    // An index out of step with the record: listed as ready, due in a minute.
+    await t.redis.zadd(`${t.keys.base}t:q:ready`, { score: t.clock.now, member: "a" });
+    await t.redis.zrem(`${t.keys.base}t:q:delayed`, "a");
+    expect(await t.queue.pop("q")).toEqual([]);
+    const keys = await state(t);
+    expect(keys["t:q:ready"]).toBeUndefined();
+    expect(keys["t:q:delayed"]).toEqual([["a", t.clock.now + 60_000]]);
+  });
+
   it("the schedule keeps the earliest time of each topic (ZADD LT)", async () => {
     const t = testQueue();
     const now = t.clock.now;
