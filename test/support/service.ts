@@ -1,0 +1,46 @@
+// Test helpers: the service as a real process (functions/node.ts) on the shared bridge, for suites
+// that drive it over HTTP from outside (the Python and PHP clients, black-box checks).
+import { inject } from "vitest";
+import { freePort } from "../../dev/redis-server";
+import { type ServiceProcess, startService } from "../../dev/service-process";
+
+export type TestService = {
+  /** e.g. http://127.0.0.1:40123 */
+  url: string;
+  /** A bearer token with every topic. */
+  token: string;
+  /** A bearer token limited to topics matching `shop.*`. */
+  scopedToken: string;
+  /** The key prefix the service writes under (its own, so tests never see each other's keys). */
+  prefix: string;
+  stop(): Promise<void>;
+};
+
+/**
+ * Starts functions/node.ts on a free port against the run's bridge, with its own key prefix.
+ * `vars` adds or overrides the service's environment (DQ_*, QSTASH_*, ...).
+ */
+export async function startTestService(
+  options: { vars?: Record<string, string>; stdio?: "inherit" | "ignore" } = {},
+): Promise<TestService> {
+  const label = crypto.randomUUID().slice(0, 8);
+  const token = `svc-admin-${label}`;
+  const scopedToken = `svc-shop-${label}`;
+  const prefix = `svc${label}`;
+  const port = await freePort();
+  const service: ServiceProcess = await startService({
+    mode: "node",
+    port,
+    stateDir: `/tmp/delayq-test-service-${label}`,
+    stdio: options.stdio ?? "ignore",
+    vars: {
+      UPSTASH_REDIS_REST_URL: inject("bridgeUrl"),
+      UPSTASH_REDIS_REST_TOKEN: `${inject("bridgeToken")}:${label}`,
+      DQ_TOKENS: `${token},${scopedToken}:shop.*`,
+      DQ_PREFIX: prefix,
+      DQ_POLL_INTERVAL_MS: "200",
+      ...options.vars,
+    },
+  });
+  return { url: service.url, token, scopedToken, prefix, stop: service.stop };
+}
