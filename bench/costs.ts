@@ -1,8 +1,7 @@
 // Redis commands per operation (EVALSHA and the commands inside it), measured on a fresh
 // redis-server with INFO commandstats: the table in the README's "Scripts and their costs".
 import { startCountedStack } from "../dev/counted-stack";
-import { DelayQueue } from "../src/queue";
-import { tick } from "../src/scheduler";
+import { DelayQueue, tick } from "../src/index";
 
 const stack = await startCountedStack();
 let now = 1_800_000_000_000;

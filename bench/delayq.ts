@@ -9,9 +9,7 @@ import { type Bridge, startBridge } from "../dev/bridge";
 import { freePort } from "../dev/redis-server";
 import { type ServiceMode, startService } from "../dev/service-process";
 import { createClient } from "../src/client";
-import { DelayQueue } from "../src/queue";
-import { REDIS_CLIENT_OPTIONS } from "../src/redis/scripts";
-import { tick } from "../src/scheduler";
+import { DelayQueue, REDIS_CLIENT_OPTIONS, tick } from "../src/index";
 import type { ConsumeOptions, JobBody, NewJob, SystemAdapter, SystemSession } from "./lib/types";
 
 const TOPIC = "bench";

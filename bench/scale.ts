@@ -5,9 +5,8 @@ import { Redis } from "@upstash/redis";
 import { startBridge } from "../dev/bridge";
 import { startRedisServer } from "../dev/redis-server";
 import { type Reply, RespConnection } from "../dev/resp";
-import { DelayQueue } from "../src/queue";
-import { REDIS_CLIENT_OPTIONS, SCRIPTS } from "../src/redis/scripts";
-import { tick } from "../src/scheduler";
+import { DelayQueue, REDIS_CLIENT_OPTIONS, tick } from "../src/index";
+import { SCRIPTS } from "../src/redis/scripts";
 import { log, startProgress } from "./lib/measure";
 import { makeBody } from "./lib/workloads";
 

@@ -1,7 +1,7 @@
 // delayq on Node: the same app as the Worker, served by @hono/node-server, with its own ticker.
 import { serve } from "@hono/node-server";
 import { Redis } from "@upstash/redis";
-import { DelayqError } from "../src/domain/errors";
+import { DelayqError } from "../src/index";
 import { buildService } from "../src/service";
 
 let service: ReturnType<typeof buildService>;

@@ -1,6 +1,6 @@
 // The Cloudflare Worker: the HTTP API (fetch) and the scheduler tick (scheduled, every minute).
 import { Redis } from "@upstash/redis/cloudflare";
-import { DelayqError } from "../src/domain/errors";
+import { DelayqError } from "../src/index";
 import { buildService, type Service } from "../src/service";
 
 type Env = Record<string, unknown>;

@@ -13,7 +13,7 @@ import {
 import { createApp } from "../../src/http/app";
 import { parseTokens } from "../../src/http/auth";
 // After the app: @hono/zod-openapi must extend zod before the domain schemas are built.
-import { DelayQueue } from "../../src/queue";
+import { DelayQueue } from "../../src/index";
 import { ADMIN, SHOP_A, type TestApp, testApp } from "../support/app";
 
 const BASE = "http://delayq.test";

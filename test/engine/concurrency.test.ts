@@ -1,7 +1,6 @@
 // Many consumers, producers and schedulers at once over the real REST path, on the real clock.
 import { describe, expect, it } from "vitest";
-import { DelayQueue } from "../../src/queue";
-import { tick } from "../../src/scheduler";
+import { DelayQueue, tick } from "../../src/index";
 import { testRedis } from "../support/redis";
 
 type Reservation = { id: string; receipt: string; from: number; until: number; dueAt: number };

@@ -2,8 +2,7 @@
 // and REST requests (counted at the bridge).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CountedStack, startCountedStack } from "../../dev/counted-stack";
-import { DelayQueue } from "../../src/queue";
-import { tick } from "../../src/scheduler";
+import { DelayQueue, tick } from "../../src/index";
 import { testClock } from "../support/queue";
 
 let stack: CountedStack;

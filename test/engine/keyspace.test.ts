@@ -1,8 +1,8 @@
 // The raw keyspace after each transition: what the scripts write, key by key.
 import type { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
+import { tick } from "../../src/index";
 import { decodeMeta } from "../../src/redis/record";
-import { tick } from "../../src/scheduler";
 import { type TestQueue, testQueue } from "../support/queue";
 
 type Snapshot = Record<string, unknown>;

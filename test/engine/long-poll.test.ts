@@ -1,6 +1,6 @@
 // Long-polling pop on the real clock: wakes at the due time, on writes, and stays cheap.
 import { describe, expect, it } from "vitest";
-import { DelayQueue } from "../../src/queue";
+import { DelayQueue } from "../../src/index";
 import { testRedis } from "../support/redis";
 
 function queues(pollIntervalMs = 1000) {

@@ -2,9 +2,8 @@
 // step with a small in-memory model of the rules (README: "The state machine", "Retries").
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DelayqError } from "../../src/domain/errors";
-import type { DelayQueue } from "../../src/queue";
-import { tick } from "../../src/scheduler";
+import type { DelayQueue } from "../../src/index";
+import { DelayqError, tick } from "../../src/index";
 import { type TestClock, testQueue } from "../support/queue";
 
 type Stored = "waiting" | "reserved" | "finished" | "dead" | "deleted";

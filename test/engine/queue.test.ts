@@ -1,7 +1,6 @@
 // The job lifecycle through the public API, against a real redis-server, with a test clock.
 import { describe, expect, it } from "vitest";
-import { DelayqError, type ErrorCode } from "../../src/domain/errors";
-import { tick } from "../../src/scheduler";
+import { DelayqError, type ErrorCode, tick } from "../../src/index";
 import { testQueue } from "../support/queue";
 
 async function expectError(promise: Promise<unknown>, code: ErrorCode, message?: RegExp) {

@@ -1,7 +1,7 @@
 // Topic scopes: a view of the queue limited to some topics cannot read or change any other.
 import { describe, expect, it } from "vitest";
-import { DelayqError } from "../../src/domain/errors";
 import { scopeAllows, scopeToLua } from "../../src/domain/scope";
+import { DelayqError } from "../../src/index";
 import { testQueue } from "../support/queue";
 
 async function code(promise: Promise<unknown>): Promise<string> {

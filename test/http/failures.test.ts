@@ -4,8 +4,7 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config";
 import { createApp } from "../../src/http/app";
 import { parseTokens } from "../../src/http/auth";
-import { DelayQueue } from "../../src/queue";
-import { REDIS_CLIENT_OPTIONS } from "../../src/redis/scripts";
+import { DelayQueue, REDIS_CLIENT_OPTIONS } from "../../src/index";
 import { buildService } from "../../src/service";
 import { testApp } from "../support/app";
 

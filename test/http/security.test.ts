@@ -1,7 +1,7 @@
 // Auth on every route (from the OpenAPI document), topic-scoped tokens, and token parsing.
 import { describe, expect, it } from "vitest";
-import { DelayqError } from "../../src/domain/errors";
 import { parseTokens } from "../../src/http/auth";
+import { DelayqError } from "../../src/index";
 import { SHOP_A, testApp } from "../support/app";
 
 type Operation = { method: string; path: string };

@@ -15,9 +15,7 @@ import { type RedisServer, startRedisServer } from "../../dev/redis-server";
 import { createClient } from "../../src/client";
 import { createApp } from "../../src/http/app";
 import { parseTokens } from "../../src/http/auth";
-import { DelayQueue } from "../../src/queue";
-import { REDIS_CLIENT_OPTIONS } from "../../src/redis/scripts";
-import { tick } from "../../src/scheduler";
+import { DelayQueue, REDIS_CLIENT_OPTIONS, tick } from "../../src/index";
 import { checkHistory, type HistoryEvent, parseLog } from "./support/history";
 
 const SECONDS = Number(process.env.DQ_RELIABILITY_SECONDS ?? 20);

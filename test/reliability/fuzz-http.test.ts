@@ -13,7 +13,7 @@
 // DQ_FUZZ_RUNS sets the runs per property (default 300), DQ_FUZZ_SEED replays a seed.
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DelayQueue } from "../../src/queue";
+import type { DelayQueue } from "../../src/index";
 import {
   badValueArb,
   checkProperty,

@@ -1,5 +1,5 @@
 // Test helpers: a DelayQueue over the shared bridge with its own prefix and a clock the test moves.
-import { DelayQueue, type DelayQueueOptions } from "../../src/queue";
+import { DelayQueue, type DelayQueueOptions } from "../../src/index";
 import { keys } from "../../src/redis/keys";
 import { type TestRedis, testRedis } from "./redis";
 

@@ -3,7 +3,6 @@
 import fc from "fast-check";
 import { expect } from "vitest";
 import { type CountedStack, startCountedStack } from "../../../dev/counted-stack";
-import { ERROR_STATUS, type ErrorCode } from "../../../src/domain/errors";
 import {
   MAX_ATTEMPTS,
   MAX_DELAY_SECONDS,
@@ -12,7 +11,7 @@ import {
 } from "../../../src/domain/schemas";
 import { createApp } from "../../../src/http/app";
 import { parseTokens } from "../../../src/http/auth";
-import { DelayQueue } from "../../../src/queue";
+import { DelayQueue, ERROR_STATUS, type ErrorCode } from "../../../src/index";
 
 /** The queue's clock never moves: nothing becomes due or expires between two digests. */
 export const FIXED_NOW = 1_800_000_000_000;
