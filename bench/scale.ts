@@ -6,7 +6,7 @@ import { startBridge } from "../dev/bridge";
 import { startRedisServer } from "../dev/redis-server";
 import { type Reply, RespConnection } from "../dev/resp";
 import { DelayQueue, REDIS_CLIENT_OPTIONS, tick } from "../src/index";
-import { SCRIPTS } from "../src/redis/scripts";
+import { scriptTexts } from "../src/redis/lua/scripts";
 import { log, startProgress } from "./lib/measure";
 import { makeBody } from "./lib/workloads";
 
@@ -36,7 +36,7 @@ async function info(conn: RespConnection, field: string): Promise<number> {
 }
 
 const scriptBySha = new Map(
-  Object.entries(SCRIPTS).map(([name, text]) => [
+  Object.entries(scriptTexts()).map(([name, text]) => [
     createHash("sha1").update(text).digest("hex"),
     name,
   ]),

@@ -1,6 +1,7 @@
 // A redis-server and bridge of their own, with command counts (tests of costs, benchmarks).
 import { Redis } from "@upstash/redis";
-import { REDIS_CLIENT_OPTIONS, SCRIPTS } from "../src/redis/scripts";
+import { scriptTexts } from "../src/redis/lua/scripts";
+import { REDIS_CLIENT_OPTIONS } from "../src/redis/runner";
 import { type Bridge, startBridge } from "./bridge";
 import { type RedisServer, type RedisServerOptions, startRedisServer } from "./redis-server";
 import { type Reply, RespConnection } from "./resp";
@@ -49,7 +50,7 @@ export async function startCountedStack(options: RedisServerOptions = {}): Promi
     commandStats,
     raw: (...args) => admin.call(...args),
     loadScripts: async () => {
-      for (const text of Object.values(SCRIPTS)) await admin.call("SCRIPT", "LOAD", text);
+      for (const text of Object.values(scriptTexts())) await admin.call("SCRIPT", "LOAD", text);
     },
     commands: async () => Object.values(await commandStats()).reduce((a, b) => a + b, 0),
     stop: async () => {

@@ -1,41 +1,42 @@
 // delayq on Node: the same app as the Worker, served by @hono/node-server, with its own ticker.
 import { serve } from "@hono/node-server";
 import { Redis } from "@upstash/redis";
-import { DelayqError } from "../src/index";
-import { buildService } from "../src/service";
+import { NodeEnvSchema, parseConfig } from "../src/config";
+import { DelayqError } from "../src/domain/errors";
+import { buildService, type Service } from "../src/service";
 
-let service: ReturnType<typeof buildService>;
+let service: Service;
+let port: number;
+let host: string;
+let tickEveryMs: number;
 try {
+  const config = parseConfig(process.env, NodeEnvSchema);
+  ({ PORT: port, HOST: host, DQ_TICK_INTERVAL_MS: tickEveryMs } = config);
   service = buildService(
     process.env,
     (settings) => new Redis({ url: settings.url, token: settings.token, ...settings.options }),
+    { config },
   );
 } catch (error) {
   console.error(error instanceof DelayqError ? error.message : error);
   process.exit(1);
 }
 
-const { app, queue, config, tick } = service;
-const port = Number(process.env.PORT ?? 8787);
-const tickEveryMs = Number(process.env.DQ_TICK_INTERVAL_MS ?? 60_000);
-
-const server = serve({ fetch: app.fetch, port, hostname: process.env.HOST ?? "127.0.0.1" }, () => {
-  console.log(`delayq listening on http://${process.env.HOST ?? "127.0.0.1"}:${port}`);
+const { app, scheduler, log } = service;
+const server = serve({ fetch: app.fetch, port, hostname: host }, () => {
+  log({ level: "info", event: "listening", url: `http://${host}:${port}` });
 });
 
 // The scheduler: the cron's work, every minute like the Worker's trigger (DQ_TICK_INTERVAL_MS).
+// A tick never overlaps the previous one in this process (other processes may tick at once).
 let ticking: Promise<unknown> = Promise.resolve();
+let busy = false;
 const ticker = setInterval(() => {
-  ticking = tick(queue, { budgetMs: config.DQ_TICK_BUDGET_MS })
-    .then((result) => {
-      if (result.promoted || result.expired) {
-        console.log(JSON.stringify({ level: "info", event: "tick", ...result }));
-      }
-    })
-    .catch((error: unknown) => {
-      const message = error instanceof Error ? error.message : String(error);
-      console.error(JSON.stringify({ level: "error", event: "tick", message }));
-    });
+  if (busy) return;
+  busy = true;
+  ticking = scheduler.tick().finally(() => {
+    busy = false;
+  });
 }, tickEveryMs);
 
 function shutdown() {

@@ -1,6 +1,6 @@
 // The Cloudflare Worker: the HTTP API (fetch) and the scheduler tick (scheduled, every minute).
 import { Redis } from "@upstash/redis/cloudflare";
-import { DelayqError } from "../src/index";
+import { DelayqError } from "../src/domain/errors";
 import { buildService, type Service } from "../src/service";
 
 type Env = Record<string, unknown>;
@@ -43,11 +43,6 @@ export default {
   },
 
   async scheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext) {
-    const { queue, config, tick } = service(env);
-    const result = await tick(queue, {
-      now: controller.scheduledTime,
-      budgetMs: config.DQ_TICK_BUDGET_MS,
-    });
-    console.log(JSON.stringify({ level: "info", event: "tick", cron: controller.cron, ...result }));
+    await service(env).scheduler.tick({ now: controller.scheduledTime });
   },
 };

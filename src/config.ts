@@ -40,12 +40,29 @@ export const EnvSchema = z.object({
 
 export type Config = z.output<typeof EnvSchema>;
 
+/** On Node (functions/node.ts) also where to listen and how often to tick. */
+export const NodeEnvSchema = EnvSchema.extend({
+  PORT: whole("PORT", 1, 65_535, 8787),
+  HOST: z.string().min(1, "HOST is empty").default("127.0.0.1"),
+  DQ_TICK_INTERVAL_MS: whole("DQ_TICK_INTERVAL_MS", 100, 3_600_000, 60_000),
+});
+
+export type NodeConfig = z.output<typeof NodeEnvSchema>;
+
 /**
  * Parses the environment. A missing or invalid variable is an `internal_error` whose message
  * names it and says what to set; values (tokens) never appear in messages.
  */
-export function parseConfig(env: Record<string, unknown>): Config {
-  const result = EnvSchema.safeParse(env);
+export function parseConfig(env: Record<string, unknown>): Config;
+export function parseConfig<S extends typeof EnvSchema | typeof NodeEnvSchema>(
+  env: Record<string, unknown>,
+  schema: S,
+): z.output<S>;
+export function parseConfig(
+  env: Record<string, unknown>,
+  schema: typeof EnvSchema | typeof NodeEnvSchema = EnvSchema,
+): Config {
+  const result = schema.safeParse(env);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => issue.message);
   return fail(`delayq is misconfigured: ${problems.join("; ")}`);

@@ -1,15 +1,24 @@
-// delayq's library entry: the queue, the scheduler tick, and the domain types and errors.
+// delayq's library entry (plugin mode): the queue, the scheduler, and the domain types and errors.
 export { DelayqError, ERROR_STATUS, type ErrorCode } from "./domain/errors";
+export type {
+  AddResult,
+  BatchItemResult,
+  JobPage,
+  TickSlice,
+  TopicPage,
+} from "./domain/results";
 export * from "./domain/schemas";
-export {
-  type AddResult,
-  type BatchItemResult,
-  DelayQueue,
-  type DelayQueueOptions,
-  type JobPage,
-  type TickSlice,
-  type TopicPage,
-} from "./queue";
+export { jsonLogger, type LogEntry, type Logger, silentLogger } from "./log";
+export { DelayQueue, type DelayQueueOptions, TICK_SLICE } from "./queue";
 export { keys } from "./redis/keys";
-export { REDIS_CLIENT_OPTIONS, type RedisClient } from "./redis/scripts";
-export { type TickOptions, type TickResult, tick } from "./scheduler";
+export { REDIS_CLIENT_OPTIONS, type RedisClient, redisError } from "./redis/runner";
+export {
+  createScheduler,
+  drainStep,
+  type Scheduler,
+  type SchedulerStep,
+  type TickOptions,
+  type TickReport,
+  type TickResult,
+  tick,
+} from "./scheduler";

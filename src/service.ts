@@ -1,11 +1,13 @@
-// Wires the service from its environment: config, Redis client, queue, app. Used by both entries.
+// Wires the service from its environment: config, Redis client, queue, scheduler, app. Used by
+// both entry points, so the Worker and Node run the same thing.
 import type { Redis } from "@upstash/redis";
 import { type Config, parseConfig } from "./config";
 import { createApp } from "./http/app";
 import { parseTokens } from "./http/auth";
+import { jsonLogger, type Logger } from "./log";
 import { DelayQueue } from "./queue";
-import { REDIS_CLIENT_OPTIONS } from "./redis/scripts";
-import { tick } from "./scheduler";
+import { REDIS_CLIENT_OPTIONS } from "./redis/runner";
+import { createScheduler, drainStep, type Scheduler } from "./scheduler";
 
 /** What an entry point needs to build its runtime's Redis client. */
 export type RedisSettings = {
@@ -18,7 +20,8 @@ export type Service = {
   config: Config;
   queue: DelayQueue;
   app: ReturnType<typeof createApp>;
-  tick: typeof tick;
+  scheduler: Scheduler;
+  log: Logger;
 };
 
 /**
@@ -29,8 +32,10 @@ export type Service = {
 export function buildService(
   env: Record<string, unknown>,
   makeRedis: (settings: RedisSettings) => Pick<Redis, "createScript" | "get">,
+  options: { config?: Config; log?: Logger } = {},
 ): Service {
-  const config = parseConfig(env);
+  const config = options.config ?? parseConfig(env);
+  const log = options.log ?? jsonLogger;
   const redis = makeRedis({
     url: config.UPSTASH_REDIS_REST_URL,
     token: config.UPSTASH_REDIS_REST_TOKEN,
@@ -49,6 +54,12 @@ export function buildService(
     queue,
     tokens: parseTokens(config.DQ_TOKENS),
     maxRequestBytes: config.DQ_MAX_REQUEST_BYTES,
+    log,
   });
-  return { config, queue, app, tick };
+  const scheduler = createScheduler({
+    steps: [drainStep(queue)],
+    budgetMs: config.DQ_TICK_BUDGET_MS,
+    log,
+  });
+  return { config, queue, app, scheduler, log };
 }

@@ -1,7 +1,7 @@
 // The client's request and response types, derived from the server's schemas (types only).
 import type { z } from "zod";
-import type { Command, CommandResult } from "../command";
 import type { ErrorCode } from "../domain/errors";
+import type { AddResult, BatchItemResult, JobPage, TopicPage } from "../domain/results";
 import type {
   AddJobInput,
   Backoff,
@@ -11,16 +11,21 @@ import type {
   TopicConfig,
   TopicStats,
 } from "../domain/schemas";
+import type { Command, CommandResult } from "../protocols/youzan";
 
 export type {
   AddJobInput,
+  AddResult,
   Backoff,
+  BatchItemResult,
   CommandResult,
   ErrorCode,
   Job,
+  JobPage,
   JobState,
   ListableState,
   TopicConfig,
+  TopicPage,
   TopicStats,
 };
 
@@ -35,18 +40,6 @@ export type TopicConfigInput = z.input<typeof TopicConfig>;
  * "delete" | "get" | "touch" | "release" | "bury", ...}`.
  */
 export type CommandInput = z.input<typeof Command>;
-
-/** `POST /v1/jobs`: the job, and whether this call created it (false: the id existed). */
-export type AddResult = { created: boolean; job: Job };
-
-/** One item of `POST /v1/jobs/batch`: added (or found), or why not. */
-export type BatchItemResult = AddResult | { error: { code: ErrorCode; message: string } };
-
-/** A page of jobs; pass `cursor` back for the next page (absent on the last). */
-export type JobPage = { jobs: Job[]; cursor?: string };
-
-/** A page of topics; pass `cursor` back as `after` for the next page (absent on the last). */
-export type TopicPage = { topics: TopicStats[]; cursor?: string };
 
 /** `GET /health`: up with Redis reachable, or up with Redis unreachable (HTTP 503). */
 export type Health =

@@ -94,24 +94,28 @@ export const TopicConfig = JobDefaults.extend({
 });
 export type TopicConfig = z.output<typeof TopicConfig>;
 
-export const AddJobInput = z
-  .strictObject({
-    topic: TopicName,
-    id: JobId.optional(),
-    /** Any JSON value, stored as its JSON text and returned as such. */
-    body: z.unknown().optional(),
-    delay: Seconds.optional(),
-    runAt: Timestamp.optional(),
-    ttr: Ttr.optional(),
-    maxAttempts: Attempts.optional(),
-    backoff: Backoff.optional(),
-    deadline: Timestamp.optional(),
-    replace: z.boolean().optional(),
-  })
-  .refine((job) => job.delay === undefined || job.runAt === undefined, {
-    message: "give either delay or runAt, not both",
-    path: ["runAt"],
-  });
+/** The fields of an add, shared by `POST /v1/jobs` and the command protocol's `add`. */
+export const AddJobFields = {
+  topic: TopicName,
+  id: JobId.optional(),
+  /** Any JSON value, stored as its JSON text and returned as such. */
+  body: z.unknown().optional(),
+  delay: Seconds.optional(),
+  runAt: Timestamp.optional(),
+  ttr: Ttr.optional(),
+  maxAttempts: Attempts.optional(),
+  backoff: Backoff.optional(),
+  deadline: Timestamp.optional(),
+  replace: z.boolean().optional(),
+};
+
+/** `delay` and `runAt` exclude each other. */
+export function oneDueTime(job: { delay?: number; runAt?: number }): boolean {
+  return job.delay === undefined || job.runAt === undefined;
+}
+export const ONE_DUE_TIME = { message: "give either delay or runAt, not both", path: ["runAt"] };
+
+export const AddJobInput = z.strictObject(AddJobFields).refine(oneDueTime, ONE_DUE_TIME);
 export type AddJobInput = z.input<typeof AddJobInput>;
 
 /** The longest long-poll, in seconds. */

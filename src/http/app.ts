@@ -1,10 +1,11 @@
 // The Hono app: the v1 API, the command protocol, auth, health and the OpenAPI document.
 import { OpenAPIHono } from "@hono/zod-openapi";
+import { jsonLogger, type Logger } from "../log";
 import type { DelayQueue } from "../queue";
-import type { TokenSet } from "./auth";
+import { bearerAuth, type TokenSet } from "./auth";
 import { jsonBodies } from "./body";
-import type { AppEnv } from "./env";
-import { consoleLogger, errorResponse, handleError, type Logger, validationHook } from "./errors";
+import type { AppEnv } from "./context";
+import { errorResponse, handleError, validationHook } from "./errors";
 import { commandRoutes } from "./routes/command";
 import { jobRoutes } from "./routes/jobs";
 import { systemRoutes } from "./routes/system";
@@ -23,7 +24,7 @@ export type AppOptions = {
 
 /** Builds the app from its dependencies; it holds no state of its own. */
 export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
-  const log = options.log ?? consoleLogger;
+  const log = options.log ?? jsonLogger;
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.onError(handleError(log));
   app.notFound((c) =>
@@ -34,21 +35,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     ),
   );
 
-  app.use("/v1/*", async (c, next) => {
-    const header = c.req.header("authorization") ?? "";
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match?.[1]) {
-      return errorResponse(
-        c,
-        "unauthorized",
-        "Missing bearer token: send the header Authorization: Bearer <token>",
-      );
-    }
-    const principal = await options.tokens.identify(match[1]);
-    if (!principal) return errorResponse(c, "unauthorized", "Invalid bearer token");
-    c.set("queue", options.queue.withScope(principal.scope));
-    await next();
-  });
+  app.use("/v1/*", bearerAuth(options.tokens, options.queue));
   app.use("/v1/*", jsonBodies(options.maxRequestBytes ?? 10 * 1024 * 1024));
 
   systemRoutes(app, options.queue);

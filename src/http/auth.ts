@@ -1,6 +1,10 @@
 // Bearer tokens from DQ_TOKENS, each optionally limited to topic patterns; compared in constant time.
+import type { MiddlewareHandler } from "hono";
 import { DelayqError } from "../domain/errors";
 import { TopicPattern, type TopicScope } from "../domain/scope";
+import type { DelayQueue } from "../queue";
+import type { AppEnv } from "./context";
+import { errorResponse } from "./errors";
 
 type Entry = { digest: Promise<Uint8Array>; scope: TopicScope };
 
@@ -71,5 +75,27 @@ export function parseTokens(value: string): TokenSet {
       }
       return found && { scope: found.scope };
     },
+  };
+}
+
+/**
+ * The bearer-auth middleware of the /v1 routes: 401 without a token or with a wrong one;
+ * otherwise the request's queue is `queue` limited to the token's topics.
+ */
+export function bearerAuth(tokens: TokenSet, queue: DelayQueue): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const header = c.req.header("authorization") ?? "";
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match?.[1]) {
+      return errorResponse(
+        c,
+        "unauthorized",
+        "Missing bearer token: send the header Authorization: Bearer <token>",
+      );
+    }
+    const principal = await tokens.identify(match[1]);
+    if (!principal) return errorResponse(c, "unauthorized", "Invalid bearer token");
+    c.set("queue", queue.withScope(principal.scope));
+    await next();
   };
 }

@@ -3,11 +3,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { DelayqError, ERROR_STATUS, type ErrorCode, invalidRequest } from "../domain/errors";
-
-export type Logger = (entry: Record<string, unknown>) => void;
-
-/** Logs one JSON line per event; callers never put tokens or job bodies in it. */
-export const consoleLogger: Logger = (entry) => console.error(JSON.stringify(entry));
+import type { Logger } from "../log";
 
 const CODE_FOR_STATUS: Partial<Record<number, ErrorCode>> = {
   400: "invalid_request",

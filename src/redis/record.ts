@@ -1,86 +1,195 @@
-// Reads the job records the scripts write: `<meta>\n<body JSON>` (the format is in lua/lib.ts).
+// The job record's format, named once: RECORD_FIELDS generates the Lua codec and the TS decoder.
 import { DelayqError } from "../domain/errors";
 import type { Backoff, Job, JobState } from "../domain/schemas";
 
-/** A record's meta, as lib.ts documents it (times in unix ms). */
-export type RecordMeta = {
-  i: string;
-  t: string;
-  s: "waiting" | "reserved" | "finished" | "dead" | "deleted";
-  d: number;
-  r: number;
-  a: number;
-  m: number;
-  b?: Backoff;
-  x?: number;
-  c: number;
-  u?: number;
-  k?: string;
-  e?: number;
-  w?: "attempts" | "deadline" | "buried";
-  /** "1" when the job was deleted while its id sat in a slot list. */
-  l?: string;
+/**
+ * A job record is one string, `<meta>\n<body JSON>`. The body is the client's JSON text, stored
+ * and returned byte for byte (Lua never parses it). The meta is positional: these fields in this
+ * order, `|`-separated, an empty field for an unset one (ids, topics and receipts cannot contain
+ * `|`), then the backoff spec as JSON (last, so that it may contain anything). Times are unix ms.
+ * e.g. `w|order-42|pay|1800000005000|1800000000000|30000|0|10|||||||"wechatpay"`.
+ * Positional rather than JSON because a delayed job's record is most of what it costs in memory:
+ * this is about 60 bytes shorter per job than the same meta as a JSON object.
+ */
+export const RECORD_FIELDS = [
+  /** One of RECORD_STATES, stored as its one-letter code. */
+  { name: "state", type: "state" },
+  { name: "id", type: "text" },
+  { name: "topic", type: "text" },
+  /** When the job is (or was) due. */
+  { name: "due", type: "number" },
+  { name: "createdAt", type: "number" },
+  /** Time-to-run, ms. */
+  { name: "ttr", type: "number" },
+  /** Reservations so far. */
+  { name: "attempts", type: "number" },
+  { name: "maxAttempts", type: "number" },
+  { name: "deadline", type: "number" },
+  /** End of the current reservation. */
+  { name: "leaseEnd", type: "number" },
+  /** The current (or last) reservation's receipt. */
+  { name: "receipt", type: "text" },
+  /** When it finished, died or was deleted. */
+  { name: "endedAt", type: "number" },
+  /** Why it died: attempts | deadline | buried. */
+  { name: "deadReason", type: "text" },
+  /** "1" on a job deleted while its id sat in a slot list (keys.ts: slots), where it still is. */
+  { name: "listed", type: "text" },
+] as const;
+
+/**
+ * Stored states and their codes. A waiting job is reported "ready" once due, "delayed" before.
+ */
+export const RECORD_STATES = {
+  waiting: "w",
+  reserved: "r",
+  finished: "f",
+  dead: "d",
+  deleted: "x",
+} as const;
+
+type Field = (typeof RECORD_FIELDS)[number];
+type FieldValue<F extends Field> = F["type"] extends "number"
+  ? number
+  : F["type"] extends "state"
+    ? keyof typeof RECORD_STATES
+    : string;
+
+/** A record's meta as the scripts see it (unset fields absent). */
+export type RecordMeta = { [F in Field as F["name"]]?: FieldValue<F> } & {
+  state: keyof typeof RECORD_STATES;
+  id: string;
+  topic: string;
+  due: number;
+  createdAt: number;
+  ttr: number;
+  attempts: number;
+  maxAttempts: number;
+  deadReason?: "attempts" | "deadline" | "buried";
+  backoff?: Backoff;
 };
 
-export function stateOf(meta: Pick<RecordMeta, "s" | "d">, now: number): JobState {
-  if (meta.s === "waiting") return meta.d <= now ? "ready" : "delayed";
-  return meta.s;
+const STATE_OF = Object.fromEntries(
+  Object.entries(RECORD_STATES).map(([state, code]) => [code, state]),
+) as Record<string, RecordMeta["state"]>;
+
+/**
+ * Lua: the codec (`encode(meta)`, `decode(raw)` → meta, body) and the record's load and save,
+ * generated from RECORD_FIELDS. Needs `rcall`, `key` and RETENTION in scope.
+ */
+export const LUA_RECORD = `
+-- The record format (src/redis/record.ts): positional meta fields, the backoff JSON, the body.
+local FIELDS = {${RECORD_FIELDS.map((f) => `"${f.name}"`).join(", ")}}
+local NUMERIC = {${RECORD_FIELDS.filter((f) => f.type === "number")
+  .map((f) => `${f.name} = true`)
+  .join(", ")}}
+local STATE_OF = {${Object.entries(STATE_OF)
+  .map(([code, state]) => `${code} = "${state}"`)
+  .join(", ")}}
+local CODE_OF = {${Object.entries(RECORD_STATES)
+  .map(([state, code]) => `${state} = "${code}"`)
+  .join(", ")}}
+
+local function encode(meta)
+  local parts = {}
+  for n, field in ipairs(FIELDS) do
+    local value = meta[field]
+    if value == nil then parts[n] = ""
+    elseif field == "state" then parts[n] = CODE_OF[value]
+    else parts[n] = tostring(value) end
+  end
+  parts[#FIELDS + 1] = meta.backoff or ""
+  return table.concat(parts, "|")
+end
+
+local function decode(raw)
+  local cut = string.find(raw, "\\n", 1, true)
+  local meta, pos = {}, 1
+  for _, field in ipairs(FIELDS) do
+    local bar = string.find(raw, "|", pos, true)
+    if bar > pos then
+      local value = string.sub(raw, pos, bar - 1)
+      if NUMERIC[field] then meta[field] = tonumber(value) else meta[field] = value end
+    end
+    pos = bar + 1
+  end
+  meta.state = STATE_OF[meta.state]
+  if cut > pos then meta.backoff = string.sub(raw, pos, cut - 1) end
+  return meta, string.sub(raw, cut + 1)
+end
+
+local function load(id)
+  local raw = rcall("GET", key.job(id))
+  if not raw then return nil end
+  return decode(raw)
+end
+
+-- Writes a record and returns it; finished and deleted records expire after RETENTION.
+local function save(id, meta, body)
+  local raw = encode(meta) .. "\\n" .. body
+  if meta.state == "finished" or meta.state == "deleted" then
+    rcall("SET", key.job(id), raw, "PX", RETENTION)
+  else
+    rcall("SET", key.job(id), raw)
+  end
+  return raw
+end
+`;
+
+/** The state a client sees: a waiting job is ready once due, delayed before. */
+export function stateOf(meta: Pick<RecordMeta, "state" | "due">, now: number): JobState {
+  if (meta.state === "waiting") return meta.due <= now ? "ready" : "delayed";
+  return meta.state;
 }
 
-const STATES: Record<string, RecordMeta["s"]> = {
-  w: "waiting",
-  r: "reserved",
-  f: "finished",
-  d: "dead",
-  x: "deleted",
-};
-const TEXT_FIELDS = new Set(["s", "i", "t", "k", "w", "l"]);
-/** The meta's fields in the order lib.ts writes them; the backoff spec (JSON) comes last. */
-const FIELDS = ["s", "i", "t", "d", "c", "r", "a", "m", "x", "u", "k", "e", "w", "l"] as const;
-
-/** Parses a record's meta line, as lib.ts's `encode` writes it. */
+/** Parses a record's meta line, as the Lua `encode` writes it. */
 export function decodeMeta(line: string): RecordMeta {
   const meta: Record<string, unknown> = {};
   let pos = 0;
-  for (const field of FIELDS) {
+  for (const field of RECORD_FIELDS) {
     const bar = line.indexOf("|", pos);
     if (bar < 0) throw new DelayqError("internal_error", "Unexpected job record from Redis");
     if (bar > pos) {
       const value = line.slice(pos, bar);
-      meta[field] = TEXT_FIELDS.has(field) ? value : Number(value);
+      meta[field.name] = field.type === "number" ? Number(value) : value;
     }
     pos = bar + 1;
   }
-  meta.s = STATES[meta.s as string];
-  if (pos < line.length) meta.b = JSON.parse(line.slice(pos));
+  meta.state = STATE_OF[meta.state as string];
+  if (pos < line.length) meta.backoff = JSON.parse(line.slice(pos));
   return meta as RecordMeta;
 }
 
-/** Decodes a record into the Job a client sees, with its state as of `now`. */
-export function decodeRecord(raw: unknown, now: number): Job {
+/** Splits a raw record into its meta and its body's JSON text. */
+export function splitRecord(raw: unknown): { meta: RecordMeta; body: string } {
   if (typeof raw !== "string") {
     throw new DelayqError("internal_error", `Unexpected job record from Redis: ${typeof raw}`);
   }
   const cut = raw.indexOf("\n");
-  const meta = decodeMeta(raw.slice(0, cut));
+  return { meta: decodeMeta(raw.slice(0, cut)), body: raw.slice(cut + 1) };
+}
+
+/** Decodes a record into the Job a client sees, with its state as of `now`. */
+export function decodeRecord(raw: unknown, now: number): Job {
+  const { meta, body } = splitRecord(raw);
   const job: Job = {
-    id: meta.i,
-    topic: meta.t,
+    id: meta.id,
+    topic: meta.topic,
     state: stateOf(meta, now),
-    body: JSON.parse(raw.slice(cut + 1)),
-    dueAt: meta.d,
-    ttr: meta.r / 1000,
-    attempts: meta.a,
-    maxAttempts: meta.m,
-    createdAt: meta.c,
+    body: JSON.parse(body),
+    dueAt: meta.due,
+    ttr: meta.ttr / 1000,
+    attempts: meta.attempts,
+    maxAttempts: meta.maxAttempts,
+    createdAt: meta.createdAt,
   };
-  if (meta.b !== undefined) job.backoff = meta.b;
-  if (meta.x !== undefined) job.deadline = meta.x;
-  if (meta.s === "reserved") {
-    job.reservedUntil = meta.u;
-    job.receipt = meta.k;
+  if (meta.backoff !== undefined) job.backoff = meta.backoff;
+  if (meta.deadline !== undefined) job.deadline = meta.deadline;
+  if (meta.state === "reserved") {
+    job.reservedUntil = meta.leaseEnd;
+    job.receipt = meta.receipt;
   }
-  if (meta.e !== undefined) job.endedAt = meta.e;
-  if (meta.w !== undefined) job.deadReason = meta.w;
+  if (meta.endedAt !== undefined) job.endedAt = meta.endedAt;
+  if (meta.deadReason !== undefined) job.deadReason = meta.deadReason;
   return job;
 }

@@ -53,21 +53,30 @@ describe("keyspace", () => {
     expect(await state(t)).toEqual({
       "j:a": {
         meta: {
-          i: "a",
-          t: "q",
-          s: "waiting",
-          d: now + 2000,
-          r: 60000,
-          a: 0,
-          m: 10,
-          c: now,
-          x: now + 9000,
+          id: "a",
+          topic: "q",
+          state: "waiting",
+          due: now + 2000,
+          ttr: 60000,
+          attempts: 0,
+          maxAttempts: 10,
+          createdAt: now,
+          deadline: now + 9000,
         },
         body: '{"x":"ü"}',
         ttl: false,
       },
       "j:b": {
-        meta: { i: "b", t: "q", s: "waiting", d: now, r: 60000, a: 0, m: 10, c: now },
+        meta: {
+          id: "b",
+          topic: "q",
+          state: "waiting",
+          due: now,
+          ttr: 60000,
+          attempts: 0,
+          maxAttempts: 10,
+          createdAt: now,
+        },
         body: "1",
         ttl: false,
       },
@@ -138,7 +147,7 @@ describe("keyspace", () => {
     await t.queue.add({ topic: "q", id: "a", delay: 3600 });
     await t.queue.add({ topic: "q", id: "a", delay: 3601, body: 2, replace: true });
     await t.queue.delete("a");
-    expect((await state(t))["j:a"]).toMatchObject({ meta: { s: "deleted", l: "1" } });
+    expect((await state(t))["j:a"]).toMatchObject({ meta: { state: "deleted", listed: "1" } });
     await t.queue.add({ topic: "q", id: "a", delay: 3602, body: 3, replace: true });
     const keys = await state(t);
     expect(keys[`t:q:slots:${slot}`]).toEqual(["a"]);
@@ -181,7 +190,12 @@ describe("keyspace", () => {
     const [job] = await t.queue.pop("q");
     const keys = await state(t);
     expect(keys["j:a"]).toMatchObject({
-      meta: { s: "reserved", a: 1, u: now + 1000 + 30_000, k: job?.receipt },
+      meta: {
+        state: "reserved",
+        attempts: 1,
+        leaseEnd: now + 1000 + 30_000,
+        receipt: job?.receipt,
+      },
     });
     expect(keys["t:q:delayed"]).toEqual([["b", now + 60_000]]);
     expect(keys["t:q:ready"]).toBeUndefined();
@@ -195,7 +209,10 @@ describe("keyspace", () => {
     await t.queue.pop("q");
     await t.queue.finish("a");
     const keys = await state(t);
-    expect(keys["j:a"]).toMatchObject({ meta: { s: "finished", e: t.clock.now }, ttl: true });
+    expect(keys["j:a"]).toMatchObject({
+      meta: { state: "finished", endedAt: t.clock.now },
+      ttl: true,
+    });
     // finish leaves the schedule alone (one command less): its time is a lower bound, and the
     // tick that comes at the lease's end finds nothing and drops the topic.
     expect(keys.schedule).toEqual([["q", t.clock.now + 60_000]]);
@@ -212,8 +229,10 @@ describe("keyspace", () => {
     t.clock.advance(1000);
     await tick(t.queue);
     let keys = await state(t);
-    expect(keys["j:a"]).toMatchObject({ meta: { s: "waiting", a: 1, d: start + 8000 } });
-    expect((keys["j:a"] as { meta: object }).meta).not.toHaveProperty("k");
+    expect(keys["j:a"]).toMatchObject({
+      meta: { state: "waiting", attempts: 1, due: start + 8000 },
+    });
+    expect((keys["j:a"] as { meta: object }).meta).not.toHaveProperty("receipt");
     expect(keys["t:q:delayed"]).toEqual([["a", start + 8000]]);
     expect(keys["t:q:reserved"]).toBeUndefined();
     expect(keys.schedule).toEqual([["q", start + 8000]]);
@@ -223,7 +242,9 @@ describe("keyspace", () => {
     t.clock.advance(1000);
     await tick(t.queue);
     keys = await state(t);
-    expect(keys["j:a"]).toMatchObject({ meta: { s: "dead", w: "attempts", e: t.clock.now } });
+    expect(keys["j:a"]).toMatchObject({
+      meta: { state: "dead", deadReason: "attempts", endedAt: t.clock.now },
+    });
     expect(keys["t:q:dead"]).toEqual([["a", t.clock.now]]);
     expect(keys.schedule).toBeUndefined(); // nothing timed left in the topic
   });
@@ -236,8 +257,10 @@ describe("keyspace", () => {
     t.clock.advance(10);
     await t.queue.kick("q");
     const keys = await state(t);
-    expect(keys["j:a"]).toMatchObject({ meta: { s: "waiting", a: 0, d: t.clock.now } });
-    expect((keys["j:a"] as { meta: object }).meta).not.toHaveProperty("w");
+    expect(keys["j:a"]).toMatchObject({
+      meta: { state: "waiting", attempts: 0, due: t.clock.now },
+    });
+    expect((keys["j:a"] as { meta: object }).meta).not.toHaveProperty("deadReason");
     expect(keys["t:q:ready"]).toEqual([["a", t.clock.now]]);
     expect(keys["t:q:dead"]).toBeUndefined();
   });
@@ -251,8 +274,8 @@ describe("keyspace", () => {
     await t.queue.delete("d");
     await t.queue.delete("r");
     const keys = await state(t);
-    expect(keys["j:d"]).toMatchObject({ meta: { s: "deleted" }, ttl: true });
-    expect(keys["j:r"]).toMatchObject({ meta: { s: "deleted" }, ttl: true });
+    expect(keys["j:d"]).toMatchObject({ meta: { state: "deleted" }, ttl: true });
+    expect(keys["j:r"]).toMatchObject({ meta: { state: "deleted" }, ttl: true });
     expect(keys["t:q:delayed"]).toBeUndefined();
     expect(keys["t:q:ready"]).toBeUndefined();
   });

@@ -1,8 +1,8 @@
 // POST /v1/command: the JSON command protocol, one command or an array run in order.
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import { Command, type CommandResult, MAX_COMMANDS, runCommand } from "../../command";
 import { DelayqError } from "../../domain/errors";
-import type { AppEnv } from "../env";
+import { Command, type CommandResult, MAX_COMMANDS, runCommand } from "../../protocols/youzan";
+import type { AppEnv } from "../context";
 import { body, errors, json, SECURED } from "../schemas";
 
 const Result = z

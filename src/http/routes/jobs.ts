@@ -1,6 +1,6 @@
 // Routes on jobs: add, batch add, get, delete, and the reservation verbs finish/touch/release/bury.
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../context";
 import {
   AddJob,
   AddResult,

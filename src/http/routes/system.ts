@@ -1,7 +1,7 @@
 // Unauthenticated routes: /health, /openapi.json and a docs page that works offline.
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { DelayQueue } from "../../queue";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../context";
 import { Health, json } from "../schemas";
 
 export function systemRoutes(app: OpenAPIHono<AppEnv>, queue: DelayQueue): void {

@@ -1,7 +1,7 @@
 // Routes on topics: pop (long-poll), kick, stats, paging jobs by state, config, dead-letter purge.
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { DelayqError } from "../../domain/errors";
-import type { AppEnv } from "../env";
+import type { AppEnv } from "../context";
 import {
   body,
   errors,

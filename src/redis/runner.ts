@@ -2,32 +2,8 @@
 import type { Redis } from "@upstash/redis";
 import { DelayqError } from "../domain/errors";
 import { keys } from "./keys";
-import { LUA_LIB } from "./lua/lib";
-import * as lua from "./lua/scripts";
-
-const SOURCES = {
-  add: lua.ADD,
-  pop: lua.POP,
-  finish: lua.FINISH,
-  touch: lua.TOUCH,
-  release: lua.RELEASE,
-  bury: lua.BURY,
-  delete: lua.DELETE,
-  kick: lua.KICK,
-  deleteDead: lua.DELETE_DEAD,
-  list: lua.LIST,
-  topicStats: lua.TOPIC_STATS,
-  listTopics: lua.LIST_TOPICS,
-  configure: lua.CONFIGURE,
-  tick: lua.TICK,
-} as const;
-
-export type ScriptName = keyof typeof SOURCES;
-
-/** The full text of each script, as sent to Redis: the shared library, then the script. */
-export const SCRIPTS: Record<ScriptName, string> = Object.fromEntries(
-  Object.entries(SOURCES).map(([name, body]) => [name, `${LUA_LIB}\n${body}`]),
-) as Record<ScriptName, string>;
+import type { Script } from "./lua/script";
+import { SCRIPTS, type ScriptName, scriptText } from "./lua/scripts";
 
 /** The narrow part of the client delayq needs; any `@upstash/redis` `Redis` has it. */
 export type RedisClient = Pick<Redis, "createScript" | "get">;
@@ -42,7 +18,12 @@ export const REDIS_CLIENT_OPTIONS = {
 } as const;
 
 export type ScriptRunner = {
-  run(name: ScriptName, now: number, args: readonly (string | number)[]): Promise<unknown>;
+  /** Runs a script (EVALSHA, EVAL on NOSCRIPT) and parses its reply. */
+  run<Reply>(
+    script: Script<Reply>,
+    now: number,
+    args: readonly (string | number)[],
+  ): Promise<Reply>;
 };
 
 export function createScriptRunner(
@@ -51,17 +32,25 @@ export function createScriptRunner(
   retentionMs: number,
 ): ScriptRunner {
   const k = keys(prefix);
-  const scripts = Object.fromEntries(
-    Object.entries(SCRIPTS).map(([name, text]) => [name, redis.createScript<unknown>(text)]),
+  const loaded = Object.fromEntries(
+    Object.entries(SCRIPTS).map(([name, script]) => [
+      name,
+      redis.createScript<unknown>(scriptText(script)),
+    ]),
   ) as Record<ScriptName, ReturnType<RedisClient["createScript"]>>;
   return {
-    async run(name, now, args) {
+    async run(script, now, args) {
       const argv = [k.base, String(now), String(retentionMs), ...args.map(String)];
+      let reply: unknown;
       try {
-        return await scripts[name].exec([k.schedule], argv);
+        reply = await (loaded[script.name as ScriptName] as (typeof loaded)[ScriptName]).exec(
+          [k.schedule],
+          argv,
+        );
       } catch (error) {
         throw redisError(error);
       }
+      return script.parse(reply);
     },
   };
 }

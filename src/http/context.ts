@@ -1,4 +1,4 @@
-// The Hono environment of the app: what middleware hands to route handlers.
+// The Hono context of the app: the variables middleware hands to route handlers.
 import type { DelayQueue } from "../queue";
 
 export type AppEnv = {

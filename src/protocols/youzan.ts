@@ -1,39 +1,28 @@
 // The Youzan delay-queue design's JSON command protocol, on top of the queue.
 import { z } from "zod";
-import { DelayqError, invalidRequest } from "./domain/errors";
+import { DelayqError, invalidRequest } from "../domain/errors";
 import {
+  AddJobFields,
   type AddJobInput,
-  Attempts,
-  Backoff,
   JobId,
   MAX_WAIT_SECONDS,
+  ONE_DUE_TIME,
+  oneDueTime,
   Receipt,
   Seconds,
-  Timestamp,
   TopicName,
   Ttr,
-} from "./domain/schemas";
-import type { DelayQueue } from "./queue";
+} from "../domain/schemas";
+import type { DelayQueue } from "../queue";
 
 const byId = <N extends string>(name: N) =>
   z.strictObject({ command: z.literal(name), id: JobId, receipt: Receipt.optional() });
 
 /** One command. Field names are accepted as the design spelled them (`TTR`) and in lower case. */
 export const Command = z.discriminatedUnion("command", [
-  z.strictObject({
-    command: z.literal("add"),
-    topic: TopicName,
-    id: JobId.optional(),
-    body: z.unknown().optional(),
-    delay: Seconds.optional(),
-    runAt: Timestamp.optional(),
-    TTR: Ttr.optional(),
-    ttr: Ttr.optional(),
-    maxAttempts: Attempts.optional(),
-    backoff: Backoff.optional(),
-    deadline: Timestamp.optional(),
-    replace: z.boolean().optional(),
-  }),
+  z
+    .strictObject({ command: z.literal("add"), ...AddJobFields, TTR: Ttr.optional() })
+    .refine(oneDueTime, ONE_DUE_TIME),
   z.strictObject({
     command: z.literal("pop"),
     topic: TopicName,

@@ -1,0 +1,124 @@
+// Adding jobs: validating each one into the add script's fields, and packing them into calls.
+import { DelayqError, parseInput } from "../domain/errors";
+import type { AddResult, BatchItemResult } from "../domain/results";
+import { AddJobInput, MAX_DELAY_SECONDS } from "../domain/schemas";
+import { add } from "../redis/lua/scripts/add";
+import { decodeRecord } from "../redis/record";
+import type { ScriptRunner } from "../redis/runner";
+import { scriptError } from "./errors";
+
+/** Script arguments per add request before a batch is split (Upstash takes 10 MB per request). */
+const MAX_ADD_ARG_BYTES = 4 * 1024 * 1024;
+/** Jobs per add script call: a 1000-job batch is four calls pipelined in one request. */
+const ADD_SLICE = 250;
+
+const utf8 = new TextEncoder();
+
+/**
+ * Validates one add and turns it into the add script's ARGV fields (lua/scripts/add.ts).
+ * `allow` checks the caller may act on the topic; `what` names the item in messages.
+ */
+export function prepareAdd(
+  input: unknown,
+  now: number,
+  maxBodyBytes: number,
+  allow: (topic: string) => void,
+  what = "job",
+): string[] {
+  const job = parseInput(AddJobInput, input, what);
+  allow(job.topic);
+  const body = toJson(job.body, what);
+  const size = utf8.encode(body).length;
+  if (size > maxBodyBytes) {
+    throw new DelayqError(
+      "payload_too_large",
+      `${what}.body is ${size} bytes of JSON; the limit is ${maxBodyBytes}`,
+    );
+  }
+  const due = job.runAt ?? now + Math.round((job.delay ?? 0) * 1000);
+  if (due > now + MAX_DELAY_SECONDS * 1000) {
+    throw new DelayqError("invalid_request", `${what}.runAt: must be at most a year from now`);
+  }
+  if (job.deadline !== undefined && job.deadline < due) {
+    throw new DelayqError(
+      "invalid_request",
+      `${what}.deadline: must not be before the job is due (${new Date(due).toISOString()})`,
+    );
+  }
+  return [
+    job.id ?? crypto.randomUUID(),
+    job.topic,
+    String(due),
+    job.ttr === undefined ? "" : String(job.ttr * 1000),
+    job.maxAttempts === undefined ? "" : String(job.maxAttempts),
+    job.backoff === undefined ? "" : JSON.stringify(job.backoff),
+    job.deadline === undefined ? "" : String(job.deadline),
+    job.replace ? "1" : "",
+    body,
+  ];
+}
+
+/**
+ * Runs the add script over prepared jobs: slices of at most 250 jobs, so that no script call
+ * holds Redis for long, sent together so that the client pipelines them into one request
+ * (batches over 4 MiB of arguments take more requests: Upstash takes 10 MB per request).
+ * Slices run in order, so an id repeated across slices sees the earlier write.
+ */
+export async function runAdds(
+  scripts: ScriptRunner,
+  defaults: readonly [ttr: string, maxAttempts: string, backoff: string],
+  prepared: readonly string[][],
+  now: number,
+): Promise<BatchItemResult[]> {
+  const requests: string[][][][] = [[[]]];
+  let bytes = 0;
+  for (const fields of prepared) {
+    const size = fields.reduce((sum, field) => sum + field.length, 0);
+    let request = requests[requests.length - 1] as string[][][];
+    if (bytes + size > MAX_ADD_ARG_BYTES && bytes > 0) {
+      request = [[]];
+      requests.push(request);
+      bytes = 0;
+    }
+    let slice = request[request.length - 1] as string[][];
+    if (slice.length >= ADD_SLICE) {
+      slice = [];
+      request.push(slice);
+    }
+    slice.push(fields);
+    bytes += size;
+  }
+  const results: BatchItemResult[] = [];
+  for (const request of requests) {
+    const replies = await Promise.all(
+      request.map((slice) => scripts.run(add, now, [...defaults, ...slice.flat()])),
+    );
+    for (const reply of replies) {
+      for (const { code, record } of reply) results.push(addResult(code, record, now));
+    }
+  }
+  return results;
+}
+
+function addResult(
+  code: ReturnType<typeof add.parse>[number]["code"],
+  raw: string,
+  now: number,
+): BatchItemResult {
+  const job = decodeRecord(raw, now);
+  if (code === "ok" || code === "replaced") return { created: true, job } satisfies AddResult;
+  if (code === "existing") return { created: false, job };
+  return { error: scriptError(code, { id: job.id }).toJSON() };
+}
+
+/** The body's JSON text (undefined is null); a value JSON cannot hold is invalid_request. */
+function toJson(body: unknown, what: string): string {
+  try {
+    return JSON.stringify(body ?? null);
+  } catch (error) {
+    throw new DelayqError(
+      "invalid_request",
+      `${what}.body: must be a JSON value (${error instanceof Error ? error.message : error})`,
+    );
+  }
+}

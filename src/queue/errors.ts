@@ -1,0 +1,79 @@
+// Script codes to typed errors, in one exhaustive function: every caller sees the same error for
+// the same cause, and a code added to redis/codes.ts and handled nowhere fails to compile.
+import { DelayqError } from "../domain/errors";
+import type { CodeName } from "../redis/codes";
+
+/** The verbs on a held job, and how their past tense reads in messages. */
+export const PAST = {
+  finish: "finished",
+  touch: "touched",
+  release: "released",
+  bury: "buried",
+} as const;
+export type HeldVerb = keyof typeof PAST;
+
+export type ErrorContext = {
+  /** The job's id. */
+  id: string;
+  /** The job's state as a client sees it, when the script reported it. */
+  state?: string;
+  /** The verb that was refused, for finish/touch/release/bury. */
+  verb?: HeldVerb;
+};
+
+/** The error for a script's failure code. Success codes are not errors: asking for one is a bug. */
+export function scriptError(code: CodeName, context: ErrorContext): DelayqError {
+  const { id, state = "", verb } = context;
+  switch (code) {
+    case "notFound":
+      return notFound(id);
+    case "forbidden":
+      return forbiddenJob(id);
+    case "exists":
+      return new DelayqError(
+        "job_exists",
+        `Job id ${id} is already used by another topic; ids are unique across topics`,
+      );
+    case "reserved":
+      return new DelayqError(
+        "job_reserved",
+        `Job ${id} is reserved by a consumer; replace works only on jobs not reserved`,
+      );
+    case "notReserved":
+      return new DelayqError(
+        "not_reserved",
+        `Job ${id} is ${state}, not reserved: only a reserved job can be ${PAST[verb ?? "finish"]}`,
+      );
+    case "staleReceipt":
+      return new DelayqError(
+        "stale_receipt",
+        `The receipt does not match job ${id}'s current reservation: the reservation it came ` +
+          "from has ended (its lease ran out, and the job went back to the queue or on to " +
+          "another consumer)",
+      );
+    case "ok":
+    case "replaced":
+    case "existing":
+      throw new Error(`scriptError: "${code}" is a success, not an error`);
+    default:
+      return unhandled(code);
+  }
+}
+
+function unhandled(code: never): never {
+  throw new Error(`A script code nobody handles: ${String(code)}`);
+}
+
+export function notFound(id: string): DelayqError {
+  return new DelayqError(
+    "job_not_found",
+    `Job ${id} does not exist (finished and deleted jobs are forgotten after the retention window)`,
+  );
+}
+
+export function forbiddenJob(id: string): DelayqError {
+  return new DelayqError(
+    "forbidden",
+    `This token may not act on job ${id}: its topic is not one of the token's`,
+  );
+}

@@ -1,0 +1,32 @@
+// Lua every script starts with: its arguments, the keys, the codes, then the shared helpers.
+import { LUA_CODES } from "../../codes";
+import { LUA_KEYS } from "../../keys";
+import { LUA_RECORD } from "../../record";
+import { LUA_ACCESS } from "./access";
+import { LUA_SLOTS, SLOT_MS } from "./slots";
+import { LUA_TRANSITIONS } from "./transitions";
+
+export { SLOT_MS };
+
+/**
+ * Shared by every script. Every script is called with
+ *   KEYS[1]  the schedule key (routes the call to the keyspace's slot)
+ *   ARGV[1]  the key base, e.g. "{dq}:"
+ *   ARGV[2]  now, unix ms (the caller's clock; scripts never read the time)
+ *   ARGV[3]  how long finished and deleted records are kept, ms
+ * and takes its own arguments from ARGV[4] on. Helpers come in dependency order: the record
+ * codec, the slot lists, the transitions, access checks.
+ */
+export const LUA_LIB = `
+local rcall = redis.call
+local P = ARGV[1]                      -- key base
+local NOW = tonumber(ARGV[2])          -- unix ms
+local RETENTION = tonumber(ARGV[3])    -- ms
+local SLOT = ${SLOT_MS}               -- ms: width of a slot list (keys.ts: slots)
+${LUA_KEYS}
+${LUA_CODES}
+${LUA_RECORD}
+${LUA_SLOTS}
+${LUA_TRANSITIONS}
+${LUA_ACCESS}
+`;

@@ -1,0 +1,74 @@
+// Lua: slot lists, where jobs due far ahead wait as bare ids (keys.ts: slots), and their opening.
+
+/**
+ * Width of a slot list, ms. A waiting job whose slot (its due time rounded down to a multiple of
+ * this) starts more than SLOT_MS from now waits in that slot's list; the slot "opens" SLOT_MS
+ * before it starts, and its ids then move to the delayed zset (`migrate`).
+ */
+export const SLOT_MS = 600_000;
+
+/** Needs `rcall`, `key`, NOW and SLOT in scope, and the record's `load`. */
+export const LUA_SLOTS = `
+-- Slots: a job due at \`due\` belongs to the slot starting at slotOf(due). A slot is far while it
+-- starts more than SLOT after now, and open from then on.
+local function slotOf(due) return due - (due % SLOT) end
+local function isFar(due) return slotOf(due) > NOW + SLOT end
+local function slotList(topic, slot) return key.slots(topic) .. ":" .. slot end
+
+-- Files ids of a topic under a far slot: the list, the slot index, the count, the schedule
+-- (the tick must come when the slot opens).
+local function toSlot(topic, slot, ids)
+  rcall("RPUSH", slotList(topic, slot), unpack(ids))
+  rcall("ZADD", key.slots(topic), slot, slot)
+  rcall("INCRBY", key.slotted(topic), #ids)
+  rcall("ZADD", key.schedule, "LT", slot - SLOT, topic)
+end
+
+-- Moves up to \`limit\` ids from the topic's open slot lists (oldest slot first) to the delayed
+-- zset; the promote that follows moves the due ones on. An id whose job no longer waits in that
+-- slot (deleted, replaced, handed out) is dropped, and so is one whose job is indexed already
+-- (an id listed twice; a job replaced to a due time in a slot that was open): a waiting job is
+-- always in exactly one index. Returns how many ids it took off the lists.
+-- Cost: one ZRANGE; per slot visited LRANGE and LTRIM (or DEL + ZREM when emptied); per id one
+-- GET; then ZMSCORE, ZADD, DECRBY, ZADD LT.
+local function migrate(topic, limit)
+  local slots = rcall("ZRANGE", key.slots(topic), "-inf", NOW + SLOT, "BYSCORE", "LIMIT", 0, 10)
+  if #slots == 0 then return 0 end
+  local taken, ids, dues, seen = 0, {}, {}, {}
+  for _, slot in ipairs(slots) do
+    local want = limit - taken
+    if want <= 0 then break end
+    local list = slotList(topic, slot)
+    local listed = rcall("LRANGE", list, 0, want - 1)
+    if #listed < want then
+      rcall("DEL", list)
+      rcall("ZREM", key.slots(topic), slot)
+    else
+      rcall("LTRIM", list, want, -1)
+    end
+    taken = taken + #listed
+    for _, id in ipairs(listed) do
+      local meta = not seen[id] and load(id)
+      if meta and meta.state == "waiting" and meta.topic == topic
+        and slotOf(meta.due) == tonumber(slot) then
+        ids[#ids + 1], dues[#ids + 1], seen[id] = id, meta.due, true
+      end
+    end
+  end
+  if #ids == 0 then return taken end
+  local inReady = rcall("ZMSCORE", key.ready(topic), unpack(ids))
+  local scored, earliest = {}, nil
+  for n, id in ipairs(ids) do
+    if not inReady[n] then
+      scored[#scored + 1] = dues[n]
+      scored[#scored + 1] = id
+      if earliest == nil or dues[n] < earliest then earliest = dues[n] end
+    end
+  end
+  if #scored == 0 then return taken end
+  local indexed = rcall("ZADD", key.delayed(topic), unpack(scored))
+  if indexed > 0 then rcall("DECRBY", key.slotted(topic), indexed) end
+  rcall("ZADD", key.schedule, "LT", earliest, topic)
+  return taken
+end
+`;

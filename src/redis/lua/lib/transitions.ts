@@ -1,0 +1,182 @@
+// Lua: the moves a job makes between indexes, shared by the scripts (lib/index.ts orders them).
+import { BACKOFF_SCHEDULES, MAX_DELAY_SECONDS } from "../../../domain/schemas";
+
+const schedules = Object.entries(BACKOFF_SCHEDULES)
+  .map(([name, steps]) => `${name} = {${steps.join(", ")}}`)
+  .join(", ");
+
+/** Needs `rcall`, `key`, NOW, the record codec and the slot helpers in scope. */
+export const LUA_TRANSITIONS = `
+local SCHEDULES = {${schedules}}       -- seconds
+local MAX_WAIT = ${MAX_DELAY_SECONDS} -- seconds
+
+local function config(topic)
+  local raw = rcall("GET", key.config(topic))
+  if raw then return cjson.decode(raw) end
+  return {}
+end
+
+-- Tells long-polling consumers that something in the topic may be available sooner.
+local function bump(topic) rcall("INCR", key.seq(topic)) end
+
+local function ms(seconds) return math.floor(seconds * 1000 + 0.5) end
+
+-- How long to wait after the n-th reservation failed (n >= 1), in ms. \`spec\` is the record's
+-- backoff JSON (or nil).
+local function backoff(spec, n)
+  if spec == nil then return 0 end
+  spec = cjson.decode(spec)
+  if type(spec) == "string" then spec = SCHEDULES[spec] end
+  if type(spec) == "number" then return ms(spec) end
+  if spec.type == "exponential" then
+    local wait = spec.delay * (spec.factor ^ (n - 1))
+    return ms(math.min(wait, spec.max or MAX_WAIT))
+  end
+  return ms(spec[n] or spec[#spec])
+end
+
+-- A waiting job goes to the ready list once due, to its slot list when far, else to the delay
+-- bucket.
+local function enqueue(id, topic, due)
+  if due <= NOW then
+    rcall("ZADD", key.ready(topic), due, id)
+  elseif isFar(due) then
+    toSlot(topic, slotOf(due), {id})
+  else
+    rcall("ZADD", key.delayed(topic), due, id)
+    rcall("ZADD", key.schedule, "LT", due, topic)
+  end
+end
+
+-- Takes a job out of the index of its state. A waiting job in neither zset has its id in a slot
+-- list: that entry stays (removing it would scan the list) and is skipped when the slot opens,
+-- and the count of slotted jobs drops now. Returns true for such a job.
+local function unindex(id, meta)
+  if meta.state == "waiting" then
+    local removed = rcall("ZREM", key.delayed(meta.topic), id)
+      + rcall("ZREM", key.ready(meta.topic), id)
+    if removed == 0 then
+      rcall("DECR", key.slotted(meta.topic))
+      return true
+    end
+  elseif meta.state == "reserved" then
+    rcall("ZREM", key.reserved(meta.topic), id)
+  elseif meta.state == "dead" then
+    rcall("ZREM", key.dead(meta.topic), id)
+  end
+end
+
+local function kill(id, meta, body, reason)
+  meta.state, meta.endedAt, meta.deadReason = "dead", NOW, reason
+  meta.leaseEnd, meta.receipt = nil, nil
+  rcall("ZADD", key.dead(meta.topic), NOW, id)
+  return save(id, meta, body)
+end
+
+-- A reservation failed (its lease ran out, or it was released): the job waits \`wait\` ms
+-- (default: its backoff step) and is handed out again, or dies when its attempts are used up
+-- or the next attempt would fall after its deadline. The caller has unindexed it.
+local function retry(id, meta, body, wait)
+  if meta.attempts >= meta.maxAttempts then return kill(id, meta, body, "attempts") end
+  local due = NOW + (wait or backoff(meta.backoff, meta.attempts))
+  if meta.deadline and due > meta.deadline then return kill(id, meta, body, "deadline") end
+  meta.state, meta.due, meta.leaseEnd, meta.receipt = "waiting", due, nil, nil
+  enqueue(id, meta.topic, due)
+  return save(id, meta, body)
+end
+
+-- Moves up to \`limit\` due ids of a topic from its delay bucket to its ready list.
+local function promote(topic, limit)
+  local due = rcall("ZRANGE", key.delayed(topic), "-inf", NOW, "BYSCORE", "LIMIT", 0, limit,
+    "WITHSCORES")
+  if #due == 0 then return 0 end
+  local ids, scored = {}, {}
+  for i = 1, #due, 2 do
+    ids[#ids + 1] = due[i]
+    scored[#scored + 1] = due[i + 1]
+    scored[#scored + 1] = due[i]
+  end
+  rcall("ZREM", key.delayed(topic), unpack(ids))
+  rcall("ZADD", key.ready(topic), unpack(scored))
+  return #ids
+end
+
+-- The earliest time something of the topic may need looking at (-1: nothing timed): its first
+-- delayed job, its first lease end, the opening of its first slot.
+local function nextEvent(topic)
+  local nextAt = -1
+  local function consider(at)
+    if at and (nextAt < 0 or at < nextAt) then nextAt = at end
+  end
+  for _, index in ipairs({key.delayed(topic), key.reserved(topic)}) do
+    local first = rcall("ZRANGE", index, 0, 0, "WITHSCORES")
+    consider(tonumber(first[2]))
+  end
+  local slot = rcall("ZRANGE", key.slots(topic), 0, 0, "WITHSCORES")
+  if slot[2] then consider(tonumber(slot[2]) - SLOT) end
+  return nextAt
+end
+
+-- Takes back up to \`limit\` reservations of a topic whose lease has ended: failed attempts.
+-- Returns how many came back and how many of those died.
+local function expire(topic, limit)
+  local ids = rcall("ZRANGE", key.reserved(topic), "-inf", NOW, "BYSCORE", "LIMIT", 0, limit)
+  if #ids == 0 then return 0, 0 end
+  rcall("ZREM", key.reserved(topic), unpack(ids))
+  local dead = 0
+  for _, id in ipairs(ids) do
+    local meta, body = load(id)
+    if meta and meta.state == "reserved" then
+      retry(id, meta, body)
+      if meta.state == "dead" then dead = dead + 1 end
+    end
+  end
+  if dead < #ids then bump(topic) end
+  return #ids, dead
+end
+
+-- Reserves up to \`count\` of the topic's ready jobs due by now, earliest due first: each counts
+-- an attempt, is leased until now + its ttr and gets the receipt "<nonce>.<n>". A job whose
+-- deadline has passed dies instead. Returns the reserved records (maybe none).
+-- Cost: ZRANGE + ZREM (ready), per job GET + SET, then ZADD (reserved) and ZADD LT (schedule).
+local function reserveReady(topic, count, nonce)
+  -- Only what is due by this call's own clock: a call that spent long in transit may carry an
+  -- older "now" than the one that promoted a job, and must not hand it out before that time.
+  local ids = rcall("ZRANGE", key.ready(topic), "-inf", NOW, "BYSCORE", "LIMIT", 0, count)
+  if #ids == 0 then return {} end
+  rcall("ZREM", key.ready(topic), unpack(ids))
+  local out, leases, first = {}, {}, nil
+  for _, id in ipairs(ids) do
+    local meta, body = load(id)
+    if meta and meta.state == "waiting" and meta.due > NOW then
+      -- Not due by this call's clock (never expected: ready ids are due): put it back in place.
+      enqueue(id, topic, meta.due)
+    elseif meta and meta.state == "waiting" then
+      if meta.deadline and NOW > meta.deadline then
+        kill(id, meta, body, "deadline")
+      else
+        meta.state, meta.attempts, meta.leaseEnd = "reserved", meta.attempts + 1, NOW + meta.ttr
+        meta.receipt = nonce .. "." .. #out
+        out[#out + 1] = save(id, meta, body)
+        leases[#leases + 1] = meta.leaseEnd
+        leases[#leases + 1] = id
+        if first == nil or meta.leaseEnd < first then first = meta.leaseEnd end
+      end
+    end
+  end
+  if first ~= nil then
+    rcall("ZADD", key.reserved(topic), unpack(leases))
+    rcall("ZADD", key.schedule, "LT", first, topic)
+  end
+  return out
+end
+
+-- The state a client sees: a waiting job is ready once due.
+local function stateOf(meta)
+  if meta.state == "waiting" then
+    if meta.due <= NOW then return "ready" end
+    return "delayed"
+  end
+  return meta.state
+end
+`;

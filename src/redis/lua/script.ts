@@ -1,0 +1,32 @@
+// What a script file exports: its Lua (after the shared library) and the parser of its reply.
+
+/**
+ * One Lua script. `lua` opens with its contract header (arguments, reply, cost) and runs after
+ * the shared library (lib/index.ts); `parse` turns the raw reply into the typed value the header
+ * documents, so callers never index into reply arrays.
+ */
+export type Script<Reply> = {
+  name: string;
+  lua: string;
+  parse(reply: unknown): Reply;
+};
+
+export function defineScript<Reply>(script: Script<Reply>): Script<Reply> {
+  return script;
+}
+
+/** A reply that must be an array (a Lua table). */
+export function list(reply: unknown, script: string): unknown[] {
+  if (!Array.isArray(reply)) {
+    throw new Error(`The ${script} script answered ${typeof reply}, not a list`);
+  }
+  return reply;
+}
+
+/** A reply that must be a job record (a string). */
+export function record(value: unknown, script: string): string {
+  if (typeof value !== "string") {
+    throw new Error(`The ${script} script answered ${typeof value} where a record belongs`);
+  }
+  return value;
+}

@@ -1,0 +1,134 @@
+// add: adds jobs (one or a batch), idempotently by id.
+import { type CodeName, codeName } from "../../codes";
+import { defineScript, list, record } from "../script";
+
+/** Fields per job in the add script's ARGV. */
+export const ADD_FIELDS = 9;
+
+export type AddReply = { code: CodeName; record: string }[];
+
+export const add = defineScript<AddReply>({
+  name: "add",
+  lua: `
+--[[ add: adds jobs (one or a batch), idempotently by id.
+  ARGV[4]   default ttr, ms          ARGV[5] default max attempts
+  ARGV[6]   default backoff, JSON or ""
+  ARGV[7..] ${ADD_FIELDS} values per job: id, topic, due (ms), ttr (ms or ""), max attempts (or ""),
+            backoff (JSON or ""), deadline (ms or ""), replace ("1" or ""), body (JSON text)
+  Unset ttr, max attempts and backoff come from the topic's config, then from the defaults.
+  A job due so far ahead that its slot is far (lib/slots.ts: isFar) goes to that slot's list.
+  Returns two values per job, a code and a record:
+    CODE.ok        created               CODE.replaced  replaced (replace set, not reserved)
+    CODE.existing  the id exists in this topic: the stored record, unchanged
+    CODE.exists    the id exists in another topic: that record
+    CODE.reserved  replace refused, the job is reserved: its record
+  Cost: per job one SET NX (a GET more when the id exists); per topic one GET (config), one
+  ZADD per index written, one ZADD LT to the schedule; per far slot written RPUSH, ZADD,
+  INCRBY, ZADD LT; when a job was written, one ZADD NX to the topic list and one INCR of the
+  topic's seq.
+]]
+local DEF_TTR, DEF_MAX = tonumber(ARGV[4]), tonumber(ARGV[5])
+local DEF_BACKOFF = nil
+if ARGV[6] ~= "" then DEF_BACKOFF = ARGV[6] end
+-- Index writes wait until the end, one ZADD per index; \`due[topic][id]\` keeps the last write
+-- for an id, so an id added and then replaced within one batch is indexed once.
+local out, configs, order, ids, due = {}, {}, {}, {}, {}
+-- kept[id]: a replaced job whose id already sits in the slot list its new due time falls in;
+-- it is counted again but not listed twice.
+local kept = {}
+
+for i = 7, #ARGV, ${ADD_FIELDS} do
+  local id, topic, dueAt = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local cfg = configs[topic]
+  if not cfg then
+    cfg = config(topic)
+    configs[topic], ids[topic], due[topic] = cfg, {}, {}
+    order[#order + 1] = topic
+  end
+  local meta = {
+    id = id, topic = topic, state = "waiting", due = dueAt, attempts = 0, createdAt = NOW,
+    deadline = tonumber(ARGV[i + 6]),
+    ttr = tonumber(ARGV[i + 3]) or (cfg.ttr and cfg.ttr * 1000) or DEF_TTR,
+    maxAttempts = tonumber(ARGV[i + 4]) or cfg.maxAttempts or DEF_MAX,
+  }
+  if ARGV[i + 5] ~= "" then
+    meta.backoff = ARGV[i + 5]
+  elseif cfg.backoff ~= nil then
+    meta.backoff = cjson.encode(cfg.backoff)
+  else
+    meta.backoff = DEF_BACKOFF
+  end
+  local body = ARGV[i + 8]
+  local raw = encode(meta) .. "\\n" .. body
+  local code = CODE.ok
+  if not rcall("SET", key.job(id), raw, "NX") then
+    local stored = rcall("GET", key.job(id))
+    local old = decode(stored)
+    if old.topic ~= topic then
+      code, raw = CODE.exists, stored
+    elseif ARGV[i + 7] ~= "1" then
+      code, raw = CODE.existing, stored
+    elseif old.state == "reserved" then
+      code, raw = CODE.reserved, stored
+    else
+      -- Written earlier in this batch, it is not indexed yet: nothing to take out.
+      -- Whether its id sits in a slot list: it waits there, or was deleted there.
+      local listed = kept[id]
+      if due[topic][id] == nil then listed = unindex(id, old) or old.listed == "1" end
+      kept[id] = listed and isFar(dueAt) and slotOf(old.due) == slotOf(dueAt) or nil
+      code, raw = CODE.replaced, save(id, meta, body)
+    end
+  end
+  if code == CODE.ok or code == CODE.replaced then
+    if due[topic][id] == nil then ids[topic][#ids[topic] + 1] = id end
+    due[topic][id] = dueAt
+  end
+  out[#out + 1] = code
+  out[#out + 1] = raw
+end
+
+for _, topic in ipairs(order) do
+  local ready, delayed, earliest, far, slots = {}, {}, nil, {}, {}
+  local recounted = 0
+  for _, id in ipairs(ids[topic]) do
+    local at = due[topic][id]
+    if kept[id] then
+      recounted = recounted + 1
+    elseif isFar(at) then
+      local slot = slotOf(at)
+      if not far[slot] then
+        far[slot] = {}
+        slots[#slots + 1] = slot
+      end
+      far[slot][#far[slot] + 1] = id
+    else
+      local index = delayed
+      if at <= NOW then index = ready end
+      index[#index + 1] = at
+      index[#index + 1] = id
+      if at > NOW and (earliest == nil or at < earliest) then earliest = at end
+    end
+  end
+  if #ready > 0 then rcall("ZADD", key.ready(topic), unpack(ready)) end
+  if #delayed > 0 then
+    rcall("ZADD", key.delayed(topic), unpack(delayed))
+    rcall("ZADD", key.schedule, "LT", earliest, topic)
+  end
+  for _, slot in ipairs(slots) do toSlot(topic, slot, far[slot]) end
+  if recounted > 0 then rcall("INCRBY", key.slotted(topic), recounted) end
+  if #ids[topic] > 0 then
+    rcall("ZADD", key.topics, "NX", 0, topic)
+    bump(topic)
+  end
+end
+return out
+`,
+  parse(reply) {
+    const flat = list(reply, "add");
+    const out: AddReply = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      out.push({ code: codeName(flat[i]), record: record(flat[i + 1], "add") });
+    }
+    return out;
+  },
+});

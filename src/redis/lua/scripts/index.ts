@@ -1,0 +1,42 @@
+// The registry of scripts: one file per transition, each with its Lua and its reply parser.
+import { LUA_LIB } from "../lib";
+import type { Script } from "../script";
+import { add } from "./add";
+import { deleteDead, kick } from "./dead-letter";
+import { deleteJob } from "./delete";
+import { bury, finish, release, touch } from "./held";
+import { list } from "./list";
+import { pop } from "./pop";
+import { tick } from "./tick";
+import { configure, listTopics, topicStats } from "./topics";
+
+export const SCRIPTS = {
+  add,
+  pop,
+  finish,
+  touch,
+  release,
+  bury,
+  delete: deleteJob,
+  kick,
+  deleteDead,
+  list,
+  topicStats,
+  listTopics,
+  configure,
+  tick,
+} as const;
+
+export type ScriptName = keyof typeof SCRIPTS;
+
+/** The full text of a script as sent to Redis: the shared library, then the script. */
+export function scriptText(script: Script<unknown>): string {
+  return `${LUA_LIB}\n${script.lua}`;
+}
+
+/** Every script's full text, by name (for SCRIPT LOAD in tools and benchmarks). */
+export function scriptTexts(): Record<ScriptName, string> {
+  return Object.fromEntries(
+    Object.entries(SCRIPTS).map(([name, script]) => [name, scriptText(script)]),
+  ) as Record<ScriptName, string>;
+}

@@ -1,0 +1,47 @@
+// pop: reserves up to count due jobs of a topic, earliest due first.
+import { defineScript, list, record } from "../script";
+
+/** Jobs reserved; or, when none, when to look again and the topic's change counter. */
+export type PopReply =
+  | { records: string[] }
+  | { records: []; nextAt: number | undefined; seq: number };
+
+export const pop = defineScript<PopReply>({
+  name: "pop",
+  lua: `
+--[[ pop: reserves up to count due jobs of a topic, the earliest due first.
+  First takes back the topic's expired reservations (up to 100), moves the ids of its open slots
+  (up to 1000) and promotes its due jobs (up to 1000), so pull consumers never wait for a
+  scheduler tick.
+  ARGV[4] topic   ARGV[5] count (1-100)   ARGV[6] receipt nonce, unique per call
+  Each reservation counts an attempt, leases the job until now + ttr and gets the receipt
+  "<nonce>.<n>". A job whose deadline has passed dies instead of being handed out.
+  Returns {next, seq, records...}. When nothing was reserved, \`next\` is the earliest time
+  something of the topic may become available (a due time, a lease end; -1 for none) and \`seq\`
+  the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
+  the counter; otherwise both are -1. A paused topic reserves nothing.
+  Cost: GET (config), ZRANGE (reserved), ZRANGE (slots), ZRANGE (delayed; ZREM + ZADD when
+  some are due), ZRANGE + ZREM (ready), per job GET + SET, then one ZADD (reserved) and one
+  ZADD LT (schedule). When nothing was reserved: three ZRANGEs and a GET instead, for the hint.
+]]
+local topic, count, nonce = ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local function hint()
+  return {nextEvent(topic), tonumber(rcall("GET", key.seq(topic)) or "0")}
+end
+if config(topic).paused then return hint() end
+expire(topic, 100)
+migrate(topic, 1000)
+promote(topic, 1000)
+local out = reserveReady(topic, count, nonce)
+if #out == 0 then return hint() end
+table.insert(out, 1, -1)
+table.insert(out, 1, -1)
+return out
+`,
+  parse(reply) {
+    const [next, seq, ...records] = list(reply, "pop");
+    if (records.length > 0) return { records: records.map((raw) => record(raw, "pop")) };
+    const nextAt = Number(next);
+    return { records: [], nextAt: nextAt >= 0 ? nextAt : undefined, seq: Number(seq) };
+  },
+});

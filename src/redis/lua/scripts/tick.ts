@@ -1,0 +1,62 @@
+// tick: the scheduler's work for one slice.
+import { defineScript, list } from "../script";
+
+export type TickReply = {
+  promoted: number;
+  expired: number;
+  died: number;
+  topics: number;
+  more: boolean;
+};
+
+export const tick = defineScript<TickReply>({
+  name: "tick",
+  lua: `
+--[[ tick: the scheduler's work for one slice: for each topic whose next event is due, move the
+  ids of its open slots, promote its due jobs and take back its expired reservations, then set
+  when to look at it next.
+  ARGV[4] most jobs to move in this call (≤ 1000)   ARGV[5] most topics to visit
+  Returns {promoted, expired, died, topics visited, 1 if more is due now else 0}.
+  Cost when idle: this EVALSHA and one ZRANGE, whatever the number of topics. Per topic
+  visited: migrate, promote and expire, three ZRANGEs for the next event and a ZADD or ZREM.
+]]
+local budget, maxTopics = tonumber(ARGV[4]), tonumber(ARGV[5])
+local topics = rcall("ZRANGE", key.schedule, "-inf", NOW, "BYSCORE", "LIMIT", 0, maxTopics)
+if #topics == 0 then return {0, 0, 0, 0, 0} end
+local promoted, expired, died, more = 0, 0, 0, 0
+if #topics == maxTopics then more = 1 end
+for _, topic in ipairs(topics) do
+  if budget <= 0 then
+    more = 1
+    break
+  end
+  budget = budget - migrate(topic, budget)
+  if budget > 0 then
+    local moved = promote(topic, budget)
+    promoted, budget = promoted + moved, budget - moved
+  end
+  if budget > 0 then
+    local back, dead = expire(topic, budget)
+    expired, died, budget = expired + back, died + dead, budget - back
+  end
+  local nextAt = nextEvent(topic)
+  if nextAt >= 0 then
+    rcall("ZADD", key.schedule, nextAt, topic)
+    if nextAt <= NOW then more = 1 end
+  else
+    rcall("ZREM", key.schedule, topic)
+  end
+end
+return {promoted, expired, died, #topics, more}
+`,
+  parse(reply) {
+    const [promoted, expired, died, topics, more] = list(reply, "tick").map(Number);
+    return {
+      promoted: promoted ?? 0,
+      expired: expired ?? 0,
+      died: died ?? 0,
+      topics: topics ?? 0,
+      more: more === 1,
+    };
+  },
+});
