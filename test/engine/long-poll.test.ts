@@ -66,6 +66,31 @@ describe("pop with wait", () => {
     expect((await other.pop("t")).map((j) => j.id)).toEqual(["after"]);
   });
 
+  it("finds a ready job behind one that died at its deadline (issue 8.5)", async () => {
+    const { consumer, other } = queues();
+    const now = Date.now();
+    await other.add({ topic: "t", id: "a", runAt: now - 2000, deadline: now - 1000 });
+    await other.add({ topic: "t", id: "b", runAt: now - 1000 });
+    const started = Date.now();
+    const jobs = await consumer.pop("t", { count: 1, wait: 3 });
+    expect(jobs.map((j) => j.id)).toEqual(["b"]);
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect((await other.get("a")).state).toBe("dead");
+  });
+
+  it("sleeps on a paused topic instead of spinning, and wakes when it resumes (issue 8.2)", async () => {
+    const { consumer, other, stats } = queues(500);
+    await other.configure("t", { paused: true });
+    await other.add({ topic: "t", id: "x", delay: 0.2 });
+    const waiting = consumer.pop("t", { wait: 2.5 });
+    await new Promise((r) => setTimeout(r, 1200));
+    const before = (await stats()).requests.total;
+    // One pop, then one GET per 500 ms: a spinning pop would have sent hundreds by now.
+    expect(before).toBeLessThanOrEqual(5);
+    await other.configure("t", {});
+    expect((await waiting).map((j) => j.id)).toEqual(["x"]);
+  });
+
   it("rejects a wait over 20 seconds", async () => {
     const { consumer } = queues();
     await expect(consumer.pop("t", { wait: 21 })).rejects.toThrow(/wait/);

@@ -137,32 +137,37 @@ end
 
 -- Reserves up to \`count\` of the topic's ready jobs due by now, earliest due first: each counts
 -- an attempt, is leased until now + its ttr and gets the receipt "<nonce>.<n>". A job whose
--- deadline has passed dies instead. Returns the reserved records (maybe none).
--- Cost: ZRANGE + ZREM (ready), per job GET + SET, then ZADD (reserved) and ZADD LT (schedule).
+-- deadline has passed dies instead, and the next ready one is taken in its place (up to 10
+-- rounds, so a run of expired jobs cannot hold the call long). Returns the reserved records.
+-- Cost: per round ZRANGE + ZREM (ready), per job GET + SET; then ZADD (reserved), ZADD LT.
 local function reserveReady(topic, count, nonce)
-  -- Only what is due by this call's own clock: a call that spent long in transit may carry an
-  -- older "now" than the one that promoted a job, and must not hand it out before that time.
-  local ids = rcall("ZRANGE", key.ready(topic), "-inf", NOW, "BYSCORE", "LIMIT", 0, count)
-  if #ids == 0 then return {} end
-  rcall("ZREM", key.ready(topic), unpack(ids))
   local out, leases, first = {}, {}, nil
-  for _, id in ipairs(ids) do
-    local meta, body = load(id)
-    if meta and meta.state == "waiting" and meta.due > NOW then
-      -- Not due by this call's clock (never expected: ready ids are due): put it back in place.
-      enqueue(id, topic, meta.due)
-    elseif meta and meta.state == "waiting" then
-      if meta.deadline and NOW > meta.deadline then
-        kill(id, meta, body, "deadline")
-      else
-        meta.state, meta.attempts, meta.leaseEnd = "reserved", meta.attempts + 1, NOW + meta.ttr
-        meta.receipt = nonce .. "." .. #out
-        out[#out + 1] = save(id, meta, body)
-        leases[#leases + 1] = meta.leaseEnd
-        leases[#leases + 1] = id
-        if first == nil or meta.leaseEnd < first then first = meta.leaseEnd end
+  for _ = 1, 10 do
+    local want = count - #out
+    -- Only what is due by this call's own clock: a call that spent long in transit may carry an
+    -- older "now" than the one that promoted a job, and must not hand it out before that time.
+    local ids = rcall("ZRANGE", key.ready(topic), "-inf", NOW, "BYSCORE", "LIMIT", 0, want)
+    if #ids == 0 then break end
+    rcall("ZREM", key.ready(topic), unpack(ids))
+    for _, id in ipairs(ids) do
+      local meta, body = load(id)
+      if meta and meta.state == "waiting" and meta.due > NOW then
+        -- Not due by this call's clock (never expected: ready ids are due): put it back.
+        enqueue(id, topic, meta.due)
+      elseif meta and meta.state == "waiting" then
+        if meta.deadline and NOW > meta.deadline then
+          kill(id, meta, body, "deadline")
+        else
+          meta.state, meta.attempts, meta.leaseEnd = "reserved", meta.attempts + 1, NOW + meta.ttr
+          meta.receipt = nonce .. "." .. #out
+          out[#out + 1] = save(id, meta, body)
+          leases[#leases + 1] = meta.leaseEnd
+          leases[#leases + 1] = id
+          if first == nil or meta.leaseEnd < first then first = meta.leaseEnd end
+        end
       end
     end
+    if #out >= count or #ids < want then break end
   end
   if first ~= nil then
     rcall("ZADD", key.reserved(topic), unpack(leases))

@@ -19,16 +19,16 @@ export const pop = defineScript<PopReply>({
   Returns {next, seq, records...}. When nothing was reserved, \`next\` is the earliest time
   something of the topic may become available (a due time, a lease end; -1 for none) and \`seq\`
   the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
-  the counter; otherwise both are -1. A paused topic reserves nothing.
+  the counter; otherwise both are -1. A paused topic reserves nothing and answers next -1.
   Cost: GET (config), ZRANGE (reserved), ZRANGE (slots), ZRANGE (delayed; ZREM + ZADD when
   some are due), ZRANGE + ZREM (ready), per job GET + SET, then one ZADD (reserved) and one
   ZADD LT (schedule). When nothing was reserved: three ZRANGEs and a GET instead, for the hint.
 ]]
 local topic, count, nonce = ARGV[4], tonumber(ARGV[5]), ARGV[6]
-local function hint()
-  return {nextEvent(topic), tonumber(rcall("GET", key.seq(topic)) or "0")}
-end
-if config(topic).paused then return hint() end
+local function seq() return tonumber(rcall("GET", key.seq(topic)) or "0") end
+local function hint() return {nextEvent(topic), seq()} end
+-- Paused: nothing becomes available until it resumes, which bumps seq.
+if config(topic).paused then return {-1, seq()} end
 expire(topic, 100)
 migrate(topic, 1000)
 promote(topic, 1000)
