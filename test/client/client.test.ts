@@ -15,6 +15,7 @@ import { parseTokens } from "../../src/http/auth";
 // After the app: @hono/zod-openapi must extend zod before the domain schemas are built.
 import { DelayQueue } from "../../src/index";
 import { ADMIN, SHOP_A, type TestApp, testApp } from "../support/app";
+import { expectRejection } from "../support/expect";
 
 const BASE = "http://delayq.test";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -65,13 +66,8 @@ function brokenApp() {
 }
 
 /** The rejection of a call, which must be a DelayqClientError. */
-async function failure(promise: Promise<unknown>): Promise<DelayqClientError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(DelayqClientError);
-  return error as DelayqClientError;
+function failure(promise: Promise<unknown>): Promise<DelayqClientError> {
+  return expectRejection(promise, DelayqClientError);
 }
 
 describe("happy paths", () => {

@@ -1,18 +1,8 @@
 // The job lifecycle through the public API, against a real redis-server, with a test clock.
 import { describe, expect, it } from "vitest";
-import { DelayqError, type ErrorCode, tick } from "../../src/index";
+import { tick } from "../../src/index";
+import { expectError } from "../support/expect";
 import { testQueue } from "../support/queue";
-
-async function expectError(promise: Promise<unknown>, code: ErrorCode, message?: RegExp) {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(DelayqError);
-  expect((error as DelayqError).code).toBe(code);
-  if (message) expect((error as DelayqError).message).toMatch(message);
-  return error as DelayqError;
-}
 
 describe("add", () => {
   it("adds a delayed job with its due time and defaults", async () => {
