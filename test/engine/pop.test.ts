@@ -1,0 +1,69 @@
+// Handing jobs out (pop): due times, order, paused topics, expired leases, deadlines.
+import { describe, expect, it } from "vitest";
+import { expectError } from "../support/expect";
+import { testQueue } from "../support/queue";
+
+describe("pop", () => {
+  it("never hands a job out before its due time, and does at the exact millisecond", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j", delay: 2.5 });
+    clock.advance(2499);
+    expect(await queue.pop("t")).toEqual([]);
+    clock.advance(1);
+    const [job] = await queue.pop("t");
+    expect(job).toMatchObject({ id: "j", state: "reserved", attempts: 1 });
+    expect(job?.reservedUntil).toBe(clock.now + 60_000);
+    expect(job?.receipt).toMatch(/^[0-9a-f]{12}\.0$/);
+  });
+
+  it("takes up to count jobs, earliest due first", async () => {
+    const { queue, clock } = testQueue();
+    for (const [id, delay] of [
+      ["c", 3],
+      ["a", 1],
+      ["b", 2],
+      ["later", 100],
+    ] as const) {
+      await queue.add({ topic: "t", id, delay });
+    }
+    clock.advance(3000);
+    const jobs = await queue.pop("t", { count: 10 });
+    expect(jobs.map((j) => j.id)).toEqual(["a", "b", "c"]);
+    expect(new Set(jobs.map((j) => j.receipt)).size).toBe(3);
+  });
+
+  it("hands nothing out of a paused topic", async () => {
+    const { queue } = testQueue();
+    await queue.add({ topic: "t", id: "j" });
+    await queue.configure("t", { paused: true });
+    expect(await queue.pop("t")).toEqual([]);
+    await queue.configure("t", { paused: false });
+    expect(await queue.pop("t")).toHaveLength(1);
+  });
+
+  it("takes back an expired reservation by itself, with a new receipt", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j", ttr: 10 });
+    const [first] = await queue.pop("t");
+    clock.advance(9999);
+    expect(await queue.pop("t")).toEqual([]);
+    clock.advance(1);
+    const [second] = await queue.pop("t");
+    expect(second).toMatchObject({ id: "j", attempts: 2 });
+    expect(second?.receipt).not.toBe(first?.receipt);
+  });
+
+  it("lets a job whose deadline passed die instead of handing it out", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "late", deadline: clock.now + 1000 });
+    clock.advance(1001);
+    expect(await queue.pop("t")).toEqual([]);
+    expect(await queue.get("late")).toMatchObject({ state: "dead", deadReason: "deadline" });
+  });
+
+  it("rejects a bad count", async () => {
+    const { queue } = testQueue();
+    await expectError(queue.pop("t", { count: 101 }), "invalid_request", /count/);
+    await expectError(queue.pop("t", { count: 0 }), "invalid_request", /count/);
+  });
+});

@@ -1,0 +1,142 @@
+// Ending or extending a reservation (finish, touch, release, bury) and its receipts.
+import { describe, expect, it } from "vitest";
+import { expectError } from "../support/expect";
+import { testQueue } from "../support/queue";
+
+describe("finish", () => {
+  it("finishes with the receipt, and keeps the record for the retention window", async () => {
+    const { queue, clock, redis, keys } = testQueue({ retention: 120 });
+    await queue.add({ topic: "t", id: "j", body: "b" });
+    const [job] = await queue.pop("t");
+    clock.advance(5);
+    await queue.finish("j", { receipt: job?.receipt });
+    expect(await queue.get("j")).toMatchObject({
+      state: "finished",
+      endedAt: clock.now,
+      body: "b",
+    });
+    const ttl = await redis.pttl(keys.job("j"));
+    expect(ttl).toBeGreaterThan(115_000);
+    expect(ttl).toBeLessThanOrEqual(120_000);
+    expect((await queue.topic("t")).counts).toEqual({ delayed: 0, ready: 0, reserved: 0, dead: 0 });
+  });
+
+  it("is idempotent for the same receipt or none, and refuses another receipt", async () => {
+    const { queue } = testQueue();
+    await queue.add({ topic: "t", id: "j" });
+    const [job] = await queue.pop("t");
+    await queue.finish("j", { receipt: job?.receipt });
+    await queue.finish("j", { receipt: job?.receipt });
+    await queue.finish("j");
+    await expectError(queue.finish("j", { receipt: "other.0" }), "stale_receipt");
+  });
+
+  it("refuses a stale receipt after the job was handed out again", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j", ttr: 1 });
+    const [first] = await queue.pop("t");
+    clock.advance(1000);
+    const [second] = await queue.pop("t");
+    await expectError(
+      queue.finish("j", { receipt: first?.receipt }),
+      "stale_receipt",
+      /lease ran out/,
+    );
+    await queue.finish("j", { receipt: second?.receipt });
+  });
+
+  it("accepts a late finish while nobody else has the job", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j", ttr: 1 });
+    const [job] = await queue.pop("t");
+    clock.advance(5000);
+    await queue.finish("j", { receipt: job?.receipt });
+    expect(await queue.pop("t")).toEqual([]);
+  });
+
+  it("finishes for whoever holds the job when no receipt is given", async () => {
+    const { queue } = testQueue();
+    await queue.add({ topic: "t", id: "j" });
+    await queue.pop("t");
+    await queue.finish("j");
+    expect((await queue.get("j")).state).toBe("finished");
+  });
+
+  it("names the problem: unknown job, job not reserved", async () => {
+    const { queue } = testQueue();
+    await expectError(queue.finish("nope"), "job_not_found", /nope does not exist/);
+    await queue.add({ topic: "t", id: "d", delay: 9 });
+    await expectError(queue.finish("d"), "not_reserved", /d is delayed, not reserved/);
+    await queue.add({ topic: "t", id: "r" });
+    await expectError(queue.touch("r"), "not_reserved", /r is ready, not reserved/);
+    await expectError(queue.finish("bad id!"), "invalid_request", /job id/);
+  });
+});
+
+describe("touch, release, bury", () => {
+  it("touch extends the lease from now", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j", ttr: 10 });
+    const [job] = await queue.pop("t");
+    clock.advance(8000);
+    const touched = await queue.touch("j", { receipt: job?.receipt });
+    expect(touched.reservedUntil).toBe(clock.now + 10_000);
+    expect(touched.receipt).toBe(job?.receipt);
+    clock.advance(8000);
+    expect(await queue.pop("t")).toEqual([]);
+    clock.advance(2000);
+    expect(await queue.pop("t")).toHaveLength(1);
+  });
+
+  it("release with a delay puts the job back to wait that long", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j" });
+    await queue.pop("t");
+    const released = await queue.release("j", { delay: 30 });
+    expect(released).toMatchObject({ state: "delayed", dueAt: clock.now + 30_000, attempts: 1 });
+    expect(released.receipt).toBeUndefined();
+    clock.advance(29_999);
+    expect(await queue.pop("t")).toEqual([]);
+    clock.advance(1);
+    expect((await queue.pop("t"))[0]?.attempts).toBe(2);
+  });
+
+  it("release without a delay waits the backoff step; attempts used up means dead", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j", backoff: [5, 20], maxAttempts: 3 });
+    await queue.pop("t");
+    expect((await queue.release("j")).dueAt).toBe(clock.now + 5000);
+    clock.advance(5000);
+    await queue.pop("t");
+    expect((await queue.release("j")).dueAt).toBe(clock.now + 20_000);
+    clock.advance(20_000);
+    await queue.pop("t");
+    const dead = await queue.release("j", { delay: 1 });
+    expect(dead).toMatchObject({ state: "dead", deadReason: "attempts", attempts: 3 });
+    expect((await queue.topic("t")).counts.dead).toBe(1);
+  });
+
+  it("release dies instead of retrying past the deadline", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j", deadline: clock.now + 10_000 });
+    await queue.pop("t");
+    expect((await queue.release("j", { delay: 10 })).state).toBe("delayed");
+    clock.advance(10_000);
+    await queue.pop("t");
+    expect(await queue.release("j", { delay: 0.001 })).toMatchObject({
+      state: "dead",
+      deadReason: "deadline",
+    });
+  });
+
+  it("bury moves a reserved job to the dead letter", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j" });
+    const [job] = await queue.pop("t");
+    await expectError(queue.bury("j", { receipt: "x.1" }), "stale_receipt");
+    const buried = await queue.bury("j", { receipt: job?.receipt });
+    expect(buried).toMatchObject({ state: "dead", deadReason: "buried", endedAt: clock.now });
+    const page = await queue.list("t", { state: "dead" });
+    expect(page.jobs.map((j) => j.id)).toEqual(["j"]);
+  });
+});

@@ -1,0 +1,20 @@
+// The scheduler's tick: promotes due jobs, takes back leases, sends exhausted jobs dead.
+import { describe, expect, it } from "vitest";
+import { tick } from "../../src/index";
+import { testQueue } from "../support/queue";
+
+describe("tick", () => {
+  it("promotes due jobs, takes back expired leases and sends exhausted jobs dead", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "a", id: "due", delay: 1 });
+    await queue.add({ topic: "b", id: "lease", ttr: 1 });
+    await queue.add({ topic: "b", id: "last", ttr: 1, maxAttempts: 1 });
+    await queue.pop("b", { count: 2 });
+    clock.advance(1000);
+    expect(await tick(queue)).toEqual({ promoted: 1, expired: 2, died: 1, slices: 1, more: false });
+    expect((await queue.topic("a")).counts.ready).toBe(1);
+    expect((await queue.get("lease")).state).toBe("ready");
+    expect((await queue.get("last")).deadReason).toBe("attempts");
+    expect(await tick(queue)).toEqual({ promoted: 0, expired: 0, died: 0, slices: 1, more: false });
+  });
+});
