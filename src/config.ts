@@ -36,6 +36,9 @@ export const EnvSchema = z.object({
   DQ_MAX_REQUEST_BYTES: whole("DQ_MAX_REQUEST_BYTES", 1024, 100 * 1024 * 1024, 10 * 1024 * 1024),
   DQ_POLL_INTERVAL_MS: whole("DQ_POLL_INTERVAL_MS", 50, 20_000, 1000),
   DQ_TICK_BUDGET_MS: whole("DQ_TICK_BUDGET_MS", 100, 14 * 60_000, 20_000),
+  // Each Redis call is short (a long-poll waits in delayq, between short calls), so one limit
+  // fits all; without it a frozen Redis holds every request forever.
+  DQ_REDIS_TIMEOUT_MS: whole("DQ_REDIS_TIMEOUT_MS", 100, 120_000, 5000),
 });
 
 export type Config = z.output<typeof EnvSchema>;

@@ -13,7 +13,11 @@ import { createScheduler, drainStep, type Scheduler } from "./scheduler";
 export type RedisSettings = {
   url: string;
   token: string;
-  options: typeof REDIS_CLIENT_OPTIONS & { retry: { retries: number } };
+  options: typeof REDIS_CLIENT_OPTIONS & {
+    retry: { retries: number };
+    /** A fresh signal per HTTP request: the request (with its retry) ends at DQ_REDIS_TIMEOUT_MS. */
+    signal: () => AbortSignal;
+  };
 };
 
 export type Service = {
@@ -40,7 +44,11 @@ export function buildService(
     url: config.UPSTASH_REDIS_REST_URL,
     token: config.UPSTASH_REDIS_REST_TOKEN,
     // One retry on a network error: an API caller would rather get a fast 503 than wait ~4 s.
-    options: { ...REDIS_CLIENT_OPTIONS, retry: { retries: 1 } },
+    options: {
+      ...REDIS_CLIENT_OPTIONS,
+      retry: { retries: 1 },
+      signal: () => AbortSignal.timeout(config.DQ_REDIS_TIMEOUT_MS),
+    },
   });
   const queue = new DelayQueue({
     redis,

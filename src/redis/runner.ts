@@ -62,6 +62,14 @@ export function createScriptRunner(
  */
 export function redisError(error: unknown): DelayqError {
   if (error instanceof DelayqError) return error;
+  if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) {
+    return new DelayqError(
+      "redis_unavailable",
+      "Redis did not answer within DQ_REDIS_TIMEOUT_MS. A write may still have been applied: " +
+        "retry it with the same job id, which makes the retry safe",
+      { cause: error },
+    );
+  }
   const raw = error instanceof Error ? error.message : String(error);
   const message = raw.split(", command was:")[0] ?? raw;
   if (/script|user_script/i.test(message)) {
