@@ -24,9 +24,19 @@ function service(env: Env): Service {
   return cached.service;
 }
 
+/** The message of a failed start: ours name the variable; anything else is not quoted. */
+function startFailure(error: unknown): string {
+  return error instanceof DelayqError
+    ? error.message
+    : "delayq could not start: check the Worker's variables (see the README's Configuration)";
+}
+
+/** Every route, /health included, answers the same JSON error (never workerd's text/plain 500). */
 function misconfigured(error: unknown): Response {
-  const message = error instanceof Error ? error.message : String(error);
-  console.error(JSON.stringify({ level: "error", code: "internal_error", message }));
+  const message = startFailure(error);
+  const stack = error instanceof DelayqError ? undefined : (error as Error | undefined)?.stack;
+  // The log line keeps a stack only for what is not a configuration error (a bug of ours).
+  console.error(JSON.stringify({ level: "error", code: "internal_error", message, stack }));
   return Response.json({ error: { code: "internal_error", message } }, { status: 500 });
 }
 
@@ -36,12 +46,12 @@ export default {
     try {
       app = service(env).app;
     } catch (error) {
-      if (error instanceof DelayqError) return misconfigured(error);
-      throw error;
+      return misconfigured(error);
     }
     return app.fetch(request, env, ctx as never);
   },
 
+  // A misconfigured cron throws, so that the invocation shows as failed with the message.
   async scheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext) {
     await service(env).scheduler.tick({ now: controller.scheduledTime });
   },

@@ -16,7 +16,10 @@ export const EnvSchema = z.object({
     .string({
       message: "UPSTASH_REDIS_REST_URL is not set: give the REST URL of the Upstash database",
     })
-    .url("UPSTASH_REDIS_REST_URL must be a URL such as https://<name>.upstash.io"),
+    .superRefine((value, ctx) => {
+      const problem = restUrlProblem(value);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }),
   UPSTASH_REDIS_REST_TOKEN: z
     .string({ message: "UPSTASH_REDIS_REST_TOKEN is not set: give the database's REST token" })
     .min(1, "UPSTASH_REDIS_REST_TOKEN is empty"),
@@ -69,6 +72,36 @@ export function parseConfig(
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => issue.message);
   return fail(`delayq is misconfigured: ${problems.join("; ")}`);
+}
+
+/**
+ * Why a value is not an Upstash REST URL, or undefined when it is one. Upstash's console shows
+ * the database's TCP URL (rediss://) next to the REST URL, and the first is easy to paste here.
+ * The value itself is never quoted: a TCP URL carries the password.
+ */
+export function restUrlProblem(value: string): string | undefined {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value.trim())?.[1]?.toLowerCase();
+  if (scheme === "redis" || scheme === "rediss") {
+    return (
+      `UPSTASH_REDIS_REST_URL is a Redis TCP URL (${scheme}://...), but delayq talks to Upstash ` +
+      "over REST: give the database's REST URL, https://<name>.upstash.io (the console's REST " +
+      "API section, next to UPSTASH_REDIS_REST_TOKEN)"
+    );
+  }
+  if (value !== value.trim()) {
+    return "UPSTASH_REDIS_REST_URL has spaces or a line break around it: remove them";
+  }
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  // The same shape @upstash/redis insists on, so that its constructor never throws at start.
+  if (!url || !/^https?:$/.test(url.protocol) || !/^https?:\/\/[^\s#$./?].\S*$/.test(value)) {
+    return "UPSTASH_REDIS_REST_URL must be the database's REST URL, https://<name>.upstash.io";
+  }
+  return undefined;
 }
 
 function fail(message: string): never {

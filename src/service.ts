@@ -2,6 +2,7 @@
 // both entry points, so the Worker and Node run the same thing.
 import type { Redis } from "@upstash/redis";
 import { type Config, parseConfig } from "./config";
+import { DelayqError } from "./domain/errors";
 import { createApp } from "./http/app";
 import { parseTokens } from "./http/auth";
 import { jsonLogger, type Logger } from "./log";
@@ -40,16 +41,18 @@ export function buildService(
 ): Service {
   const config = options.config ?? parseConfig(env);
   const log = options.log ?? jsonLogger;
-  const redis = makeRedis({
-    url: config.UPSTASH_REDIS_REST_URL,
-    token: config.UPSTASH_REDIS_REST_TOKEN,
-    // One retry on a network error: an API caller would rather get a fast 503 than wait ~4 s.
-    options: {
-      ...REDIS_CLIENT_OPTIONS,
-      retry: { retries: 1 },
-      signal: () => AbortSignal.timeout(config.DQ_REDIS_TIMEOUT_MS),
-    },
-  });
+  const redis = misconfiguredIfThrows(() =>
+    makeRedis({
+      url: config.UPSTASH_REDIS_REST_URL,
+      token: config.UPSTASH_REDIS_REST_TOKEN,
+      // One retry on a network error: an API caller would rather get a fast 503 than wait ~4 s.
+      options: {
+        ...REDIS_CLIENT_OPTIONS,
+        retry: { retries: 1 },
+        signal: () => AbortSignal.timeout(config.DQ_REDIS_TIMEOUT_MS),
+      },
+    }),
+  );
   const queue = new DelayQueue({
     redis,
     prefix: config.DQ_PREFIX,
@@ -70,4 +73,24 @@ export function buildService(
     log,
   });
   return { config, queue, app, scheduler, log };
+}
+
+/**
+ * The client's constructor checks its settings too; its error would end the process with a stack
+ * trace (Node) or a text/plain 500 (Worker). It also quotes the URL, which may carry a password,
+ * so only its name is kept.
+ */
+function misconfiguredIfThrows<T>(make: () => T): T {
+  try {
+    return make();
+  } catch (error) {
+    const name = error instanceof Error ? error.name : "an error";
+    throw new DelayqError(
+      "internal_error",
+      `delayq is misconfigured: the Upstash client refused its settings (${name}): check ` +
+        "UPSTASH_REDIS_REST_URL (the database's REST URL, https://<name>.upstash.io) and " +
+        "UPSTASH_REDIS_REST_TOKEN",
+      { cause: error },
+    );
+  }
 }

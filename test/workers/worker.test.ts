@@ -86,6 +86,36 @@ describe("fetch", () => {
     expect(res.json.error.code).toBe("internal_error");
     expect(res.json.error.message).toMatch(/UPSTASH_REDIS_REST_URL is not set/);
   });
+
+  it("answers the JSON misconfigured error for a Redis TCP URL, /health included", async () => {
+    const password = "AbC123secretpw";
+    const bindings = isolated({
+      UPSTASH_REDIS_REST_URL: `rediss://default:${password}@pleased-cat-12345.upstash.io:6379`,
+    });
+    for (const [method, path] of [
+      ["GET", "/health"],
+      ["POST", "/v1/jobs"],
+    ] as const) {
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(
+        new Request(`http://delayq.test${path}`, {
+          method,
+          headers: { authorization: "Bearer worker-admin" },
+        }),
+        bindings,
+        ctx,
+      );
+      await waitOnExecutionContext(ctx);
+      expect(res.status).toBe(500);
+      expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+      const text = await res.text();
+      expect(text).not.toContain(password);
+      const { error } = JSON.parse(text);
+      expect(error.code).toBe("internal_error");
+      expect(error.message).toMatch(/UPSTASH_REDIS_REST_URL is a Redis TCP URL \(rediss:\/\/...\)/);
+      expect(error.message).toMatch(/REST URL, https:\/\/<name>\.upstash\.io/);
+    }
+  });
 });
 
 describe("scheduled", () => {

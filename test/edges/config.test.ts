@@ -1,0 +1,113 @@
+// Configuration mistakes answer one message naming the variable: a Redis TCP URL pasted as the REST
+// URL, and the Redis time limit's bounds; on Node the process says so in one line, no stack.
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { Redis } from "@upstash/redis";
+import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config";
+import { DelayqError } from "../../src/domain/errors";
+import { buildService } from "../../src/service";
+
+const root = join(import.meta.dirname, "..", "..");
+const PASSWORD = "AbC123secretpw";
+const TCP_URL = `rediss://default:${PASSWORD}@pleased-cat-12345.upstash.io:6379`;
+const base = {
+  UPSTASH_REDIS_REST_URL: "https://pleased-cat-12345.upstash.io",
+  UPSTASH_REDIS_REST_TOKEN: "token",
+  DQ_TOKENS: "admin",
+};
+
+function failure(env: Record<string, unknown>): DelayqError {
+  try {
+    parseConfig(env);
+  } catch (error) {
+    if (error instanceof DelayqError) return error;
+    throw error;
+  }
+  throw new Error("parseConfig accepted the environment");
+}
+
+describe("UPSTASH_REDIS_REST_URL", () => {
+  it.each([TCP_URL, `redis://default:${PASSWORD}@localhost:6379`])(
+    "refuses a Redis TCP URL (%s) with the hint that the REST URL is wanted",
+    (url) => {
+      const error = failure({ ...base, UPSTASH_REDIS_REST_URL: url });
+      expect(error.code).toBe("internal_error");
+      expect(error.message).toMatch(
+        /^delayq is misconfigured: UPSTASH_REDIS_REST_URL is a Redis TCP/,
+      );
+      expect(error.message).toMatch(/REST URL, https:\/\/<name>\.upstash\.io/);
+      expect(error.message).not.toContain(PASSWORD);
+    },
+  );
+
+  it.each([
+    "pleased-cat-12345.upstash.io",
+    "ftp://pleased-cat-12345.upstash.io",
+    "https://",
+    "https://.upstash.io",
+  ])("refuses %s, which @upstash/redis would refuse with a stack trace", (url) => {
+    expect(() => new Redis({ url, token: "t" })).toThrow();
+    expect(failure({ ...base, UPSTASH_REDIS_REST_URL: url }).message).toMatch(
+      /UPSTASH_REDIS_REST_URL must be the database's REST URL/,
+    );
+  });
+
+  it("names a stray line break", () => {
+    const error = failure({ ...base, UPSTASH_REDIS_REST_URL: `${base.UPSTASH_REDIS_REST_URL}\n` });
+    expect(error.message).toMatch(/UPSTASH_REDIS_REST_URL has spaces or a line break/);
+  });
+
+  it("takes http and https REST URLs, with or without a path", () => {
+    for (const url of ["http://127.0.0.1:8079", "https://x.upstash.io/", "https://x.io/db"]) {
+      expect(parseConfig({ ...base, UPSTASH_REDIS_REST_URL: url }).UPSTASH_REDIS_REST_URL).toBe(
+        url,
+      );
+      expect(() => new Redis({ url, token: "t" })).not.toThrow();
+    }
+  });
+
+  it("turns a client that refuses its settings into the misconfigured error", () => {
+    const build = () =>
+      buildService(base, () => {
+        throw new TypeError(`bad url ${TCP_URL}`);
+      });
+    expect(build).toThrow(DelayqError);
+    expect(build).toThrow(/misconfigured.*UPSTASH_REDIS_REST_URL/);
+    expect(build).not.toThrow(new RegExp(PASSWORD));
+  });
+});
+
+describe("DQ_REDIS_TIMEOUT_MS", () => {
+  it("defaults to 5 s and takes 100 ms to 2 min", () => {
+    expect(parseConfig(base).DQ_REDIS_TIMEOUT_MS).toBe(5000);
+    expect(parseConfig({ ...base, DQ_REDIS_TIMEOUT_MS: "250" }).DQ_REDIS_TIMEOUT_MS).toBe(250);
+    expect(failure({ ...base, DQ_REDIS_TIMEOUT_MS: "0" }).message).toMatch(
+      /DQ_REDIS_TIMEOUT_MS must be at least 100/,
+    );
+    expect(failure({ ...base, DQ_REDIS_TIMEOUT_MS: "soon" }).message).toMatch(
+      /DQ_REDIS_TIMEOUT_MS must be a number/,
+    );
+  });
+});
+
+describe("functions/node.ts", () => {
+  it("exits 1 with one line naming the variable, no stack trace and no password", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
+      cwd: root,
+      env: { PATH: process.env.PATH, ...base, UPSTASH_REDIS_REST_URL: TCP_URL, PORT: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(code).toBe(1);
+    expect(output.trim()).toMatch(
+      /^delayq is misconfigured: UPSTASH_REDIS_REST_URL is a Redis TCP/,
+    );
+    expect(output.trim().split("\n")).toHaveLength(1);
+    expect(output).not.toMatch(/\n\s+at /);
+    expect(output).not.toContain(PASSWORD);
+  });
+});
