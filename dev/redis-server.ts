@@ -83,6 +83,19 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Whether something listens on `port` (binding it fails), checked before starting anything. */
+export function portInUse(port: number, host = "127.0.0.1"): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === "EADDRINUSE") resolve(true);
+      else reject(error);
+    });
+    server.listen(port, host, () => server.close(() => resolve(false)));
+  });
+}
+
 /** Starts redis-server and resolves once it answers PING. */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const bin = findRedisServer();

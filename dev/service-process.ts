@@ -3,7 +3,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { freePort } from "./redis-server";
+import { freePort, portInUse } from "./redis-server";
 
 const root = join(import.meta.dirname, "..");
 
@@ -31,6 +31,10 @@ export type ServiceProcess = {
 
 /** Starts the service and resolves once its /health answers 200. */
 export async function startService(options: ServiceOptions): Promise<ServiceProcess> {
+  // Else the health check below would be answered by whatever holds the port, not our child.
+  if (await portInUse(options.port)) {
+    throw new Error(`port ${options.port} is already in use: the service cannot listen there`);
+  }
   mkdirSync(options.stateDir, { recursive: true });
   const env = {
     ...process.env,

@@ -1,9 +1,9 @@
 // `npm run dev`: the whole local stack — redis-server, the Upstash-REST bridge, and the worker in
 // `wrangler dev` (or `--node`: functions/node.ts) with a local cron — until Ctrl-C.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startBridge } from "./bridge";
-import { RedisNotInstalledError, startRedisServer } from "./redis-server";
+import { portInUse, RedisNotInstalledError, startRedisServer } from "./redis-server";
 import { startService } from "./service-process";
 
 const root = join(import.meta.dirname, "..");
@@ -13,18 +13,125 @@ const DEV_TOKEN = "dev-token";
 
 type Part = { name: string; stop(): Promise<void> };
 
+/** A refusal to start, said as is (no "npm run dev failed:" prefix, no stack). */
+class StackError extends Error {}
+
+/** What the lock file holds: the stack's pid, and its redis-server's once that runs. */
+type LockInfo = { pid: number; redisPid?: number };
+
+/**
+ * Whether `pid` is a live process running `command`. Where /proc can be read, a pid reused by an
+ * unrelated process does not count, so a stale lock left by a killed stack never blocks a start.
+ */
+function running(pid: number | undefined, command: RegExp): boolean {
+  if (!pid || !Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  try {
+    return command.test(readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " "));
+  } catch {
+    return true; // no /proc here (macOS): the pid is alive, take it as ours
+  }
+}
+
+/**
+ * Takes the state dir for this process: `stack.pid`, created with link(2) so that it appears
+ * complete or not at all, and two stacks never both see it free. A lock whose stack is gone is
+ * taken over, unless the redis-server that stack started still runs on the same data.
+ */
+function lockStateDir(file: string): { update(info: LockInfo): void; release(): void } {
+  const mine: LockInfo = { pid: process.pid };
+  const temp = `${file}.${process.pid}`;
+  writeFileSync(temp, JSON.stringify(mine));
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        linkSync(temp, file);
+        break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) throw error;
+      }
+      let held: LockInfo | undefined;
+      try {
+        held = JSON.parse(readFileSync(file, "utf8")) as LockInfo;
+      } catch {
+        held = undefined; // unreadable: left half-written by nobody we know, so stale
+      }
+      if (held && running(held.pid, /stack/)) {
+        throw new StackError(
+          [
+            `npm run dev is already running from ${join(file, "..")} (pid ${held.pid}).`,
+            "Use that one, stop it first (Ctrl-C in its terminal), or start another stack with",
+            "its own folder and port: DQ_DEV_DIR=.dev2 PORT=8788 npm run dev",
+          ].join("\n"),
+        );
+      }
+      if (held && running(held.redisPid, /redis-server/)) {
+        throw new StackError(
+          [
+            `A redis-server (pid ${held.redisPid}) left by an earlier npm run dev still uses`,
+            `${join(file, "..", "redis")}; a second one would corrupt its data.`,
+            `Stop it (kill ${held.redisPid}) and run npm run dev again.`,
+          ].join("\n"),
+        );
+      }
+      rmSync(file, { force: true });
+    }
+  } finally {
+    rmSync(temp, { force: true });
+  }
+  const ours = () => {
+    try {
+      return (JSON.parse(readFileSync(file, "utf8")) as LockInfo).pid === process.pid;
+    } catch {
+      return false;
+    }
+  };
+  return {
+    update(info) {
+      if (ours()) writeFileSync(file, JSON.stringify(info));
+    },
+    release() {
+      if (ours()) rmSync(file, { force: true });
+    },
+  };
+}
+
+/** Refuses ports something already listens on, before anything is started. */
+async function checkPorts(ports: { name: string; port: number; variable: string }[]) {
+  for (const { name, port, variable } of ports) {
+    if (port !== 0 && (await portInUse(port))) {
+      throw new StackError(
+        [
+          `Port ${port} (the ${name}) is already in use, perhaps by another npm run dev.`,
+          `Stop what listens there, or choose another port: ${variable}=${port + 1} npm run dev`,
+        ].join("\n"),
+      );
+    }
+  }
+}
+
 async function main(): Promise<void> {
   const mode = process.argv.includes("--node") ? "node" : "wrangler";
-  const running: Part[] = [];
+  const parts: Part[] = [];
+  const stackFile = join(stateDir, "stack.json");
+  let lock: ReturnType<typeof lockStateDir> | undefined;
+  let wroteStackFile = false;
   let stopping = false;
   const stopAll = async (code: number) => {
     if (stopping) return;
     stopping = true;
-    for (const part of running.reverse()) {
+    for (const part of parts.reverse()) {
       await part.stop().catch((error: unknown) => {
         console.error(`could not stop ${part.name}: ${String(error)}`);
       });
     }
+    // stack.json names live ports only: it goes with the stack (and is never another stack's).
+    if (wroteStackFile) rmSync(stackFile, { force: true });
+    lock?.release();
     process.exit(code);
   };
   process.on("SIGINT", () => void stopAll(0));
@@ -32,20 +139,41 @@ async function main(): Promise<void> {
 
   try {
     const apiPort = Number(process.env.PORT ?? 8787);
+    const bridgePort = Number(process.env.BRIDGE_PORT ?? 0);
     const apiTokens = process.env.DQ_TOKENS ?? DEV_TOKEN;
     const apiToken = (apiTokens.split(",")[0] ?? "").split(":")[0]?.trim() || DEV_TOKEN;
 
+    // Both checks come before anything starts, so a refused start leaves a running stack as is.
     mkdirSync(stateDir, { recursive: true });
+    lock = lockStateDir(join(stateDir, "stack.pid"));
+    await checkPorts([
+      { name: "API", port: apiPort, variable: "PORT" },
+      { name: "Upstash bridge", port: bridgePort, variable: "BRIDGE_PORT" },
+    ]);
+
     const redis = await startRedisServer({ dir: join(stateDir, "redis"), appendOnly: true });
-    running.push({ name: "redis-server", stop: redis.stop });
+    parts.push({ name: "redis-server", stop: redis.stop });
+    lock.update({ pid: process.pid, redisPid: redis.process.pid });
+    redis.process.once("exit", (code, signal) => {
+      // Ctrl-C reaches redis-server too (same process group); give our own SIGINT a moment.
+      setTimeout(() => {
+        if (stopping) return;
+        console.error(
+          `redis-server (port ${redis.port}) exited (${signal ?? `code ${code}`}); the API ` +
+            "cannot work without it, so the stack stops. Its data stays in " +
+            `${join(stateDir, "redis")}; run npm run dev again.`,
+        );
+        void stopAll(1);
+      }, 200);
+    });
 
     const bridgeToken = `bridge-${crypto.randomUUID()}`;
     const bridge = await startBridge({
       redisPort: redis.port,
       tokens: bridgeToken,
-      port: Number(process.env.BRIDGE_PORT ?? 0),
+      port: bridgePort,
     });
-    running.push({ name: "bridge", stop: bridge.close });
+    parts.push({ name: "bridge", stop: bridge.close });
 
     // The worker's environment: the bridge as its Upstash database, plus any DQ_* settings.
     const vars: Record<string, string> = {
@@ -58,7 +186,7 @@ async function main(): Promise<void> {
         vars[name] = value;
     }
     const service = await startService({ mode, port: apiPort, vars, stateDir });
-    running.push({ name: `service (${mode})`, stop: service.stop });
+    parts.push({ name: `service (${mode})`, stop: service.stop });
     service.child.once("exit", (code) => {
       if (!stopping) {
         console.error(`the service exited (code ${code}); stopping the stack`);
@@ -77,7 +205,7 @@ async function main(): Promise<void> {
         },
         Number(process.env.DQ_DEV_TICK_MS ?? 60_000),
       );
-      running.push({ name: "local cron", stop: async () => clearInterval(ticker) });
+      parts.push({ name: "local cron", stop: async () => clearInterval(ticker) });
     }
 
     const stack = {
@@ -87,7 +215,9 @@ async function main(): Promise<void> {
       bridgeToken,
       redisPort: redis.port,
     };
-    writeFileSync(join(stateDir, "stack.json"), `${JSON.stringify(stack, null, 2)}\n`);
+    // Written last, once everything answers: a reader never finds ports that are not up.
+    writeFileSync(stackFile, `${JSON.stringify(stack, null, 2)}\n`);
+    wroteStackFile = true;
     console.log(
       [
         "",
@@ -95,13 +225,13 @@ async function main(): Promise<void> {
         `  runs in      ${mode === "node" ? "Node (functions/node.ts)" : "wrangler dev (workerd), cron every minute"}`,
         `Upstash bridge ${bridge.url}   (token in stack.json)`,
         `redis-server   127.0.0.1:${redis.port}   (data in ${join(stateDir, "redis")}, append-only)`,
-        `wrote ${join(stateDir, "stack.json")}; Ctrl-C stops everything`,
+        `wrote ${stackFile}; Ctrl-C stops everything`,
         "",
       ].join("\n"),
     );
   } catch (error) {
     console.error(
-      error instanceof RedisNotInstalledError
+      error instanceof RedisNotInstalledError || error instanceof StackError
         ? error.message
         : `npm run dev failed: ${error instanceof Error ? error.message : String(error)}`,
     );
