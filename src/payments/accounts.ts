@@ -1,0 +1,197 @@
+// The merchant accounts from DQ_ALIPAY_ACCOUNTS / DQ_WECHATPAY_ACCOUNTS (DESIGN §4), checked once.
+// Keys are parsed structurally here, so a bad key fails at start-up, not at the first poll; errors
+// name the variable, the account and the field, and never echo a value.
+
+import { z } from "zod";
+import { certificates, privateKeyToPkcs8, publicKeyToSpki } from "./keys";
+import { PaymentsError } from "./provider";
+
+export const ALIPAY_ACCOUNTS_VARIABLE = "DQ_ALIPAY_ACCOUNTS";
+export const WECHATPAY_ACCOUNTS_VARIABLE = "DQ_WECHATPAY_ACCOUNTS";
+
+/** Account names appear in URLs (/v1/payments/{provider}/{account}/…), so they stay path-safe. */
+const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/** A key check as a zod refinement; the key module's messages never quote the key. */
+function keyText(parse: (text: string) => unknown) {
+  return z
+    .string()
+    .min(1)
+    .superRefine((value, ctx) => {
+      try {
+        parse(value);
+      } catch (error) {
+        ctx.addIssue({
+          code: "custom",
+          message: error instanceof PaymentsError ? error.message : "unreadable key",
+        });
+      }
+    });
+}
+
+const baseUrl = (fallback: string) =>
+  z
+    .string()
+    .superRefine((value, ctx) => {
+      let url: URL | undefined;
+      try {
+        url = new URL(value);
+      } catch {
+        // reported below
+      }
+      if (!url || (url.protocol !== "https:" && url.protocol !== "http:")) {
+        ctx.addIssue({ code: "custom", message: "must be an http(s) URL" });
+      } else if (url.search || url.hash) {
+        ctx.addIssue({ code: "custom", message: "must not carry a query or fragment" });
+      }
+    })
+    .default(fallback)
+    .transform((value) => value.replace(/\/+$/, ""));
+
+export const AlipayAccountSchema = z.strictObject({
+  appId: z.string().min(1),
+  privateKey: keyText(privateKeyToPkcs8),
+  alipayPublicKey: keyText(publicKeyToSpki),
+  api: z.enum(["classic", "v3"]).default("classic"),
+  baseUrl: baseUrl("https://openapi.alipay.com"),
+});
+
+export const WechatPayAccountSchema = z
+  .strictObject({
+    mchid: z.union([z.string().regex(/^\d+$/, "must be digits"), z.number().int().positive()]),
+    serialNo: z.string().regex(/^[0-9A-Fa-f]+$/, "must be the merchant certificate's hex serial"),
+    privateKey: keyText(privateKeyToPkcs8),
+    apiV3Key: z.string().refine((value) => new TextEncoder().encode(value).length === 32, {
+      message: "must be the 32-character APIv3 key",
+    }),
+    platformPublicKey: keyText(publicKeyToSpki).optional(),
+    platformPublicKeyId: z.string().min(1).optional(),
+    platformCertificates: z
+      .array(keyText(certificates))
+      .min(1, "must hold at least one certificate")
+      .optional(),
+    baseUrl: baseUrl("https://api.mch.weixin.qq.com"),
+  })
+  .superRefine((account, ctx) => {
+    const hasKey = account.platformPublicKey !== undefined;
+    const hasKeyId = account.platformPublicKeyId !== undefined;
+    if (hasKey !== hasKeyId) {
+      ctx.addIssue({
+        code: "custom",
+        path: [hasKey ? "platformPublicKeyId" : "platformPublicKey"],
+        message: "platformPublicKey and platformPublicKeyId go together",
+      });
+    }
+    if (!hasKey && !hasKeyId && account.platformCertificates === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        message:
+          "needs the WeChat Pay public key (platformPublicKey + platformPublicKeyId) or platformCertificates",
+      });
+    }
+  });
+
+export type AlipayAccount = z.output<typeof AlipayAccountSchema> & { name: string };
+
+export type WechatPayAccount = Omit<z.output<typeof WechatPayAccountSchema>, "mchid"> & {
+  name: string;
+  mchid: string;
+};
+
+/** The accounts variable's value: JSON text (a secret) or an object (a wrangler var table). */
+function readVariable(variable: string, value: unknown): Record<string, unknown> {
+  let parsed: unknown = value;
+  if (typeof value === "string") {
+    if (value.trim() === "") return {};
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      // JSON.parse's own message quotes the text, which holds keys: say only where to look.
+      throw new PaymentsError(
+        "invalid_accounts",
+        `${variable} is not valid JSON: give an object keyed by account name`,
+      );
+    }
+  } else if (value === undefined || value === null) {
+    return {};
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new PaymentsError(
+      "invalid_accounts",
+      `${variable} must be a JSON object keyed by account name, e.g. {"shop": {...}}`,
+    );
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** One issue as a sentence that names the field and never the value. */
+function describe(issue: z.core.$ZodIssue): string {
+  const field = issue.path.map(String).join(".");
+  const subject = field ? `"${field}"` : "the account";
+  switch (issue.code) {
+    case "invalid_type":
+      return issue.input === undefined
+        ? `${subject} is missing`
+        : `${subject} must be ${/^[aeiou]/.test(issue.expected) ? "an" : "a"} ${issue.expected}`;
+    case "too_small":
+      return `${subject} must not be empty`;
+    case "invalid_value":
+      return `${subject} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+    case "invalid_format":
+      return `${subject} ${issue.format === "regex" ? issue.message : "is malformed"}`;
+    case "unrecognized_keys":
+      return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`;
+    case "invalid_union":
+      return `${subject} must be a string of digits`;
+    case "custom":
+      return `${subject} ${issue.message}`;
+    default:
+      return `${subject} is invalid`;
+  }
+}
+
+function parseAccounts<S extends z.ZodType>(
+  variable: string,
+  value: unknown,
+  schema: S,
+): Map<string, z.output<S>> {
+  const out = new Map<string, z.output<S>>();
+  for (const [name, raw] of Object.entries(readVariable(variable, value))) {
+    if (!ACCOUNT_NAME.test(name)) {
+      throw new PaymentsError(
+        "invalid_accounts",
+        `${variable}: account names must be 1-64 characters of A-Z a-z 0-9 _ . - (starting with a letter or digit)`,
+      );
+    }
+    // Inputs are reported only to tell a missing field from a wrong one; they are never printed.
+    const result = schema.safeParse(raw, { reportInput: true });
+    if (!result.success) {
+      const problems = result.error.issues.map(describe).join("; ");
+      throw new PaymentsError("invalid_accounts", `${variable}: account "${name}": ${problems}`);
+    }
+    out.set(name, result.data);
+  }
+  return out;
+}
+
+/** DQ_ALIPAY_ACCOUNTS → accounts by name. Unset or empty → none. Throws `invalid_accounts`. */
+export function parseAlipayAccounts(value: unknown): Map<string, AlipayAccount> {
+  const parsed = parseAccounts(ALIPAY_ACCOUNTS_VARIABLE, value, AlipayAccountSchema);
+  return new Map([...parsed].map(([name, account]) => [name, { ...account, name }]));
+}
+
+/** DQ_WECHATPAY_ACCOUNTS → accounts by name. Unset or empty → none. Throws `invalid_accounts`. */
+export function parseWechatPayAccounts(value: unknown): Map<string, WechatPayAccount> {
+  const parsed = parseAccounts(WECHATPAY_ACCOUNTS_VARIABLE, value, WechatPayAccountSchema);
+  return new Map(
+    [...parsed].map(([name, account]) => [
+      name,
+      {
+        ...account,
+        name,
+        mchid: String(account.mchid),
+        serialNo: account.serialNo.toUpperCase(),
+      },
+    ]),
+  );
+}

@@ -1,0 +1,104 @@
+// The payment providers' cryptography on WebCrypto alone, so one code runs in Workers and on Node:
+// SHA256withRSA (RSASSA-PKCS1-v1_5) signatures in standard base64, and WeChat's AES-256-GCM.
+
+import { base64ToBytes, bytesToBase64, privateKeyToPkcs8, publicKeyToSpki } from "./keys";
+import { PaymentsError } from "./provider";
+
+/** WebCrypto's key type, named from the API (Node's types declare no global `CryptoKey`). */
+export type CryptoKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+
+const RSA = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** A private RSA key (PEM or bare base64, PKCS#8 or PKCS#1) as a signing CryptoKey. */
+export async function importPrivateKey(pemOrBase64: string): Promise<CryptoKey> {
+  const der = privateKeyToPkcs8(pemOrBase64);
+  try {
+    return await crypto.subtle.importKey("pkcs8", der, RSA, false, ["sign"]);
+  } catch {
+    throw new PaymentsError("invalid_key", "the private key could not be imported as RSA");
+  }
+}
+
+/** A public RSA key (SPKI, PKCS#1, or an X.509 certificate; PEM or bare base64) for verifying. */
+export async function importPublicKey(pemOrBase64OrCert: string): Promise<CryptoKey> {
+  const der = publicKeyToSpki(pemOrBase64OrCert);
+  try {
+    return await crypto.subtle.importKey("spki", der, RSA, false, ["verify"]);
+  } catch {
+    throw new PaymentsError("invalid_key", "the public key could not be imported as RSA");
+  }
+}
+
+/** SHA256withRSA over the UTF-8 bytes of `text`, in standard base64. */
+export async function signRsaSha256(key: CryptoKey, text: string): Promise<string> {
+  const signature = await crypto.subtle.sign(RSA, key, encoder.encode(text));
+  return bytesToBase64(new Uint8Array(signature));
+}
+
+/** Whether `signatureBase64` is a SHA256withRSA signature of `text`. False for junk, never throws. */
+export async function verifyRsaSha256(
+  key: CryptoKey,
+  text: string,
+  signatureBase64: string,
+): Promise<boolean> {
+  let signature: Uint8Array;
+  try {
+    signature = base64ToBytes(signatureBase64);
+  } catch {
+    return false;
+  }
+  if (signature.length === 0) return false;
+  try {
+    return await crypto.subtle.verify(RSA, key, signature, encoder.encode(text));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * AES-256-GCM decryption as WeChat Pay uses it: key = the APIv3 key's 32 bytes, iv = `nonce`,
+ * additional data = `associatedData`, input = base64 of ciphertext‖16-byte tag. Throws
+ * `decrypt_failed` when the key is not 32 bytes or the tag does not check.
+ */
+export async function aesGcmDecrypt(
+  keyText: string,
+  nonce: string,
+  associatedData: string,
+  ciphertextBase64: string,
+): Promise<string> {
+  const keyBytes = encoder.encode(keyText);
+  if (keyBytes.length !== 32) {
+    throw new PaymentsError("decrypt_failed", "the APIv3 key must be 32 bytes");
+  }
+  let input: Uint8Array;
+  try {
+    input = base64ToBytes(ciphertextBase64);
+  } catch {
+    throw new PaymentsError("decrypt_failed", "the ciphertext is not base64");
+  }
+  if (input.length < 16) throw new PaymentsError("decrypt_failed", "the ciphertext is too short");
+  try {
+    const key = await crypto.subtle.importKey("raw", keyBytes, "AES-GCM", false, ["decrypt"]);
+    const plain = await crypto.subtle.decrypt(
+      {
+        name: "AES-GCM",
+        iv: encoder.encode(nonce),
+        additionalData: encoder.encode(associatedData),
+        tagLength: 128,
+      },
+      key,
+      input,
+    );
+    return decoder.decode(plain);
+  } catch {
+    throw new PaymentsError("decrypt_failed", "the resource did not decrypt (key, nonce or tag)");
+  }
+}
+
+/** 32 random hex characters, for request nonces. */
+export function randomNonce(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -1,0 +1,131 @@
+// Shared shapes of the payment providers (Alipay, WeChat Pay) and the helpers both use on the wire.
+
+/** What a verified answer says about the trade, in the poller's terms. */
+export type TradeOutcome = "pending" | "paid" | "closed" | "failed";
+
+/** An amount in the smallest unit (fen for CNY). */
+export type Amount = { total: number; currency: string };
+
+/**
+ * One query's answer. Only `trade` and `notFound` come from verified answers; anything that
+ * cannot be trusted (network, 5xx, bad signature, stale timestamp) is `transient`.
+ */
+export type ProviderAnswer =
+  | {
+      kind: "trade";
+      outcome: TradeOutcome;
+      /** The provider's own word, e.g. WAIT_BUYER_PAY, ACQ.TRADE_NOT_EXIST, NOTPAY. */
+      tradeState: string;
+      tradeNo?: string;
+      amount?: Amount;
+      /** Unix ms. */
+      paidAt?: number;
+    }
+  /** 5xx, timeout, ACQ.SYSTEM_ERROR, bad signature, stale timestamp, 429: retry soon. */
+  | { kind: "transient"; reason: string }
+  /** The provider's message about our setup (bad key, app id, invalid parameter): stop as failed. */
+  | { kind: "config"; reason: string }
+  /** WeChat ORDER_NOT_EXIST: the caller applies a grace before giving up. */
+  | { kind: "notFound"; tradeState: string };
+
+/** A close's answer. `refused` means the trade's state forbids it: query again (it may be paid). */
+export type CloseAnswer =
+  | { kind: "closed" }
+  | { kind: "refused"; reason: string }
+  | { kind: "notFound" }
+  | { kind: "transient"; reason: string }
+  | { kind: "config"; reason: string };
+
+export type Provider = {
+  query(outTradeNo: string): Promise<ProviderAnswer>;
+  close(outTradeNo: string): Promise<CloseAnswer>;
+};
+
+export type ProviderOptions = {
+  /** The fetch to call the provider with. @default globalThis.fetch */
+  fetch?: typeof fetch;
+  /** Milliseconds one call may take, answer body included. @default 10000 */
+  timeoutMs?: number;
+  /** Now, unix ms: signs request timestamps and judges answer timestamps. @default Date.now */
+  clock?: () => number;
+};
+
+/** The result of checking a provider's asynchronous notification. */
+export type NotificationResult =
+  | { ok: true; outTradeNo: string; answer: ProviderAnswer & { kind: "trade" } }
+  | { ok: false; reason: string };
+
+/** An error with a stable code; its message never carries key material or bodies. */
+export class PaymentsError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = "PaymentsError";
+    this.code = code;
+  }
+}
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+/** A fetched answer, read whole, or why it could not be had. */
+export type Fetched =
+  | { ok: true; status: number; headers: Headers; text: string }
+  | { ok: false; reason: string };
+
+/** Calls `fetch` with a timeout covering the body too; network failures become a reason. */
+export async function fetchText(
+  url: string,
+  init: RequestInit,
+  options: ProviderOptions,
+): Promise<Fetched> {
+  const doFetch = options.fetch ?? fetch;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  try {
+    const res = await doFetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    const text = await res.text();
+    return { ok: true, status: res.status, headers: res.headers, text };
+  } catch (error) {
+    const name = error instanceof Error ? error.name : "";
+    if (name === "TimeoutError" || name === "AbortError") {
+      return { ok: false, reason: `timeout after ${timeoutMs} ms` };
+    }
+    // The error's own message may quote the URL with the order number, never a key: keep it short.
+    const message = error instanceof Error ? error.message : String(error);
+    return { ok: false, reason: `network error: ${clip(message)}` };
+  }
+}
+
+/** A provider's message cut to a length fit for logs and stored answers. */
+export function clip(text: string, max = 200): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}
+
+/**
+ * "12.34" yuan → 1234 fen, by string arithmetic (no float ever sees the amount). Undefined when
+ * the text is not a non-negative decimal with at most two places.
+ */
+export function yuanToFen(text: unknown): number | undefined {
+  if (typeof text !== "string") return undefined;
+  const match = /^(\d{1,13})(?:\.(\d{1,2}))?$/.exec(text);
+  if (!match) return undefined;
+  const yuan = match[1] ?? "0";
+  const cents = (match[2] ?? "").padEnd(2, "0");
+  const fen = Number(yuan) * 100 + Number(cents);
+  return Number.isSafeInteger(fen) ? fen : undefined;
+}
+
+/** The value at `key` when it is a non-empty string. */
+export function stringField(object: unknown, key: string): string | undefined {
+  if (typeof object !== "object" || object === null) return undefined;
+  const value = (object as Record<string, unknown>)[key];
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+/** JSON.parse that answers undefined instead of throwing (its message would quote the body). */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
