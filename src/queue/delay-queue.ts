@@ -36,7 +36,7 @@ import {
 } from "../redis/runner";
 import { prepareAdd, runAdds } from "./add-batch";
 import { forbiddenJob, type HeldVerb, notFound, scriptError } from "./errors";
-import { Wakeups, waitForChange } from "./long-poll";
+import { Wakeups } from "./long-poll";
 
 export type DelayQueueOptions = {
   /** An `@upstash/redis` client (`Redis` from "@upstash/redis" or "@upstash/redis/cloudflare"). */
@@ -154,11 +154,13 @@ export class DelayQueue {
 
   private async runAdds(prepared: string[][], now: number): Promise<BatchItemResult[]> {
     const results = await runAdds(this.shared.scripts, this.shared.defaults, prepared, now);
-    this.shared.wakeups.wake(
-      results.flatMap((result) =>
-        "created" in result && result.created ? [result.job.topic] : [],
-      ),
-    );
+    for (const result of results) {
+      if (!("created" in result) || !result.created) continue;
+      const { job } = result;
+      if (job.state === "ready") this.shared.wakeups.offer(job.topic);
+      else if (job.state === "delayed") this.shared.wakeups.dueAt(job.topic, job.dueAt);
+      else this.shared.wakeups.dueAt(job.topic, job.dueAt);
+    }
     return results;
   }
 
@@ -205,11 +207,11 @@ export class DelayQueue {
     for (;;) {
       const now = clock();
       const reply = await scripts.run(pop, now, [topic, count, randomHex(6)]);
+      this.shared.wakeups.popped(topic, reply.records.length >= count);
       if (reply.records.length > 0) return reply.records.map((raw) => decodeRecord(raw, now));
-      if (!("seq" in reply)) return [];
-      const woke = await waitForChange({
+      if (!("seq" in reply) || wait === 0) return [];
+      const woke = await this.shared.wakeups.wait({
         redis: this.shared.redis,
-        wakeups: this.shared.wakeups,
         topic,
         seqKey: this.shared.keys.seq(topic),
         nextAt: reply.nextAt,
@@ -240,7 +242,8 @@ export class DelayQueue {
     const { receipt, delay } = parseInput(ReleaseInput, options);
     const wait = delay === undefined ? "" : Math.round(delay * 1000);
     const job = await this.held("release", id, [receipt ?? "", this.luaScope, wait]);
-    this.shared.wakeups.wake([job.topic]);
+    if (job.state === "ready") this.shared.wakeups.offer(job.topic);
+    else if (job.state === "delayed") this.shared.wakeups.dueAt(job.topic, job.dueAt);
     return job;
   }
 
@@ -263,7 +266,7 @@ export class DelayQueue {
   /** Moves dead jobs back to ready with attempts reset: the given ids, or the `count` oldest. */
   async kick(topic: string, options: { ids?: string[]; count?: number } = {}): Promise<number> {
     const kicked = await this.deadLetter(kick, topic, options);
-    if (kicked > 0) this.shared.wakeups.wake([topic]);
+    if (kicked > 0) this.shared.wakeups.offer(topic, kicked);
     return kicked;
   }
 
@@ -293,7 +296,7 @@ export class DelayQueue {
     this.allow(topic);
     const parsed = parseInput(TopicConfig, config, "topic config");
     await this.shared.scripts.run(configure, this.shared.clock(), [topic, JSON.stringify(parsed)]);
-    this.shared.wakeups.wake([topic]);
+    this.shared.wakeups.broadcast(topic);
     return parsed;
   }
 

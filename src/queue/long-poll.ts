@@ -1,48 +1,152 @@
-// Long-polling pop: sleeping until a topic may have a job, cheaply and without busy loops.
+// Long-polling pop: waiting until a topic may have a job, cheaply, without a thundering herd, and
+// without one request ever resolving another's promise (Workers forbid it, issue 8.1).
 import type { RedisClient } from "../redis/runner";
 import { redisError } from "../redis/runner";
 
+/** How often a waiter looks at its process's shared state, ms (no I/O: a timer and a read). */
+const STEP_MS = 20;
+/** A due time claimed by a waiter whose pop never completed is up for grabs after this, ms. */
+const CLAIM_TIMEOUT_MS = 1000;
+
+/** What one process knows about a topic's waiters. Plain data: no promises, no timers. */
+type TopicState = {
+  /** Waiters sleeping now. */
+  waiters: number;
+  /** Wake-ups to hand out, one per job made available in this process (at most `waiters`). */
+  tickets: number;
+  /** Bumped to wake every waiter (the topic's config changed: it may have resumed). */
+  epoch: number;
+  /** The earliest due time written in this process since the waiters began (a job added). */
+  hintDue: number;
+  /** The latest due time a waiter took on (the others do not wake for it). */
+  claimedDue: number;
+  /** When that claim was made, and whether its pop is still to come. */
+  claimedAt: number;
+  claimPending: boolean;
+  /** The topic's change counter as last read by a waiter of this process, and when. */
+  seq: number | undefined;
+  seqAt: number;
+};
+
 /**
- * Long-polls waiting in this process, by topic: a write made through this process wakes them at
- * once (other processes' writes are seen through the topic's change counter).
+ * The long-polls of one process, by topic. Writers leave tickets in shared state; each waiter
+ * checks that state on its own short timer, so a wake-up never crosses requests. Only as many
+ * waiters wake as there are jobs to take: a write offers one ticket per job, a due time wakes one
+ * waiter (who passes a ticket on when it finds a full batch), and one waiter per process polls
+ * the topic's change counter for all of them.
  */
 export class Wakeups {
-  private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly topics = new Map<string, TopicState>();
 
-  /** Sleeps `ms`; resolves true early when `wake(topic)` is called or `signal` aborts. */
-  sleep(topic: string, ms: number, signal?: AbortSignal): Promise<boolean> {
-    return new Promise((resolve) => {
-      let waiters = this.waiters.get(topic);
-      if (!waiters) {
-        waiters = new Set();
-        this.waiters.set(topic, waiters);
-      }
-      const set = waiters;
-      const done = (early: boolean) => {
-        clearTimeout(timer);
-        set.delete(wake);
-        if (set.size === 0) this.waiters.delete(topic);
-        signal?.removeEventListener("abort", wake);
-        resolve(early);
+  private state(topic: string): TopicState {
+    let state = this.topics.get(topic);
+    if (!state) {
+      state = {
+        waiters: 0,
+        tickets: 0,
+        epoch: 0,
+        hintDue: Number.POSITIVE_INFINITY,
+        claimedDue: Number.NEGATIVE_INFINITY,
+        claimedAt: 0,
+        claimPending: false,
+        seq: undefined,
+        seqAt: 0,
       };
-      const wake = () => done(true);
-      const timer = setTimeout(() => done(false), ms);
-      set.add(wake);
-      signal?.addEventListener("abort", wake);
-    });
+      this.topics.set(topic, state);
+    }
+    return state;
   }
 
-  /** Wakes this process's long-polls on the topics written to. */
-  wake(topics: Iterable<string>): void {
-    for (const topic of topics) {
-      for (const wake of [...(this.waiters.get(topic) ?? [])]) wake();
+  /** `count` jobs of the topic became available here: wake as many waiters. */
+  offer(topic: string, count = 1): void {
+    const state = this.topics.get(topic);
+    if (state && state.waiters > 0) state.tickets = Math.min(state.waiters, state.tickets + count);
+  }
+
+  /** A job of the topic was written here, due at `at`: the waiters wake for it (one of them). */
+  dueAt(topic: string, at: number): void {
+    const state = this.topics.get(topic);
+    if (state && state.waiters > 0) state.hintDue = Math.min(state.hintDue, at);
+  }
+
+  /** Something about the topic changed for everyone (its config): wake all its waiters. */
+  broadcast(topic: string): void {
+    const state = this.topics.get(topic);
+    if (state) state.epoch += 1;
+  }
+
+  /** A waiter that woke has popped: it got a full batch, so more may be ready. */
+  popped(topic: string, full: boolean): void {
+    const state = this.topics.get(topic);
+    if (!state) return;
+    state.claimPending = false;
+    if (full) this.offer(topic, 1);
+  }
+
+  /** Forgets topics nobody waits on, so the map does not grow with every topic ever polled. */
+  private release(topic: string, state: TopicState): void {
+    if (state.waiters > 0) return;
+    if (state.tickets === 0) this.topics.delete(topic);
+    else state.hintDue = Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Sleeps until something may be ready in the topic: a ticket, the topic's next due time (if
+   * no other waiter took it), a change of its counter in Redis (read at most once per poll
+   * interval by one waiter of this process), or a broadcast. False when the wait is over first.
+   */
+  async wait(options: WaitOptions): Promise<boolean> {
+    const { topic, giveUpAt, pollIntervalMs, clock, signal } = options;
+    const state = this.state(topic);
+    const epoch = state.epoch;
+    let seq = options.seq;
+    let wakeAt = options.nextAt ?? Number.POSITIVE_INFINITY;
+    state.waiters += 1;
+    try {
+      for (;;) {
+        if (signal?.aborted || Date.now() >= giveUpAt) return false;
+        if (state.epoch !== epoch) return true;
+        if (state.tickets > 0) {
+          state.tickets -= 1;
+          return true;
+        }
+        if (state.hintDue < wakeAt) wakeAt = state.hintDue;
+        if (clock() >= wakeAt) {
+          const stale = state.claimPending && Date.now() - state.claimedAt > CLAIM_TIMEOUT_MS;
+          if (wakeAt > state.claimedDue || stale) {
+            state.claimedDue = Math.max(wakeAt, state.claimedDue);
+            state.claimedAt = Date.now();
+            state.claimPending = true;
+            return true;
+          }
+          // Another waiter took this due time; it passes a ticket on if there is more.
+          wakeAt = Number.POSITIVE_INFINITY;
+        }
+        if (Date.now() - state.seqAt >= pollIntervalMs) {
+          state.seqAt = Date.now();
+          const current = await readSeq(options.redis, options.seqKey);
+          if (current !== seq) {
+            const first = current !== state.seq;
+            state.seq = current;
+            seq = current;
+            // The first waiter to see a change takes it; a full batch passes a ticket on.
+            if (first) return true;
+          }
+          continue;
+        }
+        const untilDue = wakeAt - clock();
+        await sleep(Math.max(1, Math.min(STEP_MS, giveUpAt - Date.now(), untilDue)));
+      }
+    } finally {
+      state.waiters -= 1;
+      state.tickets = Math.min(state.tickets, state.waiters);
+      this.release(topic, state);
     }
   }
 }
 
 export type WaitOptions = {
   redis: RedisClient;
-  wakeups: Wakeups;
   topic: string;
   /** The topic's change counter key. */
   seqKey: string;
@@ -57,27 +161,14 @@ export type WaitOptions = {
   signal?: AbortSignal;
 };
 
-/**
- * Sleeps until something may be ready in the topic: its next due time passes, its change
- * counter moves, or this process writes to it. False when the wait is over first.
- */
-export async function waitForChange(options: WaitOptions): Promise<boolean> {
-  const { redis, wakeups, topic, seqKey, seq, giveUpAt, pollIntervalMs, clock, signal } = options;
-  const wakeAt = options.nextAt ?? Number.POSITIVE_INFINITY;
-  for (;;) {
-    const left = giveUpAt - Date.now();
-    if (left <= 0 || signal?.aborted) return false;
-    const untilDue = Math.max(0, wakeAt - clock());
-    const nap = Math.min(left, pollIntervalMs, untilDue);
-    if (await wakeups.sleep(topic, nap, signal)) return !signal?.aborted;
-    if (clock() >= wakeAt) return true;
-    if (Date.now() >= giveUpAt || signal?.aborted) return false;
-    let current: unknown;
-    try {
-      current = await redis.get(seqKey);
-    } catch (error) {
-      throw redisError(error);
-    }
-    if (Number(current ?? 0) !== seq) return true;
+async function readSeq(redis: RedisClient, key: string): Promise<number> {
+  try {
+    return Number((await redis.get(key)) ?? 0);
+  } catch (error) {
+    throw redisError(error);
   }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

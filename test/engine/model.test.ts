@@ -193,10 +193,11 @@ class Pop implements fc.AsyncCommand<Model, Real> {
     expire(model, now, this.topic);
     const ready = [...model.jobs.values()]
       .filter((j) => j.topic === this.topic && j.s === "waiting" && j.due <= now)
-      .sort((x, y) => x.due - y.due || (x.id < y.id ? -1 : 1))
-      .slice(0, this.count);
+      .sort((x, y) => x.due - y.due || (x.id < y.id ? -1 : 1));
+    // Jobs past their deadline die and give way to the next ready ones (issue 8.5).
     const expected: { id: string; attempts: number }[] = [];
     for (const job of ready) {
+      if (expected.length >= this.count) break;
       if (job.deadline !== undefined && now > job.deadline) {
         kill(job, now);
         continue;
