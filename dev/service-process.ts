@@ -36,7 +36,7 @@ export async function startService(options: ServiceOptions): Promise<ServiceProc
     throw new Error(`port ${options.port} is already in use: the service cannot listen there`);
   }
   mkdirSync(options.stateDir, { recursive: true });
-  const env = {
+  const env: NodeJS.ProcessEnv = {
     ...process.env,
     ...options.vars,
     PORT: String(options.port),
@@ -46,6 +46,11 @@ export async function startService(options: ServiceOptions): Promise<ServiceProc
   if (options.mode === "node") {
     child = startGroup(process.execPath, ["--import", "tsx", "functions/node.ts"], env, options);
   } else {
+    // Miniflare fetches a sample `request.cf` from workers.cloudflare.com at start; offline that
+    // prints a warning with two ENOTFOUND stack traces, so a first run looks broken. delayq never
+    // reads request.cf, so the built-in placeholder serves (unless the caller chose otherwise).
+    if (env.CLOUDFLARE_CF_FETCH_ENABLED === undefined && env.CLOUDFLARE_CF_FETCH_PATH === undefined)
+      env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
     const envFile = join(options.stateDir, "worker.env");
     writeFileSync(
       envFile,
