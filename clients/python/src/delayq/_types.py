@@ -1,0 +1,292 @@
+"""The shapes delayq's API sends and answers, as TypedDicts keyed by the API's own field names."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Literal, Sequence, TypedDict, Union, final
+
+# Times in answers are unix milliseconds; `delay`, `ttr` and `wait` in requests are seconds.
+
+JobState = Literal["delayed", "ready", "reserved", "finished", "dead", "deleted"]
+"""A job's state. ``finished`` and ``deleted`` records stay for the retention window."""
+
+ListableState = Literal["delayed", "ready", "reserved", "dead"]
+"""The states ``list_jobs`` can page through."""
+
+ScheduleName = Literal["wechatpay", "alipay", "youzan"]
+"""A named retry schedule (see the README's "Retries: the exact rule")."""
+
+Provider = Literal["alipay", "wechatpay"]
+"""A payment provider whose orders delayq can watch."""
+
+
+class _ExponentialBackoffBase(TypedDict):
+    type: Literal["exponential"]
+    delay: float
+
+
+class ExponentialBackoff(_ExponentialBackoffBase, total=False):
+    """``min(max, delay * factor ** (n - 1))`` seconds before attempt ``n + 1``."""
+
+    factor: float
+    max: float
+
+
+Backoff = Union[float, List[float], str, ExponentialBackoff]
+"""A backoff as delayq answers it: seconds, a list of steps, a schedule name or exponential."""
+
+BackoffInput = Union[float, Sequence[float], str, ExponentialBackoff]
+"""A backoff as sent: seconds, steps (the last repeats), a ``ScheduleName``, or exponential."""
+
+Timestamp = Union[int, str]
+"""Unix milliseconds, or an ISO-8601 date-time with a zone (``"2030-01-01T00:00:00Z"``)."""
+
+
+class _JobBase(TypedDict):
+    id: str
+    topic: str
+    state: JobState
+    body: Any
+    dueAt: int
+    ttr: int
+    attempts: int
+    maxAttempts: int
+    createdAt: int
+
+
+class Job(_JobBase, total=False):
+    """A job as delayq answers it. ``receipt`` comes with jobs handed out by ``pop``."""
+
+    backoff: Backoff
+    deadline: int
+    reservedUntil: int
+    receipt: str
+    endedAt: int
+    deadReason: Literal["attempts", "deadline", "buried"]
+
+
+class _AddJobBase(TypedDict):
+    topic: str
+
+
+class AddJob(_AddJobBase, total=False):
+    """One job of ``add_batch``, with the API's field names (``runAt``, ``maxAttempts``)."""
+
+    id: str
+    body: Any
+    delay: float
+    runAt: Timestamp
+    ttr: int
+    maxAttempts: int
+    backoff: BackoffInput
+    deadline: Timestamp
+    replace: bool
+
+
+@final  # so that `"error" in item` tells a BatchItemResult's two shapes apart for type checkers
+class AddResult(TypedDict):
+    """``add``: the job, and whether this call created it (False: the id existed)."""
+
+    created: bool
+    job: Job
+
+
+class ErrorBody(TypedDict):
+    code: str
+    message: str
+
+
+@final
+class BatchError(TypedDict):
+    """An ``add_batch`` item that was refused; the others are added regardless."""
+
+    error: ErrorBody
+
+
+BatchItemResult = Union[AddResult, BatchError]
+"""One item of ``add_batch``'s answer: ``{"created", "job"}`` or ``{"error"}``."""
+
+
+class _JobPageBase(TypedDict):
+    jobs: List[Job]
+
+
+class JobPage(_JobPageBase, total=False):
+    """A page of jobs; pass ``cursor`` back for the next page (absent on the last)."""
+
+    cursor: str
+
+
+class _PushConfigBase(TypedDict):
+    url: str
+
+
+class PushConfig(_PushConfigBase, total=False):
+    """Where a push topic's due jobs are POSTed. A given ``secret`` is never echoed back."""
+
+    via: Literal["direct", "qstash"]
+    secret: str
+    timeout: int
+    failureUrl: str
+    headers: Dict[str, str]
+
+
+class TopicConfig(TypedDict, total=False):
+    """A topic's config as stored: job defaults, ``paused``, and ``push`` for push topics."""
+
+    ttr: int
+    maxAttempts: int
+    backoff: Backoff
+    paused: bool
+    push: PushConfig
+
+
+class TopicConfigInput(TypedDict, total=False):
+    """The whole config for ``configure_topic`` (a PUT: fields left out are removed)."""
+
+    ttr: int
+    maxAttempts: int
+    backoff: BackoffInput
+    paused: bool
+    push: Union[PushConfig, None]
+
+
+class TopicConfigPatch(TypedDict, total=False):
+    """Changes for ``update_topic``: given fields change, ``None`` removes one, others stay."""
+
+    ttr: Union[int, None]
+    maxAttempts: Union[int, None]
+    backoff: Union[BackoffInput, None]
+    paused: Union[bool, None]
+    push: Union[PushConfig, None]
+
+
+class TopicCounts(TypedDict):
+    delayed: int
+    ready: int
+    reserved: int
+    dead: int
+
+
+class _TopicStatsBase(TypedDict):
+    topic: str
+    counts: TopicCounts
+    config: TopicConfig
+
+
+class TopicStats(_TopicStatsBase, total=False):
+    """A topic's counts per state, earliest due time (absent when none wait) and config."""
+
+    oldestDueAt: int
+
+
+class _TopicPageBase(TypedDict):
+    topics: List[TopicStats]
+
+
+class TopicPage(_TopicPageBase, total=False):
+    """A page of topics; pass ``cursor`` back as ``after`` for the next page."""
+
+    cursor: str
+
+
+class _CommandBase(TypedDict):
+    command: Literal["add", "pop", "finish", "delete", "get", "touch", "release", "bury"]
+
+
+class Command(_CommandBase, total=False):
+    """One command of the command protocol, e.g. ``{"command": "pop", "topic": "t"}``."""
+
+    topic: str
+    id: str
+    body: Any
+    delay: float
+    runAt: Timestamp
+    TTR: int
+    ttr: int
+    maxAttempts: int
+    backoff: BackoffInput
+    deadline: Timestamp
+    replace: bool
+    wait: float
+    receipt: str
+
+
+class _CommandResultBase(TypedDict):
+    success: bool
+    error: str
+
+
+class CommandResult(_CommandResultBase, total=False):
+    """``{success, error, id, value}``; ``error`` is ``"<code>: <message>"`` when it failed."""
+
+    id: str
+    value: Any
+
+
+class _HealthBase(TypedDict):
+    status: str
+
+
+class Health(_HealthBase, total=False):
+    """``{"status": "ok", "redis": "ok"}``, or ``"degraded"`` with Redis ``"unreachable"``."""
+
+    redis: str
+    message: str
+
+
+class PaymentAnswer(TypedDict):
+    """The provider's last answer to a poll: its own word for the trade's state, and when."""
+
+    tradeState: str
+    at: int
+
+
+class PaymentAmount(TypedDict):
+    total: int
+    currency: str
+
+
+class _PaymentOutcomeBase(TypedDict):
+    event: str
+    provider: Provider
+    account: str
+    outTradeNo: str
+    tradeState: str
+    source: Literal["poll", "notify"]
+    polls: int
+
+
+class PaymentOutcome(_PaymentOutcomeBase, total=False):
+    """What a watch ended with; also the body of the job added to each ``notify`` topic."""
+
+    tradeNo: str
+    amount: PaymentAmount
+    paidAt: Any
+    metadata: Any
+
+
+class _PaymentBase(TypedDict):
+    provider: Provider
+    account: str
+    outTradeNo: str
+    state: Literal["polling", "paid", "closed", "failed", "expired", "stopped"]
+    polls: int
+    createdAt: int
+    deadline: int
+    notify: List[str]
+
+
+class Payment(_PaymentBase, total=False):
+    """A payment watch: delayq polling one order at Alipay or WeChat Pay."""
+
+    nextPollAt: int
+    lastAnswer: PaymentAnswer
+    outcome: PaymentOutcome
+    metadata: Any
+
+
+class WatchResult(TypedDict):
+    """``watch_payment``: the watch, and whether this call started it (False: it existed)."""
+
+    created: bool
+    payment: Payment

@@ -1,0 +1,174 @@
+// The Python client: pip-installs clients/python into a fresh venv and runs its pytest suite
+// against the service, with webhook signatures made by the service's own signWebhook.
+import { type SpawnOptions, spawn } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { signWebhook } from "../../src/dispatch/signature";
+import { startTestService, type TestService } from "../support/service";
+
+const root = join(import.meta.dirname, "..", "..");
+const packageDir = join(root, "clients", "python");
+const python = process.env.PYTHON ?? "python3";
+const ALIPAY_ACCOUNT = "pytest";
+
+type Run = { code: number | null; output: string };
+
+/** Runs a command to its end, collecting stdout and stderr together; never rejects. */
+function run(command: string, args: string[], options: SpawnOptions = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    let output = "";
+    const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.on("error", (error) => resolve({ code: null, output: `${output}${error.message}` }));
+    child.on("close", (code) => resolve({ code, output }));
+  });
+}
+
+async function must(what: string, command: string, args: string[], options: SpawnOptions = {}) {
+  const result = await run(command, args, options);
+  if (result.code !== 0) {
+    throw new Error(`${what} failed (${command} ${args.join(" ")}):\n${result.output}`);
+  }
+  return result.output;
+}
+
+/** Headers from the service's signer, for the suite's verify_signature tests. */
+async function signatureVectors(): Promise<unknown> {
+  const delivery = JSON.stringify({
+    id: "order-1042",
+    topic: "payments",
+    body: { order: "1042", provider: "wechatpay" },
+    attempt: 1,
+    dueAt: 1_800_000_000_000,
+  });
+  const cases = [
+    { secret: "whsec_0123456789abcdef", body: delivery, at: 1_800_000_000_123 },
+    { secret: "s3cret-ünïcode-ключ", body: '{"note":"价格 ¥100 🎉"}', at: 1_700_000_000_999 },
+    { secret: "k".repeat(64), body: "", at: 1_750_000_000_000 },
+    { secret: "short-secret-16c", body: "plain text\nnot JSON", at: 1_760_000_000_500 },
+  ];
+  const signed = await Promise.all(
+    cases.map(async (c) => ({ ...c, header: await signWebhook(c.secret, c.body, c.at) })),
+  );
+  const now = Date.now();
+  const fresh = { secret: "fresh-secret-0001", body: delivery, at: now };
+  const stale = { secret: "stale-secret-0001", body: delivery, at: now - 3_600_000 };
+  const rotatedAt = 1_800_000_100_000;
+  const oldHeader = await signWebhook("rotating-old-secret", delivery, rotatedAt);
+  const newHeader = await signWebhook("rotating-new-secret", delivery, rotatedAt);
+  return {
+    signed,
+    fresh: { ...fresh, header: await signWebhook(fresh.secret, fresh.body, fresh.at) },
+    stale: { ...stale, header: await signWebhook(stale.secret, stale.body, stale.at) },
+    rotated: {
+      secrets: ["rotating-old-secret", "rotating-new-secret"],
+      body: delivery,
+      at: rotatedAt,
+      // Both signatures over the same t, as delayq sends them while a secret rotates.
+      header: `${oldHeader},${newHeader.slice(newHeader.indexOf("v1="))}`,
+    },
+  };
+}
+
+/** An Alipay account for the payment-watch tests; its gateway is the discard port. */
+function alipayAccounts(): string {
+  const pem = { type: "spki", format: "pem" } as const;
+  const merchant = generateKeyPairSync("rsa", {
+    modulusLength: 2048,
+    publicKeyEncoding: pem,
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+  });
+  const alipay = generateKeyPairSync("rsa", {
+    modulusLength: 2048,
+    publicKeyEncoding: pem,
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+  });
+  return JSON.stringify({
+    [ALIPAY_ACCOUNT]: {
+      appId: "2021000000000001",
+      privateKey: merchant.privateKey,
+      alipayPublicKey: alipay.publicKey,
+      baseUrl: "http://127.0.0.1:9",
+    },
+  });
+}
+
+let service: TestService | undefined;
+let scratch: string;
+let venvPython: string;
+let vectorsFile: string;
+
+beforeAll(async () => {
+  // A missing interpreter or pytest fails the suite (CI installs them), never skips it.
+  await must("python3 (Python >= 3.9 with pytest)", python, ["-m", "pytest", "--version"]);
+  scratch = mkdtempSync(join(tmpdir(), "delayq-python-"));
+  vectorsFile = join(scratch, "signature-vectors.json");
+  writeFileSync(vectorsFile, JSON.stringify(await signatureVectors()));
+  const venv = join(scratch, "venv");
+  venvPython = join(venv, "bin", "python");
+  const install = (async () => {
+    // --system-site-packages for pytest; the package itself comes from pip, offline.
+    await must("creating a venv", python, ["-m", "venv", "--system-site-packages", venv]);
+    await must("pip install ./clients/python", venvPython, [
+      "-m",
+      "pip",
+      "install",
+      "--quiet",
+      "--no-build-isolation",
+      "--no-index",
+      "--no-deps",
+      packageDir,
+    ]);
+  })();
+  const [started] = await Promise.all([
+    startTestService({ vars: { DQ_ALIPAY_ACCOUNTS: alipayAccounts() } }),
+    install,
+  ]);
+  service = started;
+}, 120_000);
+
+afterAll(async () => {
+  await service?.stop();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+it("installs with pip and imports as delayq from the venv, not the source tree", async () => {
+  const output = await must("importing delayq", venvPython, [
+    "-c",
+    "import delayq, os; print(os.path.dirname(delayq.__file__)); print(delayq.__version__)",
+  ]);
+  const [where, version] = output.trim().split("\n");
+  expect(where?.startsWith(join(scratch, "venv"))).toBe(true);
+  expect(where?.endsWith(join("site-packages", "delayq"))).toBe(true);
+  expect(version).toMatch(/^\d+\.\d+\.\d+$/);
+}, 30_000);
+
+it("passes its pytest suite against the service", async () => {
+  if (!service) throw new Error("the service did not start");
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DELAYQ_URL: service.url,
+    DELAYQ_TOKEN: service.token,
+    DELAYQ_SCOPED_TOKEN: service.scopedToken,
+    DELAYQ_SIGNATURE_VECTORS: vectorsFile,
+    DELAYQ_ALIPAY_ACCOUNT: ALIPAY_ACCOUNT,
+    PYTHONDONTWRITEBYTECODE: "1",
+  };
+  delete env.PYTHONPATH;
+  // -rs lists each skipped test with its reason ("route not served yet: ...").
+  const result = await run(venvPython, ["-m", "pytest", "-q", "-rs", "tests"], {
+    cwd: packageDir,
+    env,
+  });
+  console.log(result.output);
+  expect(result.code, result.output.slice(-4000)).toBe(0);
+  expect(result.output).toMatch(/\d+ passed/);
+}, 120_000);
