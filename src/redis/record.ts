@@ -7,7 +7,7 @@ import type { Backoff, Job, JobState } from "../domain/schemas";
  * and returned byte for byte (Lua never parses it). The meta is positional: these fields in this
  * order, `|`-separated, an empty field for an unset one (ids, topics and receipts cannot contain
  * `|`), then the backoff spec as JSON (last, so that it may contain anything). Times are unix ms.
- * e.g. `w|order-42|pay|1800000005000|1800000000000|30000|0|10|||||||"wechatpay"`.
+ * e.g. `w|order-42|pay|1800000005000|1800000000000|30000|0|10||||||"wechatpay"`.
  * Positional rather than JSON because a delayed job's record is most of what it costs in memory:
  * this is about 60 bytes shorter per job than the same meta as a JSON object.
  */
@@ -33,8 +33,6 @@ export const RECORD_FIELDS = [
   { name: "endedAt", type: "number" },
   /** Why it died: attempts | deadline | buried. */
   { name: "deadReason", type: "text" },
-  /** "1" on a job deleted while its id sat in a slot list (keys.ts: slots), where it still is. */
-  { name: "listed", type: "text" },
 ] as const;
 
 /**

@@ -48,7 +48,7 @@ describe("keyspace", () => {
     await t.queue.add({ topic: "q", id: "b", body: 1 });
     // The record as stored: positional meta, then the body byte for byte.
     expect(await t.redis.get(`${t.keys.base}j:a`)).toBe(
-      `w|a|q|${now + 2000}|${now}|60000|0|10|${now + 9000}||||||\n{"x":"ü"}`,
+      `w|a|q|${now + 2000}|${now}|60000|0|10|${now + 9000}|||||\n{"x":"ü"}`,
     );
     expect(await state(t)).toEqual({
       "j:a": {
@@ -141,21 +141,39 @@ describe("keyspace", () => {
     expect((await t.queue.pop("q", { count: 10 })).map((j) => j.id)).toEqual(["near", "c", "a"]);
   });
 
-  it("a slotted job replaced into its own slot, or deleted and added back, is listed once", async () => {
+  it("a slotted job replaced into its own slot, or deleted and added back, is counted once and delivered once", async () => {
     const t = testQueue({ retention: 86_400 });
     const slot = t.clock.now + 60 * 60_000;
     await t.queue.add({ topic: "q", id: "a", delay: 3600 });
     await t.queue.add({ topic: "q", id: "a", delay: 3601, body: 2, replace: true });
     await t.queue.delete("a");
-    expect((await state(t))["j:a"]).toMatchObject({ meta: { state: "deleted", listed: "1" } });
     await t.queue.add({ topic: "q", id: "a", delay: 3602, body: 3, replace: true });
-    const keys = await state(t);
-    expect(keys[`t:q:slots:${slot}`]).toEqual(["a"]);
+    let keys = await state(t);
+    // Listed again each time (whether an old entry is still there depends on clocks: issue
+    // 8.3); counted once.
+    expect(keys[`t:q:slots:${slot}`]).toEqual(["a", "a", "a"]);
     expect(keys["t:q:slotted"]).toBe(1);
-    // Moved to another slot, the old entry stays (skipped later) and the new slot lists it.
+    // Moved to another slot, the old entries stay (skipped later) and the new slot lists it.
     await t.queue.add({ topic: "q", id: "a", delay: 7200, replace: true });
-    expect((await state(t))[`t:q:slots:${slot + 60 * 60_000}`]).toEqual(["a"]);
-    expect((await state(t))["t:q:slotted"]).toBe(1);
+    keys = await state(t);
+    expect(keys[`t:q:slots:${slot + 60 * 60_000}`]).toEqual(["a"]);
+    expect(keys["t:q:slotted"]).toBe(1);
+    await t.queue.add({ topic: "q", id: "a", delay: 3603, body: 4, replace: true });
+    // The slot opens: the duplicates collapse into one delayed entry, the count reaches zero.
+    t.clock.advance(50 * 60_000);
+    await tick(t.queue);
+    keys = await state(t);
+    expect(keys[`t:q:slots:${slot}`]).toBeUndefined();
+    expect(keys["t:q:delayed"]).toEqual([["a", slot + 3000]]);
+    // The entry left in the later slot's list is stale: it counts for nothing.
+    expect(keys["t:q:slotted"]).toBe(0);
+    t.clock.advance(20 * 60_000);
+    expect((await t.queue.pop("q", { count: 10 })).map((job) => job.body)).toEqual([4]);
+    t.clock.advance(60 * 60_000);
+    await tick(t.queue);
+    keys = await state(t);
+    expect(keys["t:q:slotted"]).toBe(0);
+    expect(keys[`t:q:slots:${slot + 60 * 60_000}`]).toBeUndefined();
   });
 
   it("pop never hands out a job whose record is not due, whatever its index says", async () => {

@@ -17,7 +17,7 @@ local meta, body = load(id)
 if not meta then return {CODE.notFound} end
 if not allowed(meta.topic, ARGV[5]) then return {CODE.forbidden} end
 if meta.state ~= "deleted" then
-  if unindex(id, meta) then meta.listed = "1" end
+  unindex(id, meta)
   meta.state, meta.endedAt, meta.leaseEnd = "deleted", NOW, nil
   save(id, meta, body)
 end
