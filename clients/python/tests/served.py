@@ -30,6 +30,6 @@ def request_properties(openapi: Dict[str, Any], method: str, path: str) -> Dict[
     content = operation.get("requestBody", {}).get("content", {})
     schema = schema_at(openapi, content.get("application/json", {}).get("schema"))
     properties: Dict[str, Any] = dict(schema.get("properties", {}))
-    for part in schema.get("allOf", []) + schema.get("anyOf", []):
+    for part in schema.get("allOf", []) + schema.get("anyOf", []) + schema.get("oneOf", []):
         properties.update(schema_at(openapi, part).get("properties", {}))
     return properties

@@ -64,7 +64,7 @@ def test_a_push_config_is_stored_with_its_secret_masked_and_can_be_removed(
     assert push["url"] == PUSH_URL
     assert push.get("via", "direct") == "direct"
     assert push["timeout"] == 5
-    assert push["headers"] == {"X-Api-Key": "k-1"}
+    assert list(push["headers"]) == ["X-Api-Key"]
     assert secret not in str(config)  # a given secret is never echoed
     assert secret not in str(dq.topic(topic))
 
