@@ -99,7 +99,7 @@ export function restUrlProblem(value: string): string | undefined {
   }
   // The same shape @upstash/redis insists on, so that its constructor never throws at start.
   if (!url || !/^https?:$/.test(url.protocol) || !/^https?:\/\/[^\s#$./?].\S*$/.test(value)) {
-    return "UPSTASH_REDIS_REST_URL must be the database's REST URL, https://<name>.upstash.io";
+    return "UPSTASH_REDIS_REST_URL must be a URL such as https://<name>.upstash.io (the database's REST URL)";
   }
   return undefined;
 }

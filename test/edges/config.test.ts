@@ -49,7 +49,7 @@ describe("UPSTASH_REDIS_REST_URL", () => {
   ])("refuses %s, which @upstash/redis would refuse with a stack trace", (url) => {
     expect(() => new Redis({ url, token: "t" })).toThrow();
     expect(failure({ ...base, UPSTASH_REDIS_REST_URL: url }).message).toMatch(
-      /UPSTASH_REDIS_REST_URL must be the database's REST URL/,
+      /UPSTASH_REDIS_REST_URL must be a URL such as https:\/\/<name>\.upstash\.io \(the database's REST URL\)/,
     );
   });
 
