@@ -24,20 +24,25 @@ local function toSlot(topic, slot, ids)
   rcall("ZADD", key.schedule, "LT", slot - SLOT, topic)
 end
 
--- Moves up to \`limit\` ids from the topic's open slot lists (oldest slot first) to the delayed
--- zset; the promote that follows moves the due ones on. An id whose job no longer waits in that
--- slot (deleted, replaced, handed out) is dropped, and so is one whose job is indexed already
--- (an id listed twice; a job replaced to a due time in a slot that was open): a waiting job is
--- always in exactly one index. Returns how many ids it took off the lists.
+-- Moves up to \`limit\` ids from the topic's open slot lists (oldest slot first, at most 10
+-- slots) to the delayed zset; the promote that follows moves the due ones on. An id whose job no
+-- longer waits in that slot (deleted, replaced, handed out) is dropped, and so is one whose job is
+-- indexed already (an id listed twice; a job replaced to a due time in a slot that was open): a
+-- waiting job is always in exactly one index. Returns how many ids it took off the lists, and
+-- the start of the first open slot it did not empty (nil when none is left): jobs due from then
+-- on may still sit in a list, so nothing due after it may be promoted yet (issue 8.9).
 -- Cost: one ZRANGE; per slot visited LRANGE and LTRIM (or DEL + ZREM when emptied); per id one
 -- GET; then ZMSCORE, ZADD, DECRBY, ZADD LT.
 local function migrate(topic, limit)
-  local slots = rcall("ZRANGE", key.slots(topic), "-inf", NOW + SLOT, "BYSCORE", "LIMIT", 0, 10)
-  if #slots == 0 then return 0 end
-  local taken, ids, dues, seen = 0, {}, {}, {}
-  for _, slot in ipairs(slots) do
+  local slots = rcall("ZRANGE", key.slots(topic), "-inf", NOW + SLOT, "BYSCORE", "LIMIT", 0, 11)
+  if #slots == 0 then return 0, nil end
+  local taken, ids, dues, seen, bound = 0, {}, {}, {}, nil
+  for n, slot in ipairs(slots) do
     local want = limit - taken
-    if want <= 0 then break end
+    if want <= 0 or n > 10 then
+      bound = tonumber(slot)
+      break
+    end
     local list = slotList(topic, slot)
     local listed = rcall("LRANGE", list, 0, want - 1)
     if #listed < want then
@@ -45,6 +50,7 @@ local function migrate(topic, limit)
       rcall("ZREM", key.slots(topic), slot)
     else
       rcall("LTRIM", list, want, -1)
+      bound = tonumber(slot)
     end
     taken = taken + #listed
     for _, id in ipairs(listed) do
@@ -54,8 +60,9 @@ local function migrate(topic, limit)
         ids[#ids + 1], dues[#ids + 1], seen[id] = id, meta.due, true
       end
     end
+    if bound then break end
   end
-  if #ids == 0 then return taken end
+  if #ids == 0 then return taken, bound end
   local inReady = rcall("ZMSCORE", key.ready(topic), unpack(ids))
   local scored, earliest = {}, nil
   for n, id in ipairs(ids) do
@@ -65,10 +72,10 @@ local function migrate(topic, limit)
       if earliest == nil or dues[n] < earliest then earliest = dues[n] end
     end
   end
-  if #scored == 0 then return taken end
+  if #scored == 0 then return taken, bound end
   local indexed = rcall("ZADD", key.delayed(topic), unpack(scored))
   if indexed > 0 then rcall("DECRBY", key.slotted(topic), indexed) end
   rcall("ZADD", key.schedule, "LT", earliest, topic)
-  return taken
+  return taken, bound
 end
 `;

@@ -85,9 +85,13 @@ local function retry(id, meta, body, wait)
   return save(id, meta, body)
 end
 
--- Moves up to \`limit\` due ids of a topic from its delay bucket to its ready list.
-local function promote(topic, limit)
-  local due = rcall("ZRANGE", key.delayed(topic), "-inf", NOW, "BYSCORE", "LIMIT", 0, limit,
+-- Moves up to \`limit\` due ids of a topic from its delay bucket to its ready list: those due by
+-- now, and before \`bound\` when given (the first slot still holding ids, lib/slots.ts: migrate),
+-- so that the ready list never gets a job ahead of an earlier one still in a slot list.
+local function promote(topic, limit, bound)
+  local upTo = NOW
+  if bound and bound - 1 < upTo then upTo = bound - 1 end
+  local due = rcall("ZRANGE", key.delayed(topic), "-inf", upTo, "BYSCORE", "LIMIT", 0, limit,
     "WITHSCORES")
   if #due == 0 then return 0 end
   local ids, scored = {}, {}
@@ -99,6 +103,13 @@ local function promote(topic, limit)
   rcall("ZREM", key.delayed(topic), unpack(ids))
   rcall("ZADD", key.ready(topic), unpack(scored))
   return #ids
+end
+
+-- Brings a topic up to now: opens its due slots (up to \`limit\` ids), then promotes its due
+-- jobs (up to \`limit\`) in due order. Returns the ids taken off slot lists and the jobs promoted.
+local function advance(topic, limit)
+  local taken, bound = migrate(topic, limit)
+  return taken, promote(topic, limit, bound)
 end
 
 -- The earliest time something of the topic may need looking at (-1: nothing timed): its first

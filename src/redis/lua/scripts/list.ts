@@ -20,8 +20,7 @@ export const list = defineScript<ListReply>({
   follows), per job GET; for slotted jobs a ZRANGE of slots and an LRANGE per slot read.
 ]]
 local topic, state, cursor, limit = ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
-migrate(topic, 1000)
-promote(topic, 1000)
+advance(topic, 1000)
 local out = {-1}
 local room, from, at = limit, "-inf", 0
 local slot, offset = string.match(cursor, "^(%d+):(%d+)$")

@@ -30,8 +30,7 @@ local function hint() return {nextEvent(topic), seq()} end
 -- Paused: nothing becomes available until it resumes, which bumps seq.
 if config(topic).paused then return {-1, seq()} end
 expire(topic, 100)
-migrate(topic, 1000)
-promote(topic, 1000)
+advance(topic, 1000)
 local out = reserveReady(topic, count, nonce)
 if #out == 0 then return hint() end
 table.insert(out, 1, -1)

@@ -30,9 +30,10 @@ for _, topic in ipairs(topics) do
     more = 1
     break
   end
-  budget = budget - migrate(topic, budget)
+  local taken, bound = migrate(topic, budget)
+  budget = budget - taken
   if budget > 0 then
-    local moved = promote(topic, budget)
+    local moved = promote(topic, budget, bound)
     promoted, budget = promoted + moved, budget - moved
   end
   if budget > 0 then

@@ -1,5 +1,5 @@
-// Callers whose clocks disagree (two service instances, a request delayed in transit): nothing is
-// lost, handed out early or counted wrong because one caller is ahead of another.
+// Clocks that disagree (two service instances, a request delayed in transit) or jump (a service
+// that was down): nothing is lost, handed out early, out of order or counted wrong.
 import { describe, expect, it } from "vitest";
 import { DelayQueue } from "../../src/index";
 import { testQueue } from "../support/queue";
@@ -40,5 +40,26 @@ describe("clock skew between callers", () => {
       reserved: 1,
       dead: 0,
     });
+  });
+});
+
+describe("a clock that jumps far ahead", () => {
+  it("hands jobs out earliest due first although more slots opened than one call moves (issue 8.9)", async () => {
+    const t = testQueue();
+    const slotMs = 600_000;
+    const start = t.clock.now;
+    // One far job in each of 12 slots, the first an hour ahead.
+    const slots = Array.from({ length: 12 }, (_, n) => start + (6 + n) * slotMs);
+    await t.queue.addBatch(slots.map((slot, n) => ({ topic: "q", id: `s${n + 1}`, runAt: slot })));
+    // Later a job due just after the last slot starts, added when that slot was open: the bucket.
+    t.clock.set((slots[11] as number) - 5 * 60_000);
+    await t.queue.add({ topic: "q", id: "z", runAt: (slots[11] as number) + 60_000 });
+    // The service was down; it comes back when everything is due.
+    t.clock.set((slots[11] as number) + 120_000);
+    const order: string[] = [];
+    for (let i = 0; i < 5 && order.length < 13; i++) {
+      order.push(...(await t.queue.pop("q", { count: 20 })).map((job) => job.id));
+    }
+    expect(order).toEqual([...slots.map((_, n) => `s${n + 1}`), "z"]);
   });
 });
