@@ -149,15 +149,24 @@ export type JobState = z.output<typeof JobState>;
 export const ListableState = z.enum(["delayed", "ready", "reserved", "dead"]);
 export type ListableState = z.output<typeof ListableState>;
 
-export const ListInput = z.strictObject({
-  state: ListableState,
-  cursor: z
-    .string()
-    // An offset into the state's sorted set, or `<slot start>:<offset>` in the slot lists.
-    .regex(/^(\d{1,9}|\d{1,16}:\d{1,9})$/, "must be a cursor from a previous page")
-    .optional(),
-  limit: z.number().int().min(1).max(MAX_PAGE).default(100),
-});
+export const ListInput = z
+  .strictObject({
+    state: ListableState,
+    cursor: z
+      .string()
+      // `z<score>:<id>` resumes a state's sorted set after that entry; `s<slot>:<offset>`
+      // resumes delayed jobs in the slot lists (src/redis/lua/scripts/list.ts).
+      .regex(
+        /^(z\d{1,16}:[A-Za-z0-9_.:@~+=-]{0,128}|s\d{1,16}:\d{1,9})$/,
+        "must be the cursor of a previous page, as it was returned",
+      )
+      .optional(),
+    limit: z.number().int().min(1).max(MAX_PAGE).default(100),
+  })
+  .refine((input) => !input.cursor?.startsWith("s") || input.state === "delayed", {
+    message: "this cursor pages through delayed jobs: pass it with state=delayed",
+    path: ["cursor"],
+  });
 
 export const Job = z.object({
   id: z.string(),

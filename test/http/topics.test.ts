@@ -63,7 +63,9 @@ describe("dead letter routes", () => {
 
     const page = await call("GET", "/v1/topics/t/jobs?state=dead&limit=2");
     expect(page.json.jobs).toHaveLength(2);
-    expect(page.json.cursor).toBe("2");
+    // A keyset cursor: the score (time of death) and id of the page's last job.
+    const last = page.json.jobs[1];
+    expect(page.json.cursor).toBe(`z${last.endedAt}:${last.id}`);
     const next = await call(
       "GET",
       `/v1/topics/t/jobs?state=dead&limit=2&cursor=${page.json.cursor}`,
