@@ -72,7 +72,7 @@ function requireTool(command: string, args: string[], expected: string): void {
   if (run.error || !seen.includes(expected)) {
     throw new Error(
       `${command} is missing or unusable (${run.error?.message ?? seen.trim().slice(0, 200)}): ` +
-        "install php-cli with the curl extension and PHPUnit 9, e.g. " +
+        "the PHP suite needs php-cli with the curl extension and PHPUnit 9 (Debian bookworm's), e.g. " +
         "`sudo apt-get install -y php-cli php-curl php-mbstring phpunit`",
     );
   }
