@@ -2,19 +2,14 @@
 // verification on WebCrypto; and the check of Alipay's asynchronous (form POST) notifications.
 
 import type { AlipayAccount } from "./accounts";
-import {
-  type CryptoKey,
-  importPrivateKey,
-  importPublicKey,
-  signRsaSha256,
-  verifyRsaSha256,
-} from "./crypto";
+import { type CryptoKey, importKeyCached, signRsaSha256, verifyRsaSha256 } from "./crypto";
 import {
   type CloseAnswer,
   clip,
   type Fetched,
   fetchText,
   type NotificationResult,
+  PaymentsError,
   type Provider,
   type ProviderAnswer,
   type ProviderOptions,
@@ -45,28 +40,16 @@ const CLOSE_REFUSED = new Set([
 type Method = "alipay.trade.query" | "alipay.trade.close";
 
 type Keys = { privateKey: CryptoKey; alipayPublicKey: CryptoKey };
-const keyCache = new WeakMap<AlipayAccount, Promise<Keys>>();
-
-/** The account's keys, imported once per account object (imports cost more CPU than a signature). */
-function keysOf(account: AlipayAccount): Promise<Keys> {
-  let keys = keyCache.get(account);
-  if (!keys) {
-    keys = (async () => ({
-      privateKey: await importPrivateKey(account.privateKey),
-      alipayPublicKey: await importPublicKey(account.alipayPublicKey),
-    }))();
-    keyCache.set(account, keys);
-  }
-  return keys;
-}
 
 async function loadKeys(account: AlipayAccount): Promise<Keys | { reason: string }> {
   try {
-    return await keysOf(account);
-  } catch (error) {
     return {
-      reason: `account "${account.name}": ${error instanceof Error ? error.message : "bad key"}`,
+      privateKey: await importKeyCached("private", account.privateKey),
+      alipayPublicKey: await importKeyCached("public", account.alipayPublicKey),
     };
+  } catch (error) {
+    const message = error instanceof PaymentsError ? error.message : "bad key";
+    return { reason: `account "${account.name}": ${message}` };
   }
 }
 

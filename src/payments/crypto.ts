@@ -31,6 +31,34 @@ export async function importPublicKey(pemOrBase64OrCert: string): Promise<Crypto
   }
 }
 
+const KEY_CACHE_LIMIT = 64;
+const keyCache = new Map<string, Promise<CryptoKey>>();
+
+/**
+ * `importPrivateKey` / `importPublicKey`, remembered by key text for the life of the isolate: an
+ * import costs more CPU than a signature (about 480 µs and 190 µs against 280 µs on Node), and
+ * callers may rebuild account objects per request. Failed imports are not remembered.
+ */
+export function importKeyCached(kind: "private" | "public", text: string): Promise<CryptoKey> {
+  const id = `${kind}\n${text}`;
+  let key = keyCache.get(id);
+  if (key !== undefined) {
+    // Refresh its place, so the oldest unused key is the one evicted.
+    keyCache.delete(id);
+    keyCache.set(id, key);
+    return key;
+  }
+  key = kind === "private" ? importPrivateKey(text) : importPublicKey(text);
+  keyCache.set(id, key);
+  key.catch(() => keyCache.delete(id));
+  while (keyCache.size > KEY_CACHE_LIMIT) {
+    const oldest = keyCache.keys().next().value;
+    if (oldest === undefined) break;
+    keyCache.delete(oldest);
+  }
+  return key;
+}
+
 /** SHA256withRSA over the UTF-8 bytes of `text`, in standard base64. */
 export async function signRsaSha256(key: CryptoKey, text: string): Promise<string> {
   const signature = await crypto.subtle.sign(RSA, key, encoder.encode(text));

@@ -5,18 +5,18 @@ import type { WechatPayAccount } from "./accounts";
 import {
   aesGcmDecrypt,
   type CryptoKey,
-  importPrivateKey,
-  importPublicKey,
+  importKeyCached,
   randomNonce,
   signRsaSha256,
   verifyRsaSha256,
 } from "./crypto";
-import { certificates, normalizeSerial } from "./keys";
+import { bytesToBase64, certificates, normalizeSerial } from "./keys";
 import {
   type CloseAnswer,
   clip,
   fetchText,
   type NotificationResult,
+  PaymentsError,
   type Provider,
   type ProviderAnswer,
   type ProviderOptions,
@@ -61,45 +61,29 @@ type Keys = {
   /** Platform certificates' keys by normalised serial. */
   certificates: Map<string, CryptoKey>;
 };
-const keyCache = new WeakMap<WechatPayAccount, Promise<Keys>>();
-
 async function importKeys(account: WechatPayAccount): Promise<Keys> {
   const keys: Keys = {
-    privateKey: await importPrivateKey(account.privateKey),
+    privateKey: await importKeyCached("private", account.privateKey),
     publicKeys: new Map(),
     certificates: new Map(),
   };
   if (account.platformPublicKey && account.platformPublicKeyId) {
-    keys.publicKeys.set(
-      account.platformPublicKeyId,
-      await importPublicKey(account.platformPublicKey),
-    );
+    const key = await importKeyCached("public", account.platformPublicKey);
+    keys.publicKeys.set(account.platformPublicKeyId, key);
   }
   for (const text of account.platformCertificates ?? []) {
     for (const cert of certificates(text)) {
-      const key = await crypto.subtle.importKey(
-        "spki",
-        cert.spki,
-        { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" },
-        false,
-        ["verify"],
-      );
-      keys.certificates.set(cert.serial, key);
+      keys.certificates.set(cert.serial, await importKeyCached("public", bytesToBase64(cert.spki)));
     }
   }
   return keys;
 }
 
 async function loadKeys(account: WechatPayAccount): Promise<Keys | { reason: string }> {
-  let keys = keyCache.get(account);
-  if (!keys) {
-    keys = importKeys(account);
-    keyCache.set(account, keys);
-  }
   try {
-    return await keys;
+    return await importKeys(account);
   } catch (error) {
-    const message = error instanceof Error && "code" in error ? error.message : "bad key";
+    const message = error instanceof PaymentsError ? error.message : "bad key";
     return { reason: `account "${account.name}": ${message}` };
   }
 }

@@ -3,6 +3,7 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } f
 import { describe, expect, it } from "vitest";
 import {
   aesGcmDecrypt,
+  importKeyCached,
   importPrivateKey,
   importPublicKey,
   randomNonce,
@@ -194,6 +195,26 @@ describe("aesGcmDecrypt (WeChat Pay resources)", () => {
     for (const [k, n, a, c] of attempts) {
       await expect(aesGcmDecrypt(k, n, a, c)).rejects.toMatchObject({ code: "decrypt_failed" });
     }
+  });
+});
+
+describe("importKeyCached", () => {
+  it("imports a key text once, forgets failures, and keeps at most 64 keys", async () => {
+    const first = importKeyCached("private", key.pkcs1Pem);
+    expect(importKeyCached("private", key.pkcs1Pem)).toBe(first);
+    expect(importKeyCached("public", key.pkcs1Pem)).not.toBe(first);
+    expect(await signRsaSha256(await first, "x")).toBe(nodeSign(key.pkcs8Pem, "x"));
+    const bad = importKeyCached("private", "AAAA");
+    await expect(bad).rejects.toMatchObject({ code: "invalid_key" });
+    const again = importKeyCached("private", "AAAA");
+    expect(again).not.toBe(bad);
+    await expect(again).rejects.toMatchObject({ code: "invalid_key" });
+    // 64 other keys later, the first is evicted (spelt differently, each text is its own entry).
+    const others = Array.from({ length: 64 }, (_, i) =>
+      importKeyCached("public", `${key.spkiPem}${" ".repeat(i + 1)}`),
+    );
+    await Promise.all(others);
+    expect(importKeyCached("private", key.pkcs1Pem)).not.toBe(first);
   });
 });
 
