@@ -7,7 +7,10 @@ import { decodeRecord } from "../redis/record";
 import type { ScriptRunner } from "../redis/runner";
 import { scriptError } from "./errors";
 
-/** Script arguments per add request before a batch is split (Upstash takes 10 MB per request). */
+/**
+ * Bytes of script arguments per add request before a batch is split (Upstash takes 10 MB per
+ * request), counted as they travel: UTF-8, inside the JSON of the REST request.
+ */
 const MAX_ADD_ARG_BYTES = 4 * 1024 * 1024;
 /** Jobs per add script call: a 1000-job batch is four calls pipelined in one request. */
 const ADD_SLICE = 250;
@@ -73,7 +76,7 @@ export async function runAdds(
   const requests: string[][][][] = [[[]]];
   let bytes = 0;
   for (const fields of prepared) {
-    const size = fields.reduce((sum, field) => sum + field.length, 0);
+    const size = fields.reduce((sum, field) => sum + wireBytes(field), 0);
     let request = requests[requests.length - 1] as string[][][];
     if (bytes + size > MAX_ADD_ARG_BYTES && bytes > 0) {
       request = [[]];
@@ -109,6 +112,11 @@ function addResult(
   if (code === "ok" || code === "replaced") return { created: true, job } satisfies AddResult;
   if (code === "existing") return { created: false, job };
   return { error: scriptError(code, { id: job.id }).toJSON() };
+}
+
+/** The bytes an argument takes in the REST request: its JSON string, in UTF-8, and a comma. */
+function wireBytes(field: string): number {
+  return utf8.encode(JSON.stringify(field)).length + 1;
 }
 
 /** The body's JSON text (undefined is null); a value JSON cannot hold is invalid_request. */
