@@ -1,4 +1,4 @@
-// A local QStash stand-in: the real @upstash/qstash Client publishes to it, the real Receiver verifies what it sends.
+// Local QStash stand-in: the real @upstash/qstash Client publishes to it, its Receiver verifies.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import {
   createServer,
@@ -95,7 +95,7 @@ export type QStashStandIn = {
   token: string;
   currentSigningKey: string;
   nextSigningKey: string;
-  /** Every finished delivery attempt so far (callbacks included), oldest first. */
+  /** Finished delivery attempts (callbacks included), oldest first; the last 10,000 kept. */
   deliveries(): DeliveryRecord[];
   /** Any message or callback ever accepted, by id, in whatever state it is now. */
   message(id: string): StoredMessage | undefined;
@@ -111,6 +111,8 @@ const MAX_RETRY_DELAY_MS = 86_400_000;
 const MAX_DELAY_MS = 365 * 86_400_000;
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
 const MAX_RESPONSE_BYTES = 1024 * 1024;
+/** A dev stack runs for hours: keep the newest records only. */
+const MAX_RECORDS = 10_000;
 /** Without `Upstash-Timeout`, QStash waits as long as the plan allows (15 minutes on free). */
 const DEFAULT_TIMEOUT_MS = 15 * 60_000;
 const DEFAULT_RETRIES = 3;
@@ -330,6 +332,7 @@ export async function startQStash(options: QStashOptions = {}): Promise<QStashSt
       at: started,
       durationMs: Date.now() - started,
     });
+    if (records.length > MAX_RECORDS) records.splice(0, records.length - MAX_RECORDS);
     entry.lastStatus = outcome.status;
     const ok = outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
     if (ok) {
