@@ -189,11 +189,12 @@ export async function startAlipaySandbox(
   const appId = options.appId ?? "2021000000000001";
   const hangMs = options.hangMs ?? 30_000;
   const window = options.timestampWindowMs ?? 600_000;
-  const [merchant, platform, wrong] = await Promise.all([
+  const [merchant, platform] = await Promise.all([
     rsaKeyPair("alipay-merchant"),
     rsaKeyPair("alipay-platform"),
-    rsaKeyPair("alipay-wrong"),
   ]);
+  // A "badSignature" answer is signed with a key that is not Alipay's; the merchant's is at hand.
+  const wrong = merchant;
   // The official SDK with the roles swapped: "Alipay's public key" here is the merchant's, so
   // its rsaCheck verifies what the merchant signed. It never signs anything in the sandbox.
   const checker = new AlipaySdk({

@@ -193,11 +193,12 @@ export async function startWechatPaySandbox(
   const appid = options.appid ?? "wx8888888888888888";
   const mode = options.mode ?? "publicKey";
   const hangMs = options.hangMs ?? 30_000;
-  const [merchant, platform, wrong] = await Promise.all([
+  const [merchant, platform] = await Promise.all([
     rsaKeyPair("wechatpay-merchant"),
     rsaKeyPair("wechatpay-platform"),
-    rsaKeyPair("wechatpay-wrong"),
   ]);
+  // A "badSignature" answer is signed with a key that is not the platform's; the merchant's is at hand.
+  const wrong = merchant;
   const serialNo = randomSerialHex();
   const apiV3Key = Formatter.nonce(32);
   let certificate: SelfSignedCertificate | undefined;
