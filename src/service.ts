@@ -60,6 +60,8 @@ export function buildService(
     defaults: { ttr: config.DQ_DEFAULT_TTR, maxAttempts: config.DQ_DEFAULT_MAX_ATTEMPTS },
     maxBodyBytes: config.DQ_MAX_BODY_BYTES,
     pollIntervalMs: config.DQ_POLL_INTERVAL_MS,
+    // The API answers job bodies as the text they were sent as.
+    rawBodies: true,
   });
   const app = createApp({
     queue,

@@ -1,6 +1,8 @@
 // Request bodies: size-limited, always read as JSON (whatever Content-Type says), parsed once.
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { DelayqError } from "../domain/errors";
+import type { AppEnv } from "./context";
+import { keepRawBodies } from "./raw-bodies";
 
 /**
  * Reads the body with a size limit (413 payload_too_large beyond it), rejects text that is not
@@ -8,7 +10,7 @@ import { DelayqError } from "../domain/errors";
  * Content-Type is JSON, so `curl -d '{...}'` works without `-H content-type`. An empty body
  * counts as no body.
  */
-export function jsonBodies(maxBytes: number): MiddlewareHandler {
+export function jsonBodies(maxBytes: number): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const { raw } = c.req;
     if (raw.method === "GET" || raw.method === "HEAD" || raw.body === null) return next();
@@ -36,8 +38,11 @@ export function jsonBodies(maxBytes: number): MiddlewareHandler {
       body: text,
       signal: raw.signal,
     });
-    // Hono reads this cache before the body, so the JSON is parsed once.
-    c.req.bodyCache.json = Promise.resolve(parsed);
+    // The validators read the text from here (Hono's json() parses the cached text).
+    (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(text);
+    // Routes that add jobs take this copy, whose job bodies are the text the client sent
+    // (numbers JavaScript cannot hold survive): see requestJson.
+    if (keepRawBodies(new URL(raw.url).pathname, text, parsed)) c.set("rawJson", parsed);
     return next();
   };
 }
@@ -70,4 +75,13 @@ function tooLarge(maxBytes: number): DelayqError {
     "payload_too_large",
     `The request body is over ${maxBytes} bytes; send fewer or smaller jobs per request`,
   );
+}
+
+/**
+ * The request's JSON for a route that adds jobs: the validated value, with job bodies as the
+ * text the client sent (RawJson) when the body middleware kept them. Validation has run on the
+ * same JSON, parsed the ordinary way, so the two differ only in how bodies are held.
+ */
+export function requestJson<T>(c: Context<AppEnv>, validated: T): T {
+  return (c.get("rawJson") as T | undefined) ?? validated;
 }

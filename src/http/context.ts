@@ -5,5 +5,7 @@ export type AppEnv = {
   Variables: {
     /** The queue as the caller's token may use it (scoped to its topics). */
     queue: DelayQueue;
+    /** The request's JSON with job bodies kept as sent (http/body.ts: requestJson). */
+    rawJson?: unknown;
   };
 };

@@ -1,5 +1,6 @@
 // Adding jobs: validating each one into the add script's fields, and packing them into calls.
 import { DelayqError, parseInput } from "../domain/errors";
+import { RawJson } from "../domain/raw-json";
 import type { AddResult, BatchItemResult } from "../domain/results";
 import { AddJobInput, MAX_DELAY_SECONDS } from "../domain/schemas";
 import { add } from "../redis/lua/scripts/add";
@@ -72,6 +73,7 @@ export async function runAdds(
   defaults: readonly [ttr: string, maxAttempts: string, backoff: string],
   prepared: readonly string[][],
   now: number,
+  rawBodies = false,
 ): Promise<BatchItemResult[]> {
   const requests: string[][][][] = [[[]]];
   let bytes = 0;
@@ -97,7 +99,9 @@ export async function runAdds(
       request.map((slice) => scripts.run(add, now, [...defaults, ...slice.flat()])),
     );
     for (const reply of replies) {
-      for (const { code, record } of reply) results.push(addResult(code, record, now));
+      for (const { code, record } of reply) {
+        results.push(addResult(code, record, now, rawBodies));
+      }
     }
   }
   return results;
@@ -107,8 +111,9 @@ function addResult(
   code: ReturnType<typeof add.parse>[number]["code"],
   raw: string,
   now: number,
+  rawBodies: boolean,
 ): BatchItemResult {
-  const job = decodeRecord(raw, now);
+  const job = decodeRecord(raw, now, rawBodies);
   if (code === "ok" || code === "replaced") return { created: true, job } satisfies AddResult;
   if (code === "existing") return { created: false, job };
   return { error: scriptError(code, { id: job.id }).toJSON() };
@@ -119,8 +124,12 @@ function wireBytes(field: string): number {
   return utf8.encode(JSON.stringify(field)).length + 1;
 }
 
-/** The body's JSON text (undefined is null); a value JSON cannot hold is invalid_request. */
+/**
+ * The body's JSON text (undefined is null): as received when the HTTP layer kept it (RawJson),
+ * else serialized; a value JSON cannot hold is invalid_request.
+ */
 function toJson(body: unknown, what: string): string {
+  if (body instanceof RawJson) return body.text;
   try {
     return JSON.stringify(body ?? null);
   } catch (error) {

@@ -58,6 +58,11 @@ export type DelayQueueOptions = {
    */
   pollIntervalMs?: number;
   /**
+   * Jobs come back with `body` as a RawJson (the stored JSON text) instead of a parsed value, so
+   * that a server can answer them byte for byte (the HTTP app does). @default false
+   */
+  rawBodies?: boolean;
+  /**
    * The topics this queue object may act on, as patterns (`*` is a wildcard); acting on any
    * other topic, or on a job of another topic, fails with `forbidden`, and `topics()` lists only
    * matching ones. Scripts enforce it for jobs addressed by id, in the same request.
@@ -83,6 +88,7 @@ type Shared = {
   defaults: [ttr: string, maxAttempts: string, backoff: string];
   pollIntervalMs: number;
   wakeups: Wakeups;
+  rawBodies: boolean;
 };
 
 export class DelayQueue {
@@ -153,7 +159,8 @@ export class DelayQueue {
   }
 
   private async runAdds(prepared: string[][], now: number): Promise<BatchItemResult[]> {
-    const results = await runAdds(this.shared.scripts, this.shared.defaults, prepared, now);
+    const { scripts, defaults, rawBodies } = this.shared;
+    const results = await runAdds(scripts, defaults, prepared, now, rawBodies);
     for (const result of results) {
       if (!("created" in result) || !result.created) continue;
       const { job } = result;
@@ -183,7 +190,7 @@ export class DelayQueue {
       throw redisError(error);
     }
     if (raw === null || raw === undefined) throw notFound(id);
-    const job = decodeRecord(raw, this.shared.clock());
+    const job = decodeRecord(raw, this.shared.clock(), this.shared.rawBodies);
     if (!scopeAllows(this.scope, job.topic)) throw forbiddenJob(id);
     return job;
   }
@@ -208,7 +215,8 @@ export class DelayQueue {
       const now = clock();
       const reply = await scripts.run(pop, now, [topic, count, randomHex(6)]);
       this.shared.wakeups.popped(topic, reply.records.length >= count);
-      if (reply.records.length > 0) return reply.records.map((raw) => decodeRecord(raw, now));
+      if (reply.records.length > 0)
+        return reply.records.map((raw) => decodeRecord(raw, now, this.shared.rawBodies));
       if (!("seq" in reply) || wait === 0) return [];
       const woke = await this.shared.wakeups.wait({
         redis: this.shared.redis,
@@ -287,7 +295,7 @@ export class DelayQueue {
     const { state, cursor, limit } = parseInput(ListInput, options);
     const now = this.shared.clock();
     const page = await this.shared.scripts.run(list, now, [topic, state, cursor ?? "0", limit]);
-    const jobs = page.records.map((raw) => decodeRecord(raw, now));
+    const jobs = page.records.map((raw) => decodeRecord(raw, now, this.shared.rawBodies));
     return page.cursor === undefined ? { jobs } : { jobs, cursor: page.cursor };
   }
 
@@ -349,7 +357,9 @@ export class DelayQueue {
     const script = { finish, touch, release, bury }[verb];
     const reply: HeldReply = await this.shared.scripts.run(script, now, [id, ...args]);
     if (reply.code !== "ok") throw scriptError(reply.code, { id, state: reply.value, verb });
-    return verb === "finish" ? (undefined as never) : decodeRecord(reply.value, now);
+    return verb === "finish"
+      ? (undefined as never)
+      : decodeRecord(reply.value, now, this.shared.rawBodies);
   }
 
   private async deadLetter(
@@ -383,6 +393,7 @@ function share(options: DelayQueueOptions): Shared {
     ],
     pollIntervalMs: options.pollIntervalMs ?? 1000,
     wakeups: new Wakeups(),
+    rawBodies: options.rawBodies ?? false,
   };
 }
 

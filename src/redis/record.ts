@@ -1,5 +1,6 @@
 // The job record's format, named once: RECORD_FIELDS generates the Lua codec and the TS decoder.
 import { DelayqError } from "../domain/errors";
+import { RawJson } from "../domain/raw-json";
 import type { Backoff, Job, JobState } from "../domain/schemas";
 
 /**
@@ -167,14 +168,17 @@ export function splitRecord(raw: unknown): { meta: RecordMeta; body: string } {
   return { meta: decodeMeta(raw.slice(0, cut)), body: raw.slice(cut + 1) };
 }
 
-/** Decodes a record into the Job a client sees, with its state as of `now`. */
-export function decodeRecord(raw: unknown, now: number): Job {
+/**
+ * Decodes a record into the Job a client sees, with its state as of `now`. With `rawBody`, the
+ * body is the stored JSON text as a RawJson instead of a parsed value.
+ */
+export function decodeRecord(raw: unknown, now: number, rawBody = false): Job {
   const { meta, body } = splitRecord(raw);
   const job: Job = {
     id: meta.id,
     topic: meta.topic,
     state: stateOf(meta, now),
-    body: JSON.parse(body),
+    body: rawBody ? new RawJson(body) : JSON.parse(body),
     dueAt: meta.due,
     ttr: meta.ttr / 1000,
     attempts: meta.attempts,

@@ -19,7 +19,7 @@ export type TestApp = TestQueue & {
 };
 
 export function testApp(options: Partial<AppOptions> & { pollIntervalMs?: number } = {}): TestApp {
-  const test = testQueue({ pollIntervalMs: options.pollIntervalMs });
+  const test = testQueue({ pollIntervalMs: options.pollIntervalMs, rawBodies: true });
   const logs: Record<string, unknown>[] = [];
   const app = createApp({
     queue: test.queue,

@@ -2,7 +2,9 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { DelayqError } from "../../domain/errors";
 import { Command, type CommandResult, MAX_COMMANDS, runCommand } from "../../protocols/youzan";
+import { requestJson } from "../body";
 import type { AppEnv } from "../context";
+import { jsonBody } from "../json";
 import { body, errors, json, SECURED } from "../schemas";
 
 const Result = z
@@ -47,7 +49,7 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
       },
     }),
     async (c) => {
-      const input: unknown = c.req.valid("json");
+      const input: unknown = requestJson(c, c.req.valid("json"));
       const signal = c.req.raw.signal;
       if (Array.isArray(input)) {
         if (input.length === 0 || input.length > MAX_COMMANDS) {
@@ -61,16 +63,16 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
         if (results.every((result) => result.error.startsWith("redis_unavailable"))) {
           // Nothing happened: say so in the status, so that a client knows a retry is safe.
           c.header("Retry-After", "1");
-          return c.json(results, 503);
+          return jsonBody(c, results, 503);
         }
-        return c.json(results, 200);
+        return jsonBody(c, results, 200);
       }
       const result = await runCommand(c.var.queue, input, signal);
       if (result.error.startsWith("redis_unavailable")) {
         c.header("Retry-After", "1");
-        return c.json(result, 503);
+        return jsonBody(c, result, 503);
       }
-      return c.json(result, 200);
+      return jsonBody(c, result, 200);
     },
   );
 }

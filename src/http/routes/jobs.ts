@@ -1,6 +1,8 @@
 // Routes on jobs: add, batch add, get, delete, and the reservation verbs finish/touch/release/bury.
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { requestJson } from "../body";
 import type { AppEnv } from "../context";
+import { jsonBody } from "../json";
 import {
   AddJob,
   AddResult,
@@ -38,8 +40,8 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
       },
     }),
     async (c) => {
-      const result = await c.var.queue.add(c.req.valid("json"));
-      return c.json(result, result.created ? 201 : 200);
+      const result = await c.var.queue.add(requestJson(c, c.req.valid("json")));
+      return result.created ? jsonBody(c, result, 201) : jsonBody(c, result, 200);
     },
   );
 
@@ -57,9 +59,9 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
       responses: { 200: json(BatchResult, "One result per item"), ...errors(413) },
     }),
     async (c) => {
-      const { jobs } = c.req.valid("json");
+      const { jobs } = requestJson(c, c.req.valid("json"));
       const results = await c.var.queue.addBatch(jobs);
-      return c.json({ results }, 200);
+      return jsonBody(c, { results }, 200);
     },
   );
 
@@ -73,7 +75,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
       request: { params: IdParam },
       responses: { 200: json(JobBody, "The job"), ...errors(403, 404) },
     }),
-    async (c) => c.json({ job: await c.var.queue.get(c.req.valid("param").id) }, 200),
+    async (c) => jsonBody(c, { job: await c.var.queue.get(c.req.valid("param").id) }, 200),
   );
 
   app.openapi(
@@ -143,7 +145,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
             : verb === "bury"
               ? await c.var.queue.bury(id, input)
               : await c.var.queue.release(id, input);
-        return c.json({ job }, 200);
+        return jsonBody(c, { job }, 200);
       },
     );
   }

@@ -2,6 +2,7 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { DelayqError } from "../../domain/errors";
 import type { AppEnv } from "../context";
+import { jsonBody } from "../json";
 import {
   body,
   errors,
@@ -39,7 +40,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>): void {
     async (c) => {
       const { topic } = c.req.valid("param");
       const jobs = await c.var.queue.pop(topic, c.req.valid("json"), c.req.raw.signal);
-      return c.json({ jobs }, 200);
+      return jsonBody(c, { jobs }, 200);
     },
   );
 
@@ -144,7 +145,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>): void {
     }),
     async (c) => {
       const page = await c.var.queue.list(c.req.valid("param").topic, c.req.valid("query"));
-      return c.json(page, 200);
+      return jsonBody(c, page, 200);
     },
   );
 }

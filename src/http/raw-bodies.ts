@@ -1,0 +1,160 @@
+// Finds the exact text of job bodies inside a request's JSON, so they are stored as sent.
+import { RawJson } from "../domain/raw-json";
+
+type Path = readonly (string | number)[];
+
+/**
+ * Where job bodies sit in each request that adds jobs: `*` is any array index. The command
+ * protocol takes one command or an array of them.
+ */
+const BODY_PATHS: Record<string, readonly Path[]> = {
+  "/v1/jobs": [["body"]],
+  "/v1/jobs/batch": [["jobs", "*", "body"]],
+  "/v1/command": [["body"], ["*", "body"]],
+};
+
+/**
+ * Replaces the job bodies in `parsed` (the request's JSON, already parsed) by RawJson holding
+ * their text as sent. `text` must be the text `parsed` came from (valid JSON).
+ */
+export function keepRawBodies(path: string, text: string, parsed: unknown): boolean {
+  const patterns = BODY_PATHS[path];
+  if (!patterns) return false;
+  const matches = (at: Path) =>
+    patterns.some(
+      (pattern) =>
+        pattern.length === at.length &&
+        pattern.every((part, i) => part === at[i] || (part === "*" && typeof at[i] === "number")),
+    );
+  const found: { at: Path; text: string }[] = [];
+  const scanner = new Scanner(text);
+  scanner.value([], (at, start, end) => {
+    if (!matches(at)) return false;
+    found.push({ at, text: text.slice(start, end) });
+    return true;
+  });
+  for (const { at, text: raw } of found) {
+    let node: unknown = parsed;
+    for (const part of at.slice(0, -1)) node = (node as Record<string | number, unknown>)?.[part];
+    const last = at[at.length - 1] as string | number;
+    if (node !== null && typeof node === "object" && last in node) {
+      (node as Record<string | number, unknown>)[last] = new RawJson(raw);
+    }
+  }
+  return true;
+}
+
+/** A walk over valid JSON text that reports the span of each value it is asked about. */
+class Scanner {
+  private pos = 0;
+
+  constructor(private readonly text: string) {}
+
+  /**
+   * Walks the value at the current position. `visit(path, start, end)` is called for each value
+   * once its end is known; when it returns true for a container, nothing inside is visited (the
+   * walk still has to pass over it).
+   */
+  value(path: Path, visit: (path: Path, start: number, end: number) => boolean): void {
+    this.space();
+    const start = this.pos;
+    const c = this.text.charCodeAt(this.pos);
+    if (c === 0x7b /* { */) {
+      const inside = !visit(path, start, this.skipContainer());
+      if (inside) {
+        this.pos = start + 1;
+        this.object(path, visit);
+      }
+    } else if (c === 0x5b /* [ */) {
+      const inside = !visit(path, start, this.skipContainer());
+      if (inside) {
+        this.pos = start + 1;
+        this.array(path, visit);
+      }
+    } else {
+      if (c === 0x22 /* " */) this.skipString();
+      else this.skipLiteral();
+      visit(path, start, this.pos);
+    }
+  }
+
+  private object(path: Path, visit: (path: Path, start: number, end: number) => boolean): void {
+    this.space();
+    if (this.text.charCodeAt(this.pos) === 0x7d) {
+      this.pos += 1;
+      return;
+    }
+    for (;;) {
+      this.space();
+      const keyStart = this.pos;
+      this.skipString();
+      const key = JSON.parse(this.text.slice(keyStart, this.pos)) as string;
+      this.space();
+      this.pos += 1; // :
+      this.value([...path, key], visit);
+      this.space();
+      const c = this.text.charCodeAt(this.pos);
+      this.pos += 1; // , or }
+      if (c === 0x7d) return;
+    }
+  }
+
+  private array(path: Path, visit: (path: Path, start: number, end: number) => boolean): void {
+    this.space();
+    if (this.text.charCodeAt(this.pos) === 0x5d) {
+      this.pos += 1;
+      return;
+    }
+    for (let i = 0; ; i++) {
+      this.value([...path, i], visit);
+      this.space();
+      const c = this.text.charCodeAt(this.pos);
+      this.pos += 1; // , or ]
+      if (c === 0x5d) return;
+    }
+  }
+
+  /** Moves past the object or array at the position; returns where it ends. */
+  private skipContainer(): number {
+    let depth = 0;
+    const { text } = this;
+    while (this.pos < text.length) {
+      const c = text.charCodeAt(this.pos);
+      if (c === 0x22) {
+        this.skipString();
+        continue;
+      }
+      this.pos += 1;
+      if (c === 0x7b || c === 0x5b) depth += 1;
+      else if (c === 0x7d || c === 0x5d) {
+        depth -= 1;
+        if (depth === 0) break;
+      }
+    }
+    return this.pos;
+  }
+
+  private skipString(): void {
+    const { text } = this;
+    this.pos += 1;
+    while (this.pos < text.length) {
+      const c = text.charCodeAt(this.pos);
+      this.pos += c === 0x5c /* \ */ ? 2 : 1;
+      if (c === 0x22) return;
+    }
+  }
+
+  private skipLiteral(): void {
+    const { text } = this;
+    while (this.pos < text.length) {
+      const c = text.charCodeAt(this.pos);
+      if (c === 0x2c || c === 0x7d || c === 0x5d || c <= 0x20) return;
+      this.pos += 1;
+    }
+  }
+
+  private space(): void {
+    const { text } = this;
+    while (this.pos < text.length && text.charCodeAt(this.pos) <= 0x20) this.pos += 1;
+  }
+}

@@ -1,0 +1,69 @@
+// Job bodies over HTTP are kept as the client's JSON text: big integers, huge exponents and the
+// client's own spacing come back exactly as sent (issue 8.6).
+import { describe, expect, it } from "vitest";
+import { ADMIN, testApp } from "../support/app";
+
+const BODY = '{"tx":4200001234567890123, "amount":"12.30","f":1e400,"n":[2.0,-0.0]}';
+
+/** Sends raw text and returns the response's raw text. */
+async function send(
+  app: ReturnType<typeof testApp>["app"],
+  method: string,
+  path: string,
+  body?: string,
+) {
+  const res = await app.request(path, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+    body,
+  });
+  return { status: res.status, text: await res.text() };
+}
+
+describe("job bodies over HTTP", () => {
+  it("are stored and answered byte for byte: add, get, pop, release, list", async () => {
+    const { app } = testApp();
+    const added = await send(app, "POST", "/v1/jobs", `{"topic":"t","id":"big","body":${BODY}}`);
+    expect(added.status).toBe(201);
+    expect(added.text).toContain(`"body":${BODY}`);
+    expect((await send(app, "GET", "/v1/jobs/big")).text).toContain(`"body":${BODY}`);
+    const popped = await send(app, "POST", "/v1/topics/t/pop", "{}");
+    expect(popped.text).toContain(`"body":${BODY}`);
+    const receipt = JSON.parse(popped.text).jobs[0].receipt;
+    const released = await send(app, "POST", "/v1/jobs/big/release", JSON.stringify({ receipt }));
+    expect(released.text).toContain(`"body":${BODY}`);
+    const listed = await send(app, "GET", "/v1/topics/t/jobs?state=ready");
+    expect(listed.text).toContain(`"body":${BODY}`);
+    // The rest of the answer is ordinary JSON.
+    expect(JSON.parse(listed.text).jobs[0].id).toBe("big");
+  });
+
+  it("keeps each body of a batch, and of the command protocol", async () => {
+    const { app } = testApp();
+    const batch = await send(
+      app,
+      "POST",
+      "/v1/jobs/batch",
+      `{"jobs":[{"topic":"b","id":"b1","body":${BODY}},{"topic":"b","id":"b2","body":"x"}]}`,
+    );
+    expect(batch.status).toBe(200);
+    expect(batch.text).toContain(`"body":${BODY}`);
+    const command = await send(
+      app,
+      "POST",
+      "/v1/command",
+      `[{"command":"add","topic":"c","id":"c1","body":${BODY}},{"command":"pop","topic":"c"}]`,
+    );
+    expect(command.status).toBe(200);
+    expect(command.text).toContain(`"value":${BODY}`);
+  });
+
+  it("escapes nothing twice and mixes with strings that look like the placeholder", async () => {
+    const { app } = testApp();
+    const tricky = '{"s":"\\u0000raw0:0","q":"\\"quoted\\"","u":"\\u2028"}';
+    await send(app, "POST", "/v1/jobs", `{"topic":"t","id":"tricky","body":${tricky}}`);
+    const got = await send(app, "GET", "/v1/jobs/tricky");
+    expect(got.text).toContain(`"body":${tricky}`);
+    expect(JSON.parse(got.text).job.body).toEqual(JSON.parse(tricky));
+  });
+});
