@@ -35,7 +35,7 @@ import {
   type ScriptRunner,
 } from "../redis/runner";
 import { prepareAdd, runAdds } from "./add-batch";
-import { forbiddenJob, type HeldVerb, notFound, scriptError } from "./errors";
+import { type HeldVerb, notFound, scriptError } from "./errors";
 import { Wakeups } from "./long-poll";
 
 export type DelayQueueOptions = {
@@ -191,7 +191,7 @@ export class DelayQueue {
     }
     if (raw === null || raw === undefined) throw notFound(id);
     const job = decodeRecord(raw, this.shared.clock(), this.shared.rawBodies);
-    if (!scopeAllows(this.scope, job.topic)) throw forbiddenJob(id);
+    if (!scopeAllows(this.scope, job.topic)) throw notFound(id);
     return job;
   }
 

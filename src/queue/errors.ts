@@ -28,7 +28,9 @@ export function scriptError(code: CodeName, context: ErrorContext): DelayqError 
     case "notFound":
       return notFound(id);
     case "forbidden":
-      return forbiddenJob(id);
+      // A job of a topic outside the caller's scope is answered as missing: a different status
+      // would tell a token whether an id exists in a topic it may not see (issue 8.14).
+      return notFound(id);
     case "exists":
       return new DelayqError(
         "job_exists",
@@ -67,13 +69,7 @@ function unhandled(code: never): never {
 export function notFound(id: string): DelayqError {
   return new DelayqError(
     "job_not_found",
-    `Job ${id} does not exist (finished and deleted jobs are forgotten after the retention window)`,
-  );
-}
-
-export function forbiddenJob(id: string): DelayqError {
-  return new DelayqError(
-    "forbidden",
-    `This token may not act on job ${id}: its topic is not one of the token's`,
+    `Job ${id} does not exist (finished and deleted jobs are forgotten after the retention ` +
+      "window), or its topic is not one this token may act on",
   );
 }

@@ -119,7 +119,7 @@ describe("npm run dev", () => {
     const shop = createClient({ baseUrl: info.apiUrl, token: "e2e-shop" });
     await shop.add({ topic: "shop.orders", id: "mine" });
     const denied = await shop.get("first").catch((e: unknown) => e);
-    expect((denied as DelayqClientError).code).toBe("forbidden");
+    expect((denied as DelayqClientError).code).toBe("job_not_found");
   });
 
   it("runs the scheduled handler when the local cron calls it", async () => {

@@ -58,12 +58,6 @@ describe("a token scoped to some topics", () => {
 
     const denied: [string, string, unknown?][] = [
       ["POST", "/v1/jobs", { topic: "shop-b.orders" }],
-      ["GET", "/v1/jobs/b-1"],
-      ["DELETE", "/v1/jobs/b-1"],
-      ["POST", "/v1/jobs/b-1/finish"],
-      ["POST", "/v1/jobs/b-1/touch"],
-      ["POST", "/v1/jobs/b-1/release"],
-      ["POST", "/v1/jobs/b-1/bury"],
       ["POST", "/v1/topics/shop-b.orders/pop"],
       ["POST", "/v1/topics/shop-b.orders/kick"],
       ["DELETE", "/v1/topics/shop-b.orders/dead"],
@@ -77,12 +71,30 @@ describe("a token scoped to some topics", () => {
       expect(res.json.error.code).toBe("forbidden");
       expect(JSON.stringify(res.json)).not.toMatch(/secret/);
     }
+    // A job of another topic, addressed by id, reads as missing: the status must not tell
+    // whether the id exists (issue 8.14).
+    const byId: [string, string][] = [
+      ["GET", "/v1/jobs/b-1"],
+      ["DELETE", "/v1/jobs/b-1"],
+      ["POST", "/v1/jobs/b-1/finish"],
+      ["POST", "/v1/jobs/b-1/touch"],
+      ["POST", "/v1/jobs/b-1/release"],
+      ["POST", "/v1/jobs/b-1/bury"],
+    ];
+    for (const [method, path] of byId) {
+      const res = await asShopA(method, path);
+      const missing = await asShopA(method, path.replace("b-1", "no-such-id"));
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.json.error.code).toBe("job_not_found");
+      expect(missing.status).toBe(404);
+      expect(res.json.error.message).toBe(missing.json.error.message.replace("no-such-id", "b-1"));
+    }
     const batch = await asShopA("POST", "/v1/jobs/batch", { jobs: [{ topic: "shop-b.x" }] });
     expect(batch.json.results[0].error.code).toBe("forbidden");
     const command = await asShopA("POST", "/v1/command", { command: "get", id: "b-1" });
     expect(command.json).toMatchObject({
       success: false,
-      error: expect.stringMatching(/^forbidden/),
+      error: expect.stringMatching(/^job_not_found/),
     });
 
     // The job was not touched by any of it.

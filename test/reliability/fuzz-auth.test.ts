@@ -82,13 +82,22 @@ function expectForbidden(res: FuzzResponse, where: string) {
   expect((res.json as { error: { code: string } }).error.code, where).toBe("forbidden");
 }
 
-/** Every envelope of a /v1/command answer failed with `forbidden: …`. */
-function expectForbiddenEnvelopes(res: FuzzResponse, where: string) {
+/** A foreign job addressed by id reads as missing (issue 8.14): 404 job_not_found. */
+function expectNotFound(res: FuzzResponse, where: string) {
+  expect(res.status, `${where}: ${res.text.slice(0, 300)}`).toBe(404);
+  expect((res.json as { error: { code: string } }).error.code, where).toBe("job_not_found");
+}
+
+/**
+ * Every envelope of a /v1/command answer failed with `code: …` (`forbidden` for a foreign
+ * topic, `job_not_found` for a foreign job's id).
+ */
+function expectFailedEnvelopes(res: FuzzResponse, where: string, code: string) {
   expect(res.status, `${where}: ${res.text.slice(0, 300)}`).toBe(200);
   const results = Array.isArray(res.json) ? res.json : [res.json];
   for (const result of results as { success: boolean; error: string }[]) {
     expect(result.success, `${where}: ${res.text.slice(0, 300)}`).toBe(false);
-    expect(result.error, where).toMatch(/^forbidden: /);
+    expect(result.error, where).toMatch(new RegExp(`^${code}: `));
   }
 }
 
@@ -154,7 +163,7 @@ describe("fuzzing topic scopes (a token limited to shop-a.*)", () => {
           const { res, before, after } = await exercise(request);
           const where = `${route.method} ${route.path} ${request.body ?? ""}`.slice(0, 300);
           if (route.kind === "http") expectForbidden(res, where);
-          else if (route.kind === "command") expectForbiddenEnvelopes(res, where);
+          else if (route.kind === "command") expectFailedEnvelopes(res, where, "forbidden");
           else {
             expect(res.status, where).toBe(200);
             const { results } = res.json as { results: { error?: { code: string } }[] };
@@ -173,7 +182,7 @@ describe("fuzzing topic scopes (a token limited to shop-a.*)", () => {
   );
 
   it(
-    "answers 403 forbidden on every id-addressed route for jobs of other topics, and leaks nothing",
+    "answers 404 job_not_found on every id-addressed route for jobs of other topics, and leaks nothing",
     async () => {
       await checkProperty(
         fc.asyncProperty(foreignIdProbeArb, async (probe) => {
@@ -184,8 +193,11 @@ describe("fuzzing topic scopes (a token limited to shop-a.*)", () => {
             case "403":
               expectForbidden(res, where);
               break;
+            case "404":
+              expectNotFound(res, where);
+              break;
             case "envelopes":
-              expectForbiddenEnvelopes(res, where);
+              expectFailedEnvelopes(res, where, "job_not_found");
               break;
             case "exists": {
               // The id is taken by another topic: job_exists (409, or the command's envelope),

@@ -379,17 +379,19 @@ const commandArb = (id: string) =>
     );
 
 /** A request and what it must answer. */
-export type Probe = RouteRequest & { expect: "403" | "envelopes" | "exists" | "kick0" | "listOwn" };
+export type Probe = RouteRequest & {
+  expect: "403" | "404" | "envelopes" | "exists" | "kick0" | "listOwn";
+};
 /** A request reaching a foreign job, by its id or from an own topic, and what it must answer. */
 export const foreignIdProbeArb: fc.Arbitrary<Probe> = foreignIdArb.chain((id) => {
   const path = `/v1/jobs/${encodeURIComponent(id)}`;
   return fc.oneof(
-    fc.constantFrom("GET", "DELETE").map((method): Probe => ({ method, path, expect: "403" })),
+    fc.constantFrom("GET", "DELETE").map((method): Probe => ({ method, path, expect: "404" })),
     fc
       .constantFrom("finish", "touch", "release", "bury")
       .chain((verb) =>
         verbBody(verb, id).map(
-          (body): Probe => ({ method: "POST", path: `${path}/${verb}`, body, expect: "403" }),
+          (body): Probe => ({ method: "POST", path: `${path}/${verb}`, body, expect: "404" }),
         ),
       ),
     commandArb(id).map(
