@@ -4,6 +4,7 @@ import { jsonLogger, type Logger } from "../log";
 import type { DelayQueue } from "../queue";
 import { bearerAuth, type TokenSet } from "./auth";
 import { jsonBodies } from "./body";
+import { knownQueryOnly } from "./query";
 import type { AppEnv } from "./context";
 import { errorResponse, handleError, validationHook } from "./errors";
 import { commandRoutes } from "./routes/command";
@@ -36,6 +37,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   );
 
   app.use("/v1/*", bearerAuth(options.tokens, options.queue));
+  app.use("/v1/*", knownQueryOnly(app));
   app.use("/v1/*", jsonBodies(options.maxRequestBytes ?? 10 * 1024 * 1024));
 
   systemRoutes(app, options.queue);

@@ -1,0 +1,24 @@
+// Input a person gets wrong: every mistake is a 400 that says what to change (issue 8.15, 8.16).
+import { describe, expect, it } from "vitest";
+import { testApp } from "../support/app";
+
+describe("query parameters", () => {
+  it("refuses an unknown one, naming it, and does nothing", async () => {
+    const { call } = testApp();
+    await call("POST", "/v1/jobs", { body: { topic: "t", id: "a" } });
+    const popped = await call("POST", "/v1/topics/t/pop");
+    await call("POST", "/v1/jobs/a/bury", { body: { receipt: popped.json.jobs[0].receipt } });
+    const typo = await call("DELETE", "/v1/topics/t/dead?cont=1");
+    expect(typo.status).toBe(400);
+    expect(typo.json.error.code).toBe("invalid_request");
+    expect(typo.json.error.message).toMatch(/"cont".*count/);
+    // Nothing was deleted.
+    expect((await call("GET", "/v1/topics/t")).json.counts.dead).toBe(1);
+    expect((await call("GET", "/v1/jobs/a?verbose=1")).status).toBe(400);
+    expect((await call("GET", "/v1/topics/t/jobs?state=dead&limt=5")).json.error.message).toMatch(
+      /"limt"/,
+    );
+    // Known ones still work.
+    expect((await call("DELETE", "/v1/topics/t/dead?count=1")).json).toEqual({ deleted: 1 });
+  });
+});
