@@ -51,13 +51,34 @@ export const Seconds = z.number().min(0).max(MAX_DELAY_SECONDS);
 export const Ttr = z.number().int().min(1).max(MAX_TTR_SECONDS);
 export const Attempts = z.number().int().min(1).max(MAX_ATTEMPTS);
 
-/** Unix milliseconds, or an ISO-8601 date-time with a zone; parsed to unix ms. */
-export const Timestamp = z.union([
-  z.number().int().min(0).max(MAX_TIMESTAMP),
-  z.iso
-    .datetime({ offset: true, message: "must be unix milliseconds or an ISO-8601 date-time" })
-    .transform((text) => Date.parse(text)),
-]);
+/** The smallest number taken as unix milliseconds: below it, a time can only be in seconds. */
+const MIN_TIMESTAMP_MS = 100_000_000_000;
+
+/**
+ * Unix milliseconds, or an ISO-8601 date-time with a zone; parsed to unix ms. A number below
+ * 10^11 (before March 1973 in ms, but a date up to the year 5138 in seconds) is refused: it is
+ * seconds given where milliseconds are wanted (issue 8.16).
+ */
+export const Timestamp = z.union(
+  [
+    z
+      .number()
+      .int()
+      .min(MIN_TIMESTAMP_MS, {
+        error: (issue) =>
+          typeof issue.input === "number" && issue.input >= 0
+            ? `must be unix milliseconds, and ${issue.input} looks like seconds: multiply by 1000`
+            : "must be unix milliseconds (e.g. 1800000000000)",
+      })
+      .max(MAX_TIMESTAMP),
+    z.iso.datetime({ offset: true }).transform((text) => Date.parse(text)),
+  ],
+  {
+    error: () =>
+      "must be unix milliseconds (e.g. 1800000000000) or an ISO-8601 date-time with a zone " +
+      '(e.g. "2027-01-15T08:00:00+08:00")',
+  },
+);
 
 export const ExponentialBackoff = z.strictObject({
   type: z.literal("exponential"),
@@ -73,12 +94,20 @@ export const ExponentialBackoff = z.strictObject({
  * How long a job waits after a failed attempt: a fixed number of seconds, a list of steps (the
  * last repeats), a named schedule, or an exponential policy.
  */
-export const Backoff = z.union([
-  Seconds,
-  z.array(Seconds).min(1).max(100),
-  z.enum(Object.keys(BACKOFF_SCHEDULES) as [ScheduleName, ...ScheduleName[]]),
-  ExponentialBackoff,
-]);
+export const Backoff = z.union(
+  [
+    Seconds,
+    z.array(Seconds).min(1).max(100),
+    z.enum(Object.keys(BACKOFF_SCHEDULES) as [ScheduleName, ...ScheduleName[]]),
+    ExponentialBackoff,
+  ],
+  {
+    error: () =>
+      `must be seconds (e.g. 30, up to ${MAX_DELAY_SECONDS}), a list of 1-100 steps in seconds ` +
+      `(e.g. [5, 30, 60]), a named schedule (${Object.keys(BACKOFF_SCHEDULES).join(", ")}), or ` +
+      '{"type": "exponential", "delay": seconds > 0, "factor"?: 1-10, "max"?: seconds}',
+  },
+);
 export type Backoff = z.output<typeof Backoff>;
 
 export const JobDefaults = z.strictObject({

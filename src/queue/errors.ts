@@ -47,12 +47,7 @@ export function scriptError(code: CodeName, context: ErrorContext): DelayqError 
         `Job ${id} is ${state}, not reserved: only a reserved job can be ${PAST[verb ?? "finish"]}`,
       );
     case "staleReceipt":
-      return new DelayqError(
-        "stale_receipt",
-        `The receipt does not match job ${id}'s current reservation: the reservation it came ` +
-          "from has ended (its lease ran out, and the job went back to the queue or on to " +
-          "another consumer)",
-      );
+      return new DelayqError("stale_receipt", staleReceipt(id, state));
     case "ok":
     case "replaced":
     case "existing":
@@ -64,6 +59,26 @@ export function scriptError(code: CodeName, context: ErrorContext): DelayqError 
 
 function unhandled(code: never): never {
   throw new Error(`A script code nobody handles: ${String(code)}`);
+}
+
+/** What happened to the reservation a receipt came from, as far as the job's state tells. */
+function staleReceipt(id: string, state: string): string {
+  const start = `The receipt is not job ${id}'s current one: `;
+  switch (state) {
+    case "reserved":
+      return `${start}another reservation holds the job now (the one the receipt came from ran out of time and the job was popped again), or the receipt belongs to another job`;
+    case "ready":
+    case "delayed":
+      return `${start}the reservation it came from has ended (the job was released, or its lease ran out and it was given back) and the job waits for its next attempt`;
+    case "finished":
+      return `${start}the job was finished under another reservation`;
+    case "dead":
+      return `${start}the job is dead (buried, or out of attempts) and holds no reservation`;
+    case "deleted":
+      return `${start}the job was deleted`;
+    default:
+      return `${start}the job holds no reservation with it`;
+  }
 }
 
 export function notFound(id: string): DelayqError {

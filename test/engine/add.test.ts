@@ -152,12 +152,12 @@ describe("add", () => {
     [{ topic: "t", ttr: 0 }, /ttr/],
     [{ topic: "t", ttr: 1.5 }, /ttr/],
     [{ topic: "t", maxAttempts: 0 }, /maxAttempts/],
-    [{ topic: "t", delay: 1, runAt: 5 }, /runAt.*either delay or runAt/],
+    [{ topic: "t", delay: 1, runAt: 1_800_000_005_000 }, /runAt.*either delay or runAt/],
     [{ topic: "t", runAt: "tomorrow" }, /runAt/],
     [{ topic: "t", backoff: "weekly" }, /backoff/],
     [{ topic: "t", dealy: 5 }, /unknown field "dealy"/],
     [{ topic: "t", runAt: Date.now() + 2 * 365 * 86400_000 }, /runAt: must be at most a year/],
-    [{ topic: "t", delay: 60, deadline: 1 }, /deadline: must not be before/],
+    [{ topic: "t", delay: 60, deadline: 1_800_000_000_000 }, /deadline: must not be before/],
   ])("rejects invalid input %j", async (input, message) => {
     const { queue, keys, redis } = testQueue();
     await expectError(queue.add(input as never), "invalid_request", message);

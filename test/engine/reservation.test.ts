@@ -40,7 +40,7 @@ describe("finish", () => {
     await expectError(
       queue.finish("j", { receipt: first?.receipt }),
       "stale_receipt",
-      /lease ran out/,
+      /another reservation holds the job now/,
     );
     await queue.finish("j", { receipt: second?.receipt });
   });
@@ -138,5 +138,24 @@ describe("touch, release, bury", () => {
     expect(buried).toMatchObject({ state: "dead", deadReason: "buried", endedAt: clock.now });
     const page = await queue.list("t", { state: "dead" });
     expect(page.jobs.map((j) => j.id)).toEqual(["j"]);
+  });
+});
+
+describe("stale receipts say what happened", () => {
+  it("names a release, a finish, a delete and a death (issue 8.16)", async () => {
+    const { queue } = testQueue({ retention: 3600 });
+    const cases: [string, (receipt: string) => Promise<unknown>, RegExp][] = [
+      ["released", (r) => queue.release("j0", { receipt: r, delay: 60 }), /was released/],
+      ["finished", (r) => queue.finish("j1", { receipt: r }), /finished under another/],
+      ["deleted", () => queue.delete("j2"), /was deleted/],
+      ["buried", (r) => queue.bury("j3", { receipt: r }), /is dead/],
+    ];
+    for (const [n] of cases.entries()) await queue.add({ topic: "s", id: `j${n}` });
+    const popped = await queue.pop("s", { count: 4 });
+    for (const [n, [, act, message]] of cases.entries()) {
+      const receipt = popped.find((job) => job.id === `j${n}`)?.receipt as string;
+      await act(receipt);
+      await expectError(queue.touch(`j${n}`, { receipt: `${receipt}x` }), "stale_receipt", message);
+    }
   });
 });

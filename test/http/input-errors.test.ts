@@ -22,3 +22,28 @@ describe("query parameters", () => {
     expect((await call("DELETE", "/v1/topics/t/dead?count=1")).json).toEqual({ deleted: 1 });
   });
 });
+
+describe("times and schedules", () => {
+  it("refuses runAt and deadline given in seconds, saying to multiply by 1000", async () => {
+    const { call } = testApp();
+    const seconds = Math.floor(Date.now() / 1000) + 60;
+    for (const field of ["runAt", "deadline"]) {
+      const res = await call("POST", "/v1/jobs", { body: { topic: "t", [field]: seconds } });
+      expect(res.status).toBe(400);
+      expect(res.json.error.message).toContain(`${field}: must be unix milliseconds`);
+      expect(res.json.error.message).toContain("multiply by 1000");
+    }
+    expect((await call("GET", "/v1/topics/t")).json.counts).toMatchObject({ ready: 0, delayed: 0 });
+  });
+
+  it("explains the forms of runAt and backoff instead of 'Invalid input'", async () => {
+    const { call } = testApp();
+    const runAt = await call("POST", "/v1/jobs", { body: { topic: "t", runAt: "tomorrow" } });
+    expect(runAt.json.error.message).toMatch(/runAt: must be unix milliseconds .* ISO-8601/);
+    const backoff = await call("POST", "/v1/jobs", { body: { topic: "t", backoff: "weekly" } });
+    expect(backoff.json.error.message).toMatch(/backoff: must be seconds/);
+    expect(backoff.json.error.message).toContain("wechatpay, alipay, youzan");
+    expect(backoff.json.error.message).toContain('"type": "exponential"');
+    expect(backoff.json.error.message).not.toContain("Invalid input");
+  });
+});

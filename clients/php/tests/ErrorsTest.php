@@ -59,10 +59,11 @@ final class ErrorsTest extends ServiceTestCase
         $this->assertDelayqError('forbidden', 403, fn () => $shop->pop($other));
         $this->assertDelayqError('forbidden', 403, fn () => $shop->topic($other));
         $this->assertDelayqError('forbidden', 403, fn () => $shop->configureTopic($other, ['paused' => true]));
-        // the other topic's job is neither seen nor touched
-        $error = $this->assertDelayqError('forbidden', 403, fn () => $shop->get(self::uid('not-yours')));
+        // the other topic's job is neither seen nor touched, and reads as missing: the status
+        // must not tell whether the id exists
+        $error = $this->assertDelayqError('job_not_found', 404, fn () => $shop->get(self::uid('not-yours')));
         self::assertStringNotContainsString('"body"', $error->getMessage());
-        $this->assertDelayqError('forbidden', 403, fn () => $shop->delete(self::uid('not-yours')));
+        $this->assertDelayqError('job_not_found', 404, fn () => $shop->delete(self::uid('not-yours')));
         self::assertSame('ready', self::client()->get(self::uid('not-yours'))['state']);
     }
 
