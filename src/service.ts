@@ -1,13 +1,12 @@
 // Wires the service from its environment: config, Redis client, queue, scheduler, app. Used by
 // both entry points, so the Worker and Node run the same thing.
-import type { Redis } from "@upstash/redis";
 import { type Config, parseConfig } from "./config";
 import { DelayqError } from "./domain/errors";
 import { createApp } from "./http/app";
 import { parseTokens } from "./http/auth";
 import { jsonLogger, type Logger } from "./log";
 import { DelayQueue } from "./queue";
-import { REDIS_CLIENT_OPTIONS } from "./redis/runner";
+import { REDIS_CLIENT_OPTIONS, type RedisClient } from "./redis/runner";
 import { createScheduler, drainStep, type Scheduler } from "./scheduler";
 
 /** What an entry point needs to build its runtime's Redis client. */
@@ -36,7 +35,7 @@ export type Service = {
  */
 export function buildService(
   env: Record<string, unknown>,
-  makeRedis: (settings: RedisSettings) => Pick<Redis, "createScript" | "get">,
+  makeRedis: (settings: RedisSettings) => RedisClient,
   options: { config?: Config; log?: Logger } = {},
 ): Service {
   const config = options.config ?? parseConfig(env);

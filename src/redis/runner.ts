@@ -1,12 +1,18 @@
 // Runs the Lua scripts through @upstash/redis (EVALSHA, EVAL on NOSCRIPT) with the common args.
-import type { Redis } from "@upstash/redis";
 import { DelayqError } from "../domain/errors";
 import { keys } from "./keys";
 import type { Script } from "./lua/script";
 import { SCRIPTS, type ScriptName, scriptText } from "./lua/scripts";
 
-/** The narrow part of the client delayq needs; any `@upstash/redis` `Redis` has it. */
-export type RedisClient = Pick<Redis, "createScript" | "get">;
+/**
+ * The narrow part of a Redis client delayq needs: scripts (`exec`: EVALSHA, EVAL on NOSCRIPT) and
+ * GET. Any `@upstash/redis` `Redis` has it; so does `tcpRedis` (src/redis/tcp.ts) over ioredis.
+ * Replies as RESP2 gives them: bulk strings as strings, integers as numbers, arrays, null.
+ */
+export type RedisClient = {
+  createScript(script: string): { exec(keys: string[], args: string[]): Promise<unknown> };
+  get(key: string): Promise<unknown>;
+};
 
 /**
  * Options for `new Redis(...)` that delayq's entry points use. delayq reads every reply itself;
@@ -33,10 +39,7 @@ export function createScriptRunner(
 ): ScriptRunner {
   const k = keys(prefix);
   const loaded = Object.fromEntries(
-    Object.entries(SCRIPTS).map(([name, script]) => [
-      name,
-      redis.createScript<unknown>(scriptText(script)),
-    ]),
+    Object.entries(SCRIPTS).map(([name, script]) => [name, redis.createScript(scriptText(script))]),
   ) as Record<ScriptName, ReturnType<RedisClient["createScript"]>>;
   return {
     async run(script, now, args) {
