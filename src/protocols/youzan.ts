@@ -44,6 +44,10 @@ export type CommandResult = {
   error: string;
   id?: string;
   value?: unknown;
+  /** add: false when the id existed and the stored job was kept. */
+  created?: boolean;
+  /** pop: the reservation's receipt. */
+  receipt?: string;
 };
 
 export const MAX_COMMANDS = 1000;
@@ -86,12 +90,15 @@ async function execute(
         throw new DelayqError("invalid_request", "Invalid command: TTR and ttr differ; give one");
       }
       const input: AddJobInput = { ...rest, ttr: TTR ?? ttr };
-      const { job } = await queue.add(input);
-      return ok(job.id);
+      // `created: false` when the id existed (an idempotent re-add): not a failure.
+      const { job, created } = await queue.add(input);
+      return { ...ok(job.id), created };
     }
     case "pop": {
       const [job] = await queue.pop(command.topic, { count: 1, wait: command.wait ?? 0 }, signal);
-      return job ? ok(job.id, job.body) : { success: true, error: "" };
+      // The receipt is an extra field (old clients ignore it) so that a protocol-only consumer
+      // can finish, touch, release or bury with it.
+      return job ? { ...ok(job.id, job.body), receipt: job.receipt } : { success: true, error: "" };
     }
     case "finish":
       await queue.finish(command.id, { receipt: command.receipt });

@@ -241,7 +241,7 @@ describe("happy paths", () => {
   it("command runs one command or an array; failures are results, not throws", async () => {
     const { client, sent } = setup();
     const added = await client.command({ command: "add", topic: "cmd", body: { k: 1 } });
-    expect(added).toEqual({ success: true, error: "", id: sent[0]?.body?.id });
+    expect(added).toEqual({ success: true, error: "", id: sent[0]?.body?.id, created: true });
     expect(sent[0]?.body?.id).toMatch(UUID);
     const results = await client.command([
       { command: "pop", topic: "cmd" },
@@ -249,7 +249,7 @@ describe("happy paths", () => {
       { command: "get", id: "nope" },
     ]);
     expect(results).toEqual([
-      { success: true, error: "", id: added.id, value: { k: 1 } },
+      { success: true, error: "", id: added.id, value: { k: 1 }, receipt: expect.any(String) },
       { success: true, error: "", id: added.id },
       { success: false, error: expect.stringMatching(/^job_not_found: /), id: "nope" },
     ]);

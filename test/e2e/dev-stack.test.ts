@@ -110,8 +110,14 @@ describe("npm run dev", () => {
       { command: "pop", topic: "e2e-cmd" },
       { command: "finish", id: "c1" },
     ]);
-    expect(add).toEqual({ success: true, error: "", id: "c1" });
-    expect(pop).toEqual({ success: true, error: "", id: "c1", value: "payload" });
+    expect(add).toEqual({ success: true, error: "", id: "c1", created: true });
+    expect(pop).toEqual({
+      success: true,
+      error: "",
+      id: "c1",
+      value: "payload",
+      receipt: expect.any(String),
+    });
     expect(finish).toEqual({ success: true, error: "", id: "c1" });
   });
 

@@ -8,7 +8,15 @@ describe("POST /v1/command", () => {
     const add = await call("POST", "/v1/command", {
       body: { command: "add", topic: "t", id: "x", delay: 30, TTR: 60, body: { order: 7 } },
     });
-    expect(add).toMatchObject({ status: 200, json: { success: true, error: "", id: "x" } });
+    expect(add).toMatchObject({
+      status: 200,
+      json: { success: true, error: "", id: "x", created: true },
+    });
+    // Adding it again is no failure: the answer says the stored job was kept (issue 8.17).
+    const again = await call("POST", "/v1/command", {
+      body: { command: "add", topic: "t", id: "x", body: { order: 8 } },
+    });
+    expect(again.json).toEqual({ success: true, error: "", id: "x", created: false });
     expect((await call("GET", "/v1/jobs/x")).json.job).toMatchObject({ ttr: 60, state: "delayed" });
 
     const nothing = await call("POST", "/v1/command", { body: { command: "pop", topic: "t" } });
@@ -16,8 +24,21 @@ describe("POST /v1/command", () => {
 
     clock.advance(30_000);
     const pop = await call("POST", "/v1/command", { body: { command: "pop", topic: "t" } });
-    expect(pop.json).toEqual({ success: true, error: "", id: "x", value: { order: 7 } });
-    const finish = await call("POST", "/v1/command", { body: { command: "finish", id: "x" } });
+    // The receipt comes with the job, so that the protocol alone can finish it (issue 8.17).
+    expect(pop.json).toEqual({
+      success: true,
+      error: "",
+      id: "x",
+      value: { order: 7 },
+      receipt: expect.stringMatching(/^[0-9a-f]{12}\.0$/),
+    });
+    const stale = await call("POST", "/v1/command", {
+      body: { command: "finish", id: "x", receipt: `${pop.json.receipt}9` },
+    });
+    expect(stale.json.error).toMatch(/^stale_receipt: /);
+    const finish = await call("POST", "/v1/command", {
+      body: { command: "finish", id: "x", receipt: pop.json.receipt },
+    });
     expect(finish.json).toEqual({ success: true, error: "", id: "x" });
 
     await call("POST", "/v1/command", { body: { command: "add", topic: "t", id: "y", ttr: 5 } });
@@ -59,8 +80,8 @@ describe("POST /v1/command", () => {
     });
     expect(res.status).toBe(200);
     expect(res.json).toEqual([
-      { success: true, error: "", id: "a" },
-      { success: true, error: "", id: "a", value: "first" },
+      { success: true, error: "", id: "a", created: true },
+      { success: true, error: "", id: "a", value: "first", receipt: expect.any(String) },
       { success: true, error: "", id: "a" },
       { success: false, error: expect.stringMatching(/^job_not_found: /), id: "missing" },
       { success: false, error: expect.stringMatching(/^invalid_request: .*command/) },

@@ -17,10 +17,11 @@ final class CommandTest extends ServiceTestCase
         $id = self::uid('cmd');
         $added = $dq->command(['command' => 'add', 'topic' => $topic, 'id' => $id, 'delay' => 0,
             'TTR' => 30, 'body' => ['a' => 1]]);
-        self::assertSame(['success' => true, 'error' => '', 'id' => $id], $added);
+        self::assertSame(['success' => true, 'error' => '', 'id' => $id, 'created' => true], $added);
         $popped = $dq->command(['command' => 'pop', 'topic' => $topic]);
         self::assertTrue($popped['success']);
         self::assertSame($id, $popped['id']);
+        self::assertIsString($popped['receipt']);
         self::assertSame(['a' => 1], $popped['value']);
         $got = $dq->command(['command' => 'get', 'id' => $id]);
         self::assertSame('reserved', $got['value']['state']);

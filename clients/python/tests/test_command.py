@@ -12,11 +12,16 @@ def test_single_commands_add_pop_finish_and_get(
     dq: delayq.Client, topic: str, jid: Callable[[str], str]
 ) -> None:
     added = dq.command({"command": "add", "topic": topic, "id": jid("x"), "TTR": 60, "body": [1]})
-    assert added == {"success": True, "error": "", "id": jid("x")}
+    assert added == {"success": True, "error": "", "id": jid("x"), "created": True}
+    again = dq.command({"command": "add", "topic": topic, "id": jid("x"), "body": [2]})
+    assert again == {"success": True, "error": "", "id": jid("x"), "created": False}
     popped = dq.command({"command": "pop", "topic": topic})
     assert popped["success"] is True
     assert (popped.get("id"), popped.get("value")) == (jid("x"), [1])
-    assert dq.command({"command": "finish", "id": jid("x")})["success"] is True
+    receipt = popped.get("receipt")
+    assert isinstance(receipt, str) and receipt
+    finished = dq.command({"command": "finish", "id": jid("x"), "receipt": receipt})
+    assert finished["success"] is True
     got = dq.command({"command": "get", "id": jid("x")})
     assert got["value"]["state"] == "finished"
     assert got["value"]["ttr"] == 60

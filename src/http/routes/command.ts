@@ -13,6 +13,14 @@ const Result = z
     error: z.string().meta({ description: 'Empty on success, else "<code>: <message>"' }),
     id: z.string().optional(),
     value: z.unknown().optional(),
+    created: z
+      .boolean()
+      .optional()
+      .meta({ description: "add: false when the id existed and the stored job was kept" }),
+    receipt: z
+      .string()
+      .optional()
+      .meta({ description: "pop: the reservation's receipt, for finish/touch/release/bury" }),
   })
   .meta({ id: "CommandResult" });
 

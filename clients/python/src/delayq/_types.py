@@ -217,10 +217,15 @@ class _CommandResultBase(TypedDict):
 
 
 class CommandResult(_CommandResultBase, total=False):
-    """``{success, error, id, value}``; ``error`` is ``"<code>: <message>"`` when it failed."""
+    """``{success, error, id, value}``; ``error`` is ``"<code>: <message>"`` when it failed.
+
+    ``add`` also answers ``created`` (False when the id existed), ``pop`` the ``receipt``.
+    """
 
     id: str
     value: Any
+    created: bool
+    receipt: str
 
 
 class _HealthBase(TypedDict):
