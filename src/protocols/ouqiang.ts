@@ -306,7 +306,7 @@ export async function popAny(
   const jobs = found.filter((job): job is Job => job !== undefined);
   const [first, ...extra] = jobs;
   await Promise.allSettled(
-    extra.map(async () => {}),
+    extra.map((job) => queue.release(job.id, { receipt: job.receipt, delay: 0 })),
   );
   if (!first && failed !== undefined) throw failed;
   return first;

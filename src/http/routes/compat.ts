@@ -1,0 +1,143 @@
+// /compat/ouqiang/{token}/…: ouqiang/delay-queue's HTTP API, authenticated by the token in the path.
+
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { DelayqError, ERROR_STATUS } from "../../domain/errors";
+import { jsonLogger, type Logger } from "../../log";
+import {
+  failure,
+  OUQIANG_ENDPOINTS,
+  type OuqiangEndpoint,
+  type OuqiangEnvelope,
+  runOuqiang,
+} from "../../protocols/ouqiang";
+import type { DelayQueue } from "../../queue";
+import type { TokenSet } from "../auth";
+import type { AppEnv } from "../context";
+
+export type CompatOptions = {
+  queue: DelayQueue;
+  tokens: TokenSet;
+  /** Largest request body, bytes. @default 10 MiB */
+  maxRequestBytes?: number;
+  /** Where bugs are logged (never with the token). @default one JSON line on stderr */
+  log?: Logger;
+};
+
+export const OUQIANG_BASE = "/compat/ouqiang";
+
+/**
+ * Serves ouqiang's endpoints under `/compat/ouqiang/{token}/`. Like ouqiang, every answer is
+ * HTTP 200 with `{code, message, data}`; a wrong token is `code: 1` too. The token is part of
+ * the URL, so nothing here logs a path: log lines name the route pattern (`:token`).
+ */
+export function compatRoutes(app: OpenAPIHono<AppEnv>, options: CompatOptions): void {
+  const log = options.log ?? jsonLogger;
+  const maxBytes = options.maxRequestBytes ?? 10 * 1024 * 1024;
+  for (const endpoint of OUQIANG_ENDPOINTS) {
+    const route = `${OUQIANG_BASE}/:token/${endpoint}`;
+    app.post(route, async (c) => {
+      try {
+        const principal = await options.tokens.identify(c.req.param("token") ?? "");
+        if (!principal) {
+          return answer(c, failure(unauthorized()));
+        }
+        const input = await readJson(c.req.raw, maxBytes);
+        const queue = options.queue.withScope(principal.scope);
+        const envelope = await runOuqiang(queue, endpoint, input, c.req.raw.signal);
+        if (envelope.error && ERROR_STATUS[envelope.error] >= 500) {
+          log({
+            level: "error",
+            code: envelope.error,
+            message: envelope.message,
+            route: `POST ${route}`,
+          });
+        }
+        return answer(c, envelope);
+      } catch (error) {
+        if (error instanceof DelayqError && error.code !== "internal_error") {
+          return answer(c, failure(error));
+        }
+        log({
+          level: "error",
+          code: "internal_error",
+          message: error instanceof Error ? error.message : String(error),
+          stack: error instanceof Error ? error.stack : undefined,
+          route: `POST ${route}`,
+        });
+        const bug = new DelayqError(
+          "internal_error",
+          "Something went wrong inside delayq; it is logged",
+        );
+        return answer(c, failure(bug));
+      }
+    });
+  }
+  // Anything else under the prefix: an ouqiang envelope that never echoes the path (the token).
+  const elsewhere = (c: Context) => {
+    const name = c.req.path.split("/")[4] ?? "";
+    const known = (OUQIANG_ENDPOINTS as readonly string[]).includes(name);
+    const message = known
+      ? `Use POST for /${name as OuqiangEndpoint}, with a JSON body`
+      : `No such endpoint: ouqiang's API has /${OUQIANG_ENDPOINTS.join(", /")} under ${OUQIANG_BASE}/<token>/`;
+    return answer(c, failure(new DelayqError(known ? "method_not_allowed" : "not_found", message)));
+  };
+  app.all(`${OUQIANG_BASE}/:token/*`, elsewhere);
+  app.all(`${OUQIANG_BASE}/:token`, elsewhere);
+  app.all(OUQIANG_BASE, elsewhere);
+}
+
+function answer(c: Context, envelope: OuqiangEnvelope): Response {
+  if (envelope.error === "redis_unavailable") c.header("Retry-After", "1");
+  return c.json(envelope, 200);
+}
+
+function unauthorized(): DelayqError {
+  return new DelayqError(
+    "unauthorized",
+    `Invalid token: use ${OUQIANG_BASE}/<token>/ with one of the service's DQ_TOKENS`,
+  );
+}
+
+/** The body as JSON, read up to `maxBytes` whatever the Content-Type (ouqiang ignores it). */
+async function readJson(request: Request, maxBytes: number): Promise<unknown> {
+  if (Number(request.headers.get("content-length")) > maxBytes) throw tooLarge(maxBytes);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (request.body) {
+    const reader = request.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > maxBytes) {
+        await reader.cancel();
+        throw tooLarge(maxBytes);
+      }
+      chunks.push(value);
+    }
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  const text = new TextDecoder().decode(bytes);
+  if (text.trim() === "") {
+    throw new DelayqError(
+      "invalid_request",
+      'The request body is empty: send JSON such as {"topic": "order", "id": "15702398321", ...}',
+    );
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new DelayqError("invalid_request", `The request body is not valid JSON: ${reason}`);
+  }
+}
+
+function tooLarge(maxBytes: number): DelayqError {
+  return new DelayqError("payload_too_large", `The request body is over ${maxBytes} bytes`);
+}
