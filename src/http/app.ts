@@ -8,6 +8,7 @@ import { knownQueryOnly } from "./query";
 import type { AppEnv } from "./context";
 import { errorResponse, handleError, validationHook } from "./errors";
 import { commandRoutes } from "./routes/command";
+import { compatRoutes } from "./routes/compat";
 import { jobRoutes } from "./routes/jobs";
 import { systemRoutes } from "./routes/system";
 import { topicRoutes } from "./routes/topics";
@@ -44,5 +45,6 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   jobRoutes(app);
   topicRoutes(app);
   commandRoutes(app);
+  compatRoutes(app, { ...options, log });
   return app;
 }
