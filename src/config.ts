@@ -10,19 +10,22 @@ const whole = (name: string, min: number, max: number, fallback: number) =>
     .max(max, `${name} must be at most ${max}`)
     .default(fallback);
 
-/** Every environment variable delayq reads, with its default. */
-export const EnvSchema = z.object({
-  UPSTASH_REDIS_REST_URL: z
+const restUrl = (onNode: boolean) =>
+  z
     .string({
       message: "UPSTASH_REDIS_REST_URL is not set: give the REST URL of the Upstash database",
     })
     .superRefine((value, ctx) => {
-      const problem = restUrlProblem(value);
+      const problem = restUrlProblem(value, onNode);
       if (problem) ctx.addIssue({ code: "custom", message: problem });
-    }),
-  UPSTASH_REDIS_REST_TOKEN: z
-    .string({ message: "UPSTASH_REDIS_REST_TOKEN is not set: give the database's REST token" })
-    .min(1, "UPSTASH_REDIS_REST_TOKEN is empty"),
+    });
+
+const restToken = z
+  .string({ message: "UPSTASH_REDIS_REST_TOKEN is not set: give the database's REST token" })
+  .min(1, "UPSTASH_REDIS_REST_TOKEN is empty");
+
+/** The variables of every runtime, after the Redis ones. */
+const common = {
   DQ_TOKENS: z
     .string({
       message: "DQ_TOKENS is not set: give the API's bearer tokens, e.g. DQ_TOKENS=s3cret",
@@ -42,18 +45,67 @@ export const EnvSchema = z.object({
   // Each Redis call is short (a long-poll waits in delayq, between short calls), so one limit
   // fits all; without it a frozen Redis holds every request forever.
   DQ_REDIS_TIMEOUT_MS: whole("DQ_REDIS_TIMEOUT_MS", 100, 120_000, 5000),
+};
+
+/**
+ * Every environment variable the Worker reads, with its default. Redis is Upstash over REST:
+ * Workers cannot open a TCP connection to Redis, so REDIS_URL is a Node-only setting.
+ */
+export const EnvSchema = z.object({
+  UPSTASH_REDIS_REST_URL: restUrl(false),
+  UPSTASH_REDIS_REST_TOKEN: restToken,
+  ...common,
 });
 
 export type Config = z.output<typeof EnvSchema>;
 
-/** On Node (functions/node.ts) also where to listen and how often to tick. */
-export const NodeEnvSchema = EnvSchema.extend({
-  PORT: whole("PORT", 1, 65_535, 8787),
-  HOST: z.string().min(1, "HOST is empty").default("127.0.0.1"),
-  DQ_TICK_INTERVAL_MS: whole("DQ_TICK_INTERVAL_MS", 100, 3_600_000, 60_000),
-});
+/**
+ * On Node (functions/node.ts): Redis is either REDIS_URL (TCP: any Redis 7+ or Valkey, managed
+ * ones included) or Upstash over REST (UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, as on
+ * the Worker). REDIS_URL wins when both are set. Also where to listen and how often to tick.
+ */
+export const NodeEnvSchema = z
+  .object({
+    REDIS_URL: z.preprocess(
+      // An empty value (`REDIS_URL=` in a compose file) means unset, as for a shell.
+      (value) => (value === "" ? undefined : value),
+      z
+        .string()
+        .superRefine((value, ctx) => {
+          const problem = redisUrlProblem(value);
+          if (problem) ctx.addIssue({ code: "custom", message: problem });
+        })
+        .optional(),
+    ),
+    UPSTASH_REDIS_REST_URL: restUrl(true).optional(),
+    UPSTASH_REDIS_REST_TOKEN: restToken.optional(),
+    ...common,
+    PORT: whole("PORT", 1, 65_535, 8787),
+    HOST: z.string().min(1, "HOST is empty").default("127.0.0.1"),
+    DQ_TICK_INTERVAL_MS: whole("DQ_TICK_INTERVAL_MS", 100, 3_600_000, 60_000),
+  })
+  // Checked even when other variables failed, so that one start names every problem.
+  .refine((env) => env.REDIS_URL !== undefined || env.UPSTASH_REDIS_REST_URL !== undefined, {
+    message: `Redis is not configured: set REDIS_URL (redis://[user:password@]host:port[/db], or rediss:// for TLS) to use any Redis 7+ or Valkey over TCP, or UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN for Upstash over REST`,
+    path: ["REDIS_URL"],
+    when: () => true,
+  })
+  .refine(
+    (env) =>
+      env.REDIS_URL !== undefined ||
+      env.UPSTASH_REDIS_REST_URL === undefined ||
+      env.UPSTASH_REDIS_REST_TOKEN !== undefined,
+    {
+      message: "UPSTASH_REDIS_REST_TOKEN is not set: give the database's REST token",
+      path: ["UPSTASH_REDIS_REST_TOKEN"],
+      when: () => true,
+    },
+  );
 
 export type NodeConfig = z.output<typeof NodeEnvSchema>;
+
+/** What buildService reads: the Worker's config, or Node's (REST or REDIS_URL). */
+export type ServiceConfig = Config | NodeConfig;
 
 /**
  * Parses the environment. A missing or invalid variable is an `internal_error` whose message
@@ -67,7 +119,7 @@ export function parseConfig<S extends typeof EnvSchema | typeof NodeEnvSchema>(
 export function parseConfig(
   env: Record<string, unknown>,
   schema: typeof EnvSchema | typeof NodeEnvSchema = EnvSchema,
-): Config {
+): ServiceConfig {
   const result = schema.safeParse(env);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => issue.message);
@@ -77,15 +129,17 @@ export function parseConfig(
 /**
  * Why a value is not an Upstash REST URL, or undefined when it is one. Upstash's console shows
  * the database's TCP URL (rediss://) next to the REST URL, and the first is easy to paste here.
- * The value itself is never quoted: a TCP URL carries the password.
+ * The value itself is never quoted: a TCP URL carries the password. On Node (`onNode`), where
+ * REDIS_URL takes a TCP URL, the message says so.
  */
-export function restUrlProblem(value: string): string | undefined {
+export function restUrlProblem(value: string, onNode = false): string | undefined {
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value.trim())?.[1]?.toLowerCase();
   if (scheme === "redis" || scheme === "rediss") {
     return (
       `UPSTASH_REDIS_REST_URL is a Redis TCP URL (${scheme}://...), but delayq talks to Upstash ` +
       "over REST: give the database's REST URL, https://<name>.upstash.io (the console's REST " +
-      "API section, next to UPSTASH_REDIS_REST_TOKEN)"
+      "API section, next to UPSTASH_REDIS_REST_TOKEN)" +
+      (onNode ? "; on Node, a TCP URL goes in REDIS_URL instead" : "")
     );
   }
   if (value !== value.trim()) {
@@ -100,6 +154,35 @@ export function restUrlProblem(value: string): string | undefined {
   // The same shape @upstash/redis insists on, so that its constructor never throws at start.
   if (!url || !/^https?:$/.test(url.protocol) || !/^https?:\/\/[^\s#$./?].\S*$/.test(value)) {
     return "UPSTASH_REDIS_REST_URL must be a URL such as https://<name>.upstash.io (the database's REST URL)";
+  }
+  return undefined;
+}
+
+/**
+ * Why a value is not a Redis TCP URL for REDIS_URL, or undefined when it is one:
+ * `redis://[[user]:password@]host[:port][/db]`, or `rediss://` for TLS. The value is never quoted
+ * (it carries the password).
+ */
+export function redisUrlProblem(value: string): string | undefined {
+  const shape = "redis://[[user]:password@]host[:port][/db], or rediss://... for TLS";
+  if (value !== value.trim()) return "REDIS_URL has spaces or a line break around it: remove them";
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value)?.[1]?.toLowerCase();
+  if (scheme === "http" || scheme === "https") {
+    return (
+      `REDIS_URL is an HTTP URL, but it is for Redis over TCP (${shape}); an Upstash REST URL ` +
+      "goes in UPSTASH_REDIS_REST_URL, with UPSTASH_REDIS_REST_TOKEN"
+    );
+  }
+  if (scheme !== "redis" && scheme !== "rediss") return `REDIS_URL must look like ${shape}`;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return `REDIS_URL is not a valid URL: it must look like ${shape} (percent-encode a password's special characters)`;
+  }
+  if (!url.hostname) return `REDIS_URL has no host: it must look like ${shape}`;
+  if (!/^(\/(\d{1,5})?)?$/.test(url.pathname)) {
+    return "REDIS_URL's path must be a database number such as /0, or nothing";
   }
   return undefined;
 }

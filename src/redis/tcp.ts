@@ -1,0 +1,180 @@
+// The TCP driver: delayq's RedisClient over ioredis (RESP), for any Redis 7+ or Valkey (REDIS_URL).
+import { createHash } from "node:crypto";
+import { Redis } from "ioredis";
+import { redisUrlProblem } from "../config";
+import { DelayqError } from "../domain/errors";
+import { type RedisClient, redisError } from "./runner";
+
+/** The ioredis calls the driver makes; a `Redis` and a `Cluster` of ioredis both have them. */
+export type IoredisLike = Pick<Redis, "evalsha" | "eval" | "get">;
+
+export type ConnectRedisOptions = {
+  /**
+   * How long one command may take, ms (DQ_REDIS_TIMEOUT_MS), counted from when it is issued,
+   * so also while the connection is down. Every delayq command is short: a long-poll waits in
+   * delayq, between short commands.
+   * @default 5000
+   */
+  commandTimeoutMs?: number;
+  /**
+   * Hears the connection's errors (refused, reset, TLS, credentials) as they happen; commands
+   * fail on their own with `redis_unavailable`. Messages never carry the URL or its password.
+   * @default errors are dropped (ioredis would print each one to the console)
+   */
+  onError?: (message: string) => void;
+};
+
+/** A connection made by {@link connectRedis}: the driver, plus its ioredis client to close. */
+export type TcpRedis = RedisClient & {
+  /** The ioredis client, e.g. to inspect keys or to wait for `ready`. */
+  readonly ioredis: Redis;
+  /** Closes the connection once the commands already sent have their replies. */
+  quit(): Promise<void>;
+};
+
+/**
+ * Opens a connection to `url` (`redis://[[user]:password@]host[:port][/db]`, or `rediss://` for
+ * TLS) for a `DelayQueue`. Commands never wait longer than `commandTimeoutMs`; while Redis is
+ * down each one fails with `redis_unavailable` (after one reconnection attempt, or at the time
+ * limit), never queued for ever. Throws `internal_error` for a URL of the wrong shape.
+ *
+ * @example
+ * const redis = connectRedis(process.env.REDIS_URL);
+ * const queue = new DelayQueue({ redis, prefix: "dq" });
+ */
+export function connectRedis(url: string, options: ConnectRedisOptions = {}): TcpRedis {
+  const problem = redisUrlProblem(url);
+  if (problem) throw new DelayqError("internal_error", `delayq is misconfigured: ${problem}`);
+  const timeoutMs = options.commandTimeoutMs ?? 5000;
+  // ioredis turns TLS on only for a lower-case "rediss://"; its URL parser takes any case.
+  const scheme = url.slice(0, url.indexOf(":")).toLowerCase();
+  const client = new Redis(`${scheme}${url.slice(scheme.length)}`, {
+    // RESP2, what Upstash's REST API speaks to Redis: replies match the REST driver's exactly.
+    protocol: 2,
+    commandTimeout: timeoutMs,
+    connectTimeout: timeoutMs,
+    // Commands issued while (re)connecting wait in the offline queue, bounded by the time limit;
+    // each failed reconnection attempt beyond the first fails them with redis_unavailable.
+    maxRetriesPerRequest: 1,
+    retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+    // A command in flight when the connection dropped may have run: fail it (the error says a
+    // write may have been applied) rather than run it a second time on the new connection.
+    autoResendUnfulfilledCommands: false,
+    // Concurrent requests' commands share one write per event-loop turn.
+    enableAutoPipelining: true,
+  });
+  // The last connection error, to say why a command found no connection.
+  let lastError: string | undefined;
+  client.on("error", (error: Error) => {
+    lastError = error.message;
+    options.onError?.(error.message);
+  });
+  client.on("ready", () => {
+    lastError = undefined;
+  });
+  return {
+    ...tcpRedis(client, () => lastError),
+    ioredis: client,
+    async quit() {
+      try {
+        await client.quit();
+      } catch {
+        client.disconnect();
+      }
+    },
+  };
+}
+
+/**
+ * delayq's RedisClient over an ioredis client you made and own (a `Cluster`, Sentinel, custom TLS
+ * options). Give it `protocol: 2` and a `commandTimeout` as {@link connectRedis} does; delayq's keys
+ * share one hash tag, so a Cluster runs each script on one node.
+ */
+export function tcpRedis(
+  client: IoredisLike,
+  connectionError: () => string | undefined = () => undefined,
+): RedisClient {
+  const fail = (error: unknown) => tcpError(error, connectionError());
+  return {
+    createScript(script) {
+      const sha = createHash("sha1").update(script).digest("hex");
+      return {
+        // EVALSHA; EVAL (which also caches the script) only when Redis does not know it, as the
+        // REST driver does, so both drivers spend the same commands.
+        async exec(keys, args) {
+          try {
+            return await client.evalsha(sha, keys.length, ...keys, ...args);
+          } catch (error) {
+            if (!isNoScript(error)) throw fail(error);
+          }
+          try {
+            return await client.eval(script, keys.length, ...keys, ...args);
+          } catch (error) {
+            throw fail(error);
+          }
+        },
+      };
+    },
+    async get(key) {
+      try {
+        return await client.get(key);
+      } catch (error) {
+        throw fail(error);
+      }
+    },
+  };
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith("NOSCRIPT");
+}
+
+/**
+ * Redis's own error codes that mean "not now" (a replica after failover, a restart loading its
+ * data, a slow script, memory full, a cluster resharding). Inside a script Redis appends
+ * "script: <sha>", which would otherwise read as a bug in the script.
+ */
+const UNAVAILABLE =
+  /^(READONLY|LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|MISCONF|NOREPLICAS|MOVED|ASK)\b/;
+
+/**
+ * Classifies an ioredis failure as `redisError` does a REST one, with TCP's causes added.
+ * `connectionError` is the connection's last error, if it is down.
+ */
+export function tcpError(error: unknown, connectionError?: string): DelayqError {
+  if (!(error instanceof Error)) return redisError(error);
+  const message = error.message.split(" script: ")[0] ?? error.message;
+  if (error.name === "MaxRetriesPerRequestError" || message === "Connection is closed.") {
+    return new DelayqError(
+      "redis_unavailable",
+      `Redis is unavailable: no connection to the server of REDIS_URL (${connectionError ?? "closed"})`,
+      { cause: error },
+    );
+  }
+  if (message === "Command timed out") {
+    // The REST driver's time limit is an AbortSignal's TimeoutError: the same message follows.
+    const timeout = new Error(message, { cause: error });
+    timeout.name = "TimeoutError";
+    return redisError(timeout);
+  }
+  if (/^(WRONGPASS|NOAUTH)\b/.test(message)) {
+    return new DelayqError(
+      "redis_unavailable",
+      "Redis refused delayq's credentials: check the user name and password in REDIS_URL",
+      { cause: error },
+    );
+  }
+  if (/^NOPERM\b/.test(message)) {
+    return new DelayqError(
+      "redis_unavailable",
+      `The Redis user of REDIS_URL may not do what delayq needs (EVALSHA, EVAL and GET on its keys): ${message}`,
+      { cause: error },
+    );
+  }
+  if (UNAVAILABLE.test(message)) {
+    return new DelayqError("redis_unavailable", `Redis is unavailable: ${message}`, {
+      cause: error,
+    });
+  }
+  return redisError(error);
+}
