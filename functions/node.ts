@@ -1,21 +1,44 @@
 // delayq on Node: the same app as the Worker, served by @hono/node-server, with its own ticker.
+// Redis is Upstash over REST, or any Redis 7+ / Valkey over TCP when REDIS_URL is set.
 import { serve } from "@hono/node-server";
 import { Redis } from "@upstash/redis";
 import { NodeEnvSchema, parseConfig } from "../src/config";
 import { DelayqError } from "../src/domain/errors";
+import { connectRedis, type TcpRedis } from "../src/redis/tcp";
 import { buildService, type Service } from "../src/service";
 
 let service: Service;
 let port: number;
 let host: string;
 let tickEveryMs: number;
+/** The TCP connection when REDIS_URL is set, closed at shutdown. */
+let tcp: TcpRedis | undefined;
 try {
   const config = parseConfig(process.env, NodeEnvSchema);
   ({ PORT: port, HOST: host, DQ_TICK_INTERVAL_MS: tickEveryMs } = config);
   service = buildService(
     process.env,
     (settings) => new Redis({ url: settings.url, token: settings.token, ...settings.options }),
-    { config },
+    {
+      config,
+      makeTcpRedis: ({ url, commandTimeoutMs, log }) => {
+        // One log line per outage, not one per reconnection attempt.
+        let down = false;
+        tcp = connectRedis(url, {
+          commandTimeoutMs,
+          onError: (message) => {
+            if (down) return;
+            down = true;
+            log({ level: "warn", event: "redis_connection_error", message });
+          },
+        });
+        tcp.ioredis.on("ready", () => {
+          if (down) log({ level: "info", event: "redis_connection_restored" });
+          down = false;
+        });
+        return tcp;
+      },
+    },
   );
 } catch (error) {
   console.error(error instanceof DelayqError ? error.message : error);
@@ -24,7 +47,8 @@ try {
 
 const { app, scheduler, log } = service;
 const server = serve({ fetch: app.fetch, port, hostname: host }, () => {
-  log({ level: "info", event: "listening", url: `http://${host}:${port}` });
+  const redis = tcp ? "tcp" : "rest";
+  log({ level: "info", event: "listening", url: `http://${host}:${port}`, redis });
 });
 
 // The scheduler: the cron's work, every minute like the Worker's trigger (DQ_TICK_INTERVAL_MS).
@@ -42,7 +66,7 @@ const ticker = setInterval(() => {
 function shutdown() {
   clearInterval(ticker);
   server.close();
-  void ticking.finally(() => process.exit(0));
+  void ticking.finally(() => (tcp ? tcp.quit() : undefined)).finally(() => process.exit(0));
 }
 process.on("SIGINT", shutdown);
 process.on("SIGTERM", shutdown);

@@ -1,6 +1,6 @@
 // Wires the service from its environment: config, Redis client, queue, scheduler, app. Used by
 // both entry points, so the Worker and Node run the same thing.
-import { type Config, parseConfig } from "./config";
+import { parseConfig, type ServiceConfig } from "./config";
 import { DelayqError } from "./domain/errors";
 import { createApp } from "./http/app";
 import { parseTokens } from "./http/auth";
@@ -9,7 +9,7 @@ import { DelayQueue } from "./queue";
 import { REDIS_CLIENT_OPTIONS, type RedisClient } from "./redis/runner";
 import { createScheduler, drainStep, type Scheduler } from "./scheduler";
 
-/** What an entry point needs to build its runtime's Redis client. */
+/** What an entry point needs to build its runtime's Redis client (Upstash over REST). */
 export type RedisSettings = {
   url: string;
   token: string;
@@ -20,8 +20,17 @@ export type RedisSettings = {
   };
 };
 
+/** What Node's entry point needs to open a TCP connection to Redis (REDIS_URL). */
+export type TcpRedisSettings = {
+  /** REDIS_URL: redis:// or rediss://, already checked. */
+  url: string;
+  /** DQ_REDIS_TIMEOUT_MS: each command's time limit. */
+  commandTimeoutMs: number;
+  log: Logger;
+};
+
 export type Service = {
-  config: Config;
+  config: ServiceConfig;
   queue: DelayQueue;
   app: ReturnType<typeof createApp>;
   scheduler: Scheduler;
@@ -29,29 +38,42 @@ export type Service = {
 };
 
 /**
- * Builds the service. `makeRedis` constructs the client for the runtime (`@upstash/redis` on
- * Node, `@upstash/redis/cloudflare` in Workers); the rest is the same everywhere. Throws an
- * `internal_error` naming the variable when the environment is incomplete or invalid.
+ * Builds the service. `makeRedis` constructs the REST client for the runtime (`@upstash/redis` on
+ * Node, `@upstash/redis/cloudflare` in Workers); on Node a config with REDIS_URL (NodeEnvSchema)
+ * uses `makeTcpRedis` instead (`connectRedis` from src/redis/tcp.ts, which Workers cannot load).
+ * The rest is the same everywhere. Throws an `internal_error` naming the variable when the
+ * environment is incomplete or invalid.
  */
 export function buildService(
   env: Record<string, unknown>,
   makeRedis: (settings: RedisSettings) => RedisClient,
-  options: { config?: Config; log?: Logger } = {},
+  options: {
+    config?: ServiceConfig;
+    log?: Logger;
+    makeTcpRedis?: (settings: TcpRedisSettings) => RedisClient;
+  } = {},
 ): Service {
   const config = options.config ?? parseConfig(env);
   const log = options.log ?? jsonLogger;
-  const redis = misconfiguredIfThrows(() =>
-    makeRedis({
-      url: config.UPSTASH_REDIS_REST_URL,
-      token: config.UPSTASH_REDIS_REST_TOKEN,
-      // One retry on a network error: an API caller would rather get a fast 503 than wait ~4 s.
-      options: {
-        ...REDIS_CLIENT_OPTIONS,
-        retry: { retries: 1 },
-        signal: () => AbortSignal.timeout(config.DQ_REDIS_TIMEOUT_MS),
-      },
-    }),
-  );
+  const tcpUrl = "REDIS_URL" in config ? config.REDIS_URL : undefined;
+  const redis =
+    tcpUrl === undefined
+      ? misconfiguredIfThrows(() =>
+          makeRedis({
+            ...restSettings(config),
+            // One retry on a network error: an API caller would rather get a fast 503 than wait.
+            options: {
+              ...REDIS_CLIENT_OPTIONS,
+              retry: { retries: 1 },
+              signal: () => AbortSignal.timeout(config.DQ_REDIS_TIMEOUT_MS),
+            },
+          }),
+        )
+      : tcpRedisOf(options.makeTcpRedis, {
+          url: tcpUrl,
+          commandTimeoutMs: config.DQ_REDIS_TIMEOUT_MS,
+          log,
+        });
   const queue = new DelayQueue({
     redis,
     prefix: config.DQ_PREFIX,
@@ -74,6 +96,44 @@ export function buildService(
     log,
   });
   return { config, queue, app, scheduler, log };
+}
+
+/** The REST URL and token; NodeEnvSchema only lets them be missing when REDIS_URL is set. */
+function restSettings(config: ServiceConfig): { url: string; token: string } {
+  const { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token } = config;
+  if (url === undefined || token === undefined) {
+    throw new DelayqError(
+      "internal_error",
+      "delayq is misconfigured: set REDIS_URL, or UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN",
+    );
+  }
+  return { url, token };
+}
+
+/** The TCP client, where the runtime can make one (Node); the Worker cannot. */
+function tcpRedisOf(
+  make: ((settings: TcpRedisSettings) => RedisClient) | undefined,
+  settings: TcpRedisSettings,
+): RedisClient {
+  if (!make) {
+    throw new DelayqError(
+      "internal_error",
+      "delayq is misconfigured: REDIS_URL is set, but this runtime reaches Redis over REST only " +
+        "(a Cloudflare Worker cannot open TCP to Redis): set UPSTASH_REDIS_REST_URL and " +
+        "UPSTASH_REDIS_REST_TOKEN, or run functions/node.ts",
+    );
+  }
+  try {
+    return make(settings);
+  } catch (error) {
+    if (error instanceof DelayqError) throw error;
+    const name = error instanceof Error ? error.name : "an error";
+    throw new DelayqError(
+      "internal_error",
+      `delayq is misconfigured: the Redis client refused its settings (${name}): check REDIS_URL`,
+      { cause: error },
+    );
+  }
 }
 
 /**
