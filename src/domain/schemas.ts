@@ -1,5 +1,6 @@
 // zod schemas for jobs, topic config and every operation's input; the types derive from them.
 import { z } from "zod";
+import { PushConfig } from "./push";
 
 /** One year: the longest delay, like QStash's paid plans. */
 export const MAX_DELAY_SECONDS = 365 * 24 * 3600;
@@ -83,11 +84,19 @@ export const Timestamp = z.union(
 export const ExponentialBackoff = z.strictObject({
   type: z.literal("exponential"),
   /** The first wait, in seconds. */
-  delay: Seconds.refine((s) => s > 0, "must be greater than 0"),
+  delay: Seconds.refine((s) => s > 0, "must be greater than 0").meta({
+    description: "The first wait, seconds (> 0).",
+    example: 10,
+  }),
   /** @default 2 */
-  factor: z.number().min(1).max(10).default(2),
+  factor: z
+    .number()
+    .min(1)
+    .max(10)
+    .default(2)
+    .meta({ description: "Each wait is the previous one times this." }),
   /** The longest wait, in seconds. @default one year */
-  max: Seconds.optional(),
+  max: Seconds.optional().meta({ description: "The longest wait, seconds (default one year)." }),
 });
 
 /**
@@ -111,31 +120,104 @@ export const Backoff = z.union(
 export type Backoff = z.output<typeof Backoff>;
 
 export const JobDefaults = z.strictObject({
-  ttr: Ttr.optional(),
-  maxAttempts: Attempts.optional(),
-  backoff: Backoff.optional(),
+  ttr: Ttr.optional().meta({
+    description: "Time to run of the topic's new jobs, seconds (else `DQ_DEFAULT_TTR`, 60).",
+    example: 30,
+  }),
+  maxAttempts: Attempts.optional().meta({
+    description: "Attempts of the topic's new jobs (else `DQ_DEFAULT_MAX_ATTEMPTS`, 10).",
+    example: 8,
+  }),
+  backoff: Backoff.optional().meta({
+    description: "Backoff of the topic's new jobs (else none: ready again at once).",
+    example: "alipay",
+  }),
 });
 export type JobDefaults = z.output<typeof JobDefaults>;
 
 export const TopicConfig = JobDefaults.extend({
   /** A paused topic hands out nothing; jobs still become due and wait. */
-  paused: z.boolean().optional(),
+  paused: z.boolean().optional().meta({
+    description: "A paused topic hands out nothing; its jobs still become due and wait.",
+    example: false,
+  }),
+  push: PushConfig.nullable().optional().meta({
+    description:
+      "Deliver due jobs to a webhook instead of waiting for pop (see Push topics); null: pulled.",
+  }),
 });
 export type TopicConfig = z.output<typeof TopicConfig>;
 
+/**
+ * A partial change of a topic's config (PATCH): the fields given replace the stored ones, a
+ * field set to null is removed, the others are kept.
+ */
+export const TopicConfigPatch = z.strictObject({
+  ttr: Ttr.nullable().optional(),
+  maxAttempts: Attempts.nullable().optional(),
+  backoff: Backoff.nullable().optional(),
+  paused: z.boolean().nullable().optional(),
+  push: PushConfig.nullable().optional(),
+});
+export type TopicConfigPatch = z.output<typeof TopicConfigPatch>;
+
 /** The fields of an add, shared by `POST /v1/jobs` and the command protocol's `add`. */
 export const AddJobFields = {
-  topic: TopicName,
-  id: JobId.optional(),
+  topic: TopicName.meta({
+    description: "The topic: a group of jobs of one kind, consumed together.",
+    example: "payments",
+  }),
+  id: JobId.optional().meta({
+    description:
+      "Your id, unique in the deployment; adding it again returns the stored job. Made by the " +
+      "server when absent (give one if you may retry the add).",
+    example: "order-1042",
+  }),
   /** Any JSON value, stored as its JSON text and returned as such. */
-  body: z.unknown().optional(),
-  delay: Seconds.optional(),
-  runAt: Timestamp.optional(),
-  ttr: Ttr.optional(),
-  maxAttempts: Attempts.optional(),
-  backoff: Backoff.optional(),
-  deadline: Timestamp.optional(),
-  replace: z.boolean().optional(),
+  body: z
+    .unknown()
+    .optional()
+    .meta({
+      description:
+        "Any JSON value, up to `DQ_MAX_BODY_BYTES` (256 KiB); returned byte for byte as sent.",
+      example: { order: "1042", provider: "wechatpay" },
+    }),
+  delay: Seconds.optional().meta({
+    description: "Seconds from now until the job is due (fractions allowed). Default 0: due now.",
+    example: 30,
+  }),
+  runAt: Timestamp.optional().meta({
+    description: "When the job is due: unix ms or ISO-8601 with a zone. Excludes `delay`.",
+    example: "2027-01-15T08:00:00+08:00",
+  }),
+  ttr: Ttr.optional().meta({
+    description:
+      "Time to run, seconds: how long a consumer holds the job after pop before it comes back. " +
+      "Default: the topic's, else `DQ_DEFAULT_TTR` (60).",
+    example: 60,
+  }),
+  maxAttempts: Attempts.optional().meta({
+    description:
+      "Reservations allowed before the job dies. Default: the topic's, else " +
+      "`DQ_DEFAULT_MAX_ATTEMPTS` (10).",
+    example: 8,
+  }),
+  backoff: Backoff.optional().meta({
+    description:
+      "The wait after a failed attempt: seconds, a list of steps in seconds (the last repeats), " +
+      'a named schedule, or `{"type": "exponential", "delay", "factor", "max"}`. Default: the ' +
+      "topic's, else none (ready again at once).",
+    example: "wechatpay",
+  }),
+  deadline: Timestamp.optional().meta({
+    description: "Unix ms or ISO-8601: past it the job dies instead of being retried or handed out.",
+    example: 1800000600000,
+  }),
+  replace: z.boolean().optional().meta({
+    description:
+      "Overwrite a job with this id that is not reserved. Default false: adding it again " +
+      "returns the stored job unchanged.",
+  }),
 };
 
 /** `delay` and `runAt` exclude each other. */
@@ -151,21 +233,52 @@ export type AddJobInput = z.input<typeof AddJobInput>;
 export const MAX_WAIT_SECONDS = 20;
 
 export const PopInput = z.strictObject({
-  count: z.number().int().min(1).max(MAX_POP).default(1),
+  count: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_POP)
+    .default(1)
+    .meta({ description: "The most jobs to reserve.", example: 10 }),
   /** Seconds to wait for a job when none is ready (long-poll). */
-  wait: z.number().min(0).max(MAX_WAIT_SECONDS).default(0),
+  wait: z
+    .number()
+    .min(0)
+    .max(MAX_WAIT_SECONDS)
+    .default(0)
+    .meta({ description: "Seconds to wait for a job when none is ready (long-poll).", example: 20 }),
 });
 
-export const ReceiptInput = z.strictObject({ receipt: Receipt.optional() });
+const RECEIPT_FIELD = Receipt.optional().meta({
+  description:
+    "The receipt pop gave; a receipt of an ended reservation is refused (`stale_receipt`). " +
+    "Without one the call acts for whoever holds the job.",
+  example: "4f1c2a9be07d.0",
+});
+export const ReceiptInput = z.strictObject({ receipt: RECEIPT_FIELD });
 export const ReleaseInput = z.strictObject({
-  receipt: Receipt.optional(),
-  delay: Seconds.optional(),
+  receipt: RECEIPT_FIELD,
+  delay: Seconds.optional().meta({
+    description: "Seconds until the job is due again. Default: its backoff step.",
+    example: 30,
+  }),
 });
 
 export const KickInput = z
   .strictObject({
-    ids: z.array(JobId).min(1).max(MAX_PAGE).optional(),
-    count: z.number().int().min(1).max(MAX_PAGE).optional(),
+    ids: z
+      .array(JobId)
+      .min(1)
+      .max(MAX_PAGE)
+      .optional()
+      .meta({ description: "The dead jobs to kick. Excludes `count`.", example: ["order-1042"] }),
+    count: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_PAGE)
+      .optional()
+      .meta({ description: "Kick this many of the oldest dead jobs. Excludes `ids`." }),
   })
   .refine((kick) => kick.ids === undefined || kick.count === undefined, {
     message: "give either ids or count, not both",
@@ -198,41 +311,65 @@ export const ListInput = z
   });
 
 export const Job = z.object({
-  id: z.string(),
-  topic: z.string(),
-  state: JobState,
-  body: z.unknown(),
+  id: z.string().meta({ description: "The job's id." }),
+  topic: z.string().meta({ description: "The job's topic." }),
+  state: JobState.meta({ description: "Where the job is in its life." }),
+  body: z.unknown().meta({ description: "The body, the JSON text it was added with." }),
   /** When the job is (or was) due, unix ms. */
-  dueAt: z.number(),
+  dueAt: z.number().meta({ description: "When the job is (or was) due, unix ms." }),
   /** Time-to-run, seconds. */
-  ttr: z.number(),
+  ttr: z.number().meta({ description: "Time to run, seconds." }),
   /** Reservations so far. */
-  attempts: z.number(),
-  maxAttempts: z.number(),
-  backoff: Backoff.optional(),
-  deadline: z.number().optional(),
-  createdAt: z.number(),
+  attempts: z.number().meta({ description: "Reservations so far (pops, counting this one)." }),
+  maxAttempts: z.number().meta({ description: "Reservations allowed before the job dies." }),
+  backoff: Backoff.optional().meta({ description: "The wait after a failed attempt, if any." }),
+  deadline: z.number().optional().meta({ description: "Past this the job dies, unix ms." }),
+  createdAt: z.number().meta({ description: "When the job was added, unix ms." }),
   /** End of the current reservation, unix ms (reserved jobs only). */
-  reservedUntil: z.number().optional(),
+  reservedUntil: z
+    .number()
+    .optional()
+    .meta({ description: "End of the current reservation, unix ms (reserved jobs only)." }),
   /** The current reservation's receipt (reserved and finished jobs). */
-  receipt: z.string().optional(),
+  receipt: z
+    .string()
+    .optional()
+    .meta({ description: "The current reservation's receipt (reserved and finished jobs)." }),
   /** When the job finished, died or was deleted, unix ms. */
-  endedAt: z.number().optional(),
+  endedAt: z
+    .number()
+    .optional()
+    .meta({ description: "When the job finished, died or was deleted, unix ms." }),
   /** Why a dead job died. */
-  deadReason: z.enum(["attempts", "deadline", "buried"]).optional(),
+  deadReason: z
+    .enum(["attempts", "deadline", "buried"])
+    .optional()
+    .meta({ description: "Why a dead job died: attempts used up, past its deadline, or buried." }),
+  lastDelivery: z
+    .object({
+      status: z.number().meta({ description: "HTTP status the receiver answered; 0: no answer." }),
+      at: z.number().meta({ description: "When the attempt ended, unix ms." }),
+      error: z.string().optional().meta({ description: "Why it failed, when it did." }),
+    })
+    .optional()
+    .meta({ description: "Push topics: the last delivery attempt." }),
 });
 export type Job = z.output<typeof Job>;
 
 export const TopicStats = z.object({
-  topic: z.string(),
-  counts: z.object({
-    delayed: z.number(),
-    ready: z.number(),
-    reserved: z.number(),
-    dead: z.number(),
-  }),
+  topic: z.string().meta({ description: "The topic's name." }),
+  counts: z
+    .object({
+      delayed: z.number().meta({ description: "Jobs waiting for their due time." }),
+      ready: z.number().meta({ description: "Jobs due, waiting for a consumer." }),
+      reserved: z.number().meta({ description: "Jobs a consumer holds (popped, not finished)." }),
+      dead: z.number().meta({ description: "Jobs in the dead letter." }),
+    })
+    .meta({ description: "Jobs per state." }),
   /** The earliest due time among waiting jobs, unix ms; absent when none wait. */
-  oldestDueAt: z.number().optional(),
+  oldestDueAt: z.number().optional().meta({
+    description: "The earliest due time among waiting jobs, unix ms; absent when none wait.",
+  }),
   config: TopicConfig,
 });
 export type TopicStats = z.output<typeof TopicStats>;

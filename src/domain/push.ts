@@ -1,0 +1,115 @@
+// Push topics: their config, the delivery a receiver gets, and how its answer settles the job.
+import { z } from "zod";
+
+/** Delivery timeouts, seconds. */
+export const MAX_PUSH_TIMEOUT_SECONDS = 60;
+export const DEFAULT_PUSH_TIMEOUT_SECONDS = 15;
+/** The longest Retry-After a receiver may ask for: one day. */
+export const MAX_RETRY_AFTER_SECONDS = 86_400;
+/** Headers a push config may add to each delivery. */
+export const MAX_PUSH_HEADERS = 10;
+
+const HttpUrl = z
+  .string()
+  .max(2000)
+  .refine((text) => {
+    try {
+      const url = new URL(text);
+      return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "";
+    } catch {
+      return false;
+    }
+  }, "must be an http:// or https:// URL, e.g. https://shop.example/hooks/delayq");
+
+/** Header names delayq sets itself or that HTTP reserves: a config may not set them. */
+const RESERVED_HEADER = /^(content-type|content-length|host|connection|transfer-encoding|te|upgrade|keep-alive|expect|delayq-.*|upstash-.*)$/i;
+
+const HeaderName = z
+  .string()
+  .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/, "must be an HTTP header name")
+  .refine((name) => !RESERVED_HEADER.test(name), {
+    message: "is set by delayq or by HTTP itself (content-type, delayq-*, upstash-*, host, ...)",
+  });
+
+export const PushConfig = z
+  .strictObject({
+    /** Where deliveries are POSTed. */
+    url: HttpUrl,
+    /** `direct`: delayq POSTs itself; `qstash`: through Upstash QStash. @default "direct" */
+    via: z.enum(["direct", "qstash"]).default("direct"),
+    /** The HMAC key of `delayq-signature`, at least 16 characters; generated when absent. */
+    secret: z.string().min(16, "must be at least 16 characters").max(200).optional(),
+    /** Seconds the receiver has to answer, 1-60. @default 15 */
+    timeout: z.number().int().min(1).max(MAX_PUSH_TIMEOUT_SECONDS).default(15),
+    /** Told (POST, signed) when a job dies. */
+    failureUrl: HttpUrl.optional(),
+    /** Sent with each delivery, at most 10. */
+    headers: z
+      .record(HeaderName, z.string().max(1000).regex(/^[^\r\n]*$/, "must be one line"))
+      .refine((headers) => Object.keys(headers).length <= MAX_PUSH_HEADERS, {
+        message: `at most ${MAX_PUSH_HEADERS} headers`,
+      })
+      .optional(),
+  })
+  .meta({ id: "PushConfig" });
+export type PushConfig = z.output<typeof PushConfig>;
+
+/** What a push delivery's receiver answered, reduced to what settles the job. */
+export type Settlement =
+  | { outcome: "done" }
+  | { outcome: "retry"; delayMs?: number }
+  | { outcome: "bury" }
+  | { outcome: "fail"; delayMs?: number };
+
+/** A receiver's JSON answer, when it gives one. */
+const Answer = z.object({
+  status: z.enum(["done", "retry", "bury"]),
+  delay: z.number().min(0).max(MAX_RETRY_AFTER_SECONDS).optional(),
+});
+
+/**
+ * The settlement table (DESIGN §3): a 2xx with an empty or non-JSON body, or `{"status":"done"}`,
+ * finishes; `{"status":"retry","delay":s?}` releases; `{"status":"bury"}` buries; any other
+ * status is a failed attempt, its Retry-After honoured up to a day. A 2xx whose JSON names no
+ * known status counts as done (the receiver took it).
+ */
+export function settlementOf(
+  status: number,
+  body: string,
+  retryAfter: string | null | undefined,
+  now: number,
+): Settlement {
+  if (status >= 200 && status < 300) {
+    let parsed: unknown;
+    try {
+      parsed = body.trim() === "" ? undefined : JSON.parse(body);
+    } catch {
+      return { outcome: "done" };
+    }
+    const answer = Answer.safeParse(parsed);
+    if (!answer.success) return { outcome: "done" };
+    if (answer.data.status === "retry") {
+      return answer.data.delay === undefined
+        ? { outcome: "retry" }
+        : { outcome: "retry", delayMs: Math.round(answer.data.delay * 1000) };
+    }
+    return { outcome: answer.data.status };
+  }
+  const delayMs = retryAfterMs(retryAfter, now);
+  return delayMs === undefined ? { outcome: "fail" } : { outcome: "fail", delayMs };
+}
+
+/** Retry-After as seconds or an HTTP date, in ms from now, capped at a day; undefined if none. */
+export function retryAfterMs(value: string | null | undefined, now: number): number | undefined {
+  if (!value) return undefined;
+  const cap = MAX_RETRY_AFTER_SECONDS * 1000;
+  if (/^\s*\d+\s*$/.test(value)) return Math.min(cap, Number(value) * 1000);
+  const at = Date.parse(value);
+  if (Number.isNaN(at)) return undefined;
+  return Math.min(cap, Math.max(0, at - now));
+}
+
+/** A push config as answered: the secret masked (`…` and its last 4), unless `reveal`. */
+export function maskPush(push: PushConfig, reveal = false): PushConfig {
+  return reveal ? push : { ...push, secret: push.secret && `…${push.secret.slice(-4)}` };
+}
