@@ -5,6 +5,8 @@ import { DelayqError } from "./domain/errors";
 import { createApp } from "./http/app";
 import { parseTokens } from "./http/auth";
 import { jsonLogger, type Logger } from "./log";
+import { metricsMaxTopics } from "./metrics/collect";
+import { type Counters, countedStep, createCounters } from "./metrics/counters";
 import { DelayQueue } from "./queue";
 import { REDIS_CLIENT_OPTIONS, type RedisClient } from "./redis/runner";
 import { createScheduler, drainStep, type Scheduler } from "./scheduler";
@@ -35,6 +37,8 @@ export type Service = {
   app: ReturnType<typeof createApp>;
   scheduler: Scheduler;
   log: Logger;
+  /** The process's counters: /metrics shows them; push delivery and polling count into them. */
+  counters: Counters;
 };
 
 /**
@@ -84,18 +88,21 @@ export function buildService(
     // The API answers job bodies as the text they were sent as.
     rawBodies: true,
   });
+  const counters = createCounters();
   const app = createApp({
     queue,
     tokens: parseTokens(config.DQ_TOKENS),
     maxRequestBytes: config.DQ_MAX_REQUEST_BYTES,
     log,
+    counters,
+    metricsMaxTopics: metricsMaxTopics(env),
   });
   const scheduler = createScheduler({
-    steps: [drainStep(queue)],
+    steps: [countedStep(drainStep(queue), counters)],
     budgetMs: config.DQ_TICK_BUDGET_MS,
     log,
   });
-  return { config, queue, app, scheduler, log };
+  return { config, queue, app, scheduler, log, counters };
 }
 
 /** The REST URL and token; NodeEnvSchema only lets them be missing when REDIS_URL is set. */

@@ -1,15 +1,18 @@
 // The Hono app: the v1 API, the command protocol, auth, health and the OpenAPI document.
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { jsonLogger, type Logger } from "../log";
+import type { Counters } from "../metrics/counters";
 import type { DelayQueue } from "../queue";
 import { bearerAuth, type TokenSet } from "./auth";
 import { jsonBodies } from "./body";
-import { knownQueryOnly } from "./query";
 import type { AppEnv } from "./context";
 import { errorResponse, handleError, validationHook } from "./errors";
+import type { PaymentWatchSource } from "./pages/payments";
+import { knownQueryOnly } from "./query";
 import { commandRoutes } from "./routes/command";
 import { compatRoutes } from "./routes/compat";
 import { jobRoutes } from "./routes/jobs";
+import { opsRoutes } from "./routes/ops";
 import { systemRoutes } from "./routes/system";
 import { topicRoutes } from "./routes/topics";
 
@@ -22,6 +25,12 @@ export type AppOptions = {
   maxRequestBytes?: number;
   /** Where errors are logged. @default one JSON line on stderr */
   log?: Logger;
+  /** Process counters for /metrics (createCounters()); the same object the scheduler counts in. */
+  counters?: Counters;
+  /** The most topics one /metrics scrape reads (DQ_METRICS_MAX_TOPICS). @default 1000 */
+  metricsMaxTopics?: number;
+  /** Lists payment watches for /dashboard/payments. @default none: "no payment watches" */
+  paymentWatches?: PaymentWatchSource;
 };
 
 /** Builds the app from its dependencies; it holds no state of its own. */
@@ -45,6 +54,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   jobRoutes(app);
   topicRoutes(app);
   commandRoutes(app);
+  opsRoutes(app, { ...options, log });
   compatRoutes(app, { ...options, log });
   return app;
 }

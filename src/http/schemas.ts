@@ -6,15 +6,59 @@ import * as domain from "../domain/schemas";
 export const ErrorBody = z
   .object({
     error: z.object({
-      code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
-      message: z.string(),
+      code: z
+        .enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]])
+        .meta({ description: "A stable code: branch on it." }),
+      message: z
+        .string()
+        .meta({ description: "What went wrong and what to change, for a person." }),
     }),
   })
-  .meta({ id: "Error" });
+  .meta({
+    id: "Error",
+    example: { error: { code: "job_not_found", message: "Job order-1042 does not exist" } },
+  });
 
-export const Job = domain.Job.meta({ id: "Job" });
-export const AddJob = domain.AddJobInput.meta({ id: "AddJob" });
-export const AddResult = z.object({ created: z.boolean(), job: Job }).meta({ id: "AddResult" });
+const JOB_EXAMPLE = {
+  id: "order-1042",
+  topic: "payments",
+  state: "reserved",
+  body: { order: "1042", provider: "wechatpay" },
+  dueAt: 1800000030000,
+  ttr: 60,
+  attempts: 1,
+  maxAttempts: 8,
+  backoff: "wechatpay",
+  createdAt: 1800000000000,
+  reservedUntil: 1800000090000,
+  receipt: "4f1c2a9be07d.0",
+};
+export const Job = domain.Job.meta({
+  id: "Job",
+  description: "A job and where it is in its life. Times are unix ms, `ttr` seconds.",
+  example: JOB_EXAMPLE,
+});
+export const AddJob = domain.AddJobInput.meta({
+  id: "AddJob",
+  description: "A job to add. Unknown fields are refused, so a typo cannot run a job at once.",
+  example: {
+    topic: "payments",
+    id: "order-1042",
+    delay: 30,
+    ttr: 60,
+    backoff: "wechatpay",
+    maxAttempts: 8,
+    body: { order: "1042", provider: "wechatpay" },
+  },
+});
+export const AddResult = z
+  .object({
+    created: z.boolean().meta({
+      description: "true: added now (201); false: the id existed, this is the stored job (200).",
+    }),
+    job: Job,
+  })
+  .meta({ id: "AddResult" });
 export const BatchBody = z
   .strictObject({
     jobs: z
@@ -33,41 +77,75 @@ export const JobList = z
     cursor: z.string().optional().meta({ description: "Pass as cursor for the next page" }),
   })
   .meta({ id: "JobList" });
-export const TopicStats = domain.TopicStats.meta({ id: "TopicStats" });
+export const TopicStats = domain.TopicStats.meta({
+  id: "TopicStats",
+  example: {
+    topic: "payments",
+    counts: { delayed: 120, ready: 3, reserved: 2, dead: 1 },
+    oldestDueAt: 1800000030000,
+    config: { ttr: 60, backoff: "wechatpay" },
+  },
+});
 export const TopicList = z
-  .object({ topics: z.array(TopicStats), cursor: z.string().optional() })
+  .object({
+    topics: z.array(TopicStats),
+    cursor: z
+      .string()
+      .optional()
+      .meta({ description: "Pass as `after` for the next page; absent on the last page." }),
+  })
   .meta({ id: "TopicList" });
 export const TopicConfig = domain.TopicConfig.meta({ id: "TopicConfig" });
 
 export const IdParam = z.object({
-  id: domain.JobId.meta({ param: { name: "id", in: "path" }, example: "order-1042" }),
+  id: domain.JobId.meta({
+    param: { name: "id", in: "path" },
+    description: "The job's id.",
+    example: "order-1042",
+  }),
 });
 export const TopicParam = z.object({
-  topic: domain.TopicName.meta({ param: { name: "topic", in: "path" }, example: "orders" }),
+  topic: domain.TopicName.meta({
+    param: { name: "topic", in: "path" },
+    description: "The topic's name.",
+    example: "orders",
+  }),
 });
 
-const whole = (name: string, max: number) =>
+const whole = (name: string, max: number, description?: string) =>
   z.coerce
     .number()
     .int()
     .min(1)
     .max(max)
     .optional()
-    .meta({ param: { name, in: "query" } });
+    .meta({ param: { name, in: "query" }, ...(description ? { description } : {}) });
 
 export const ListQuery = z.object({
-  state: domain.ListableState.meta({ param: { name: "state", in: "query" } }),
+  state: domain.ListableState.meta({
+    param: { name: "state", in: "query" },
+    description: "The state to list.",
+    example: "dead",
+  }),
   cursor: z
     .string()
     .optional()
-    .meta({ param: { name: "cursor", in: "query" } }),
-  limit: whole("limit", domain.MAX_PAGE),
+    .meta({
+      param: { name: "cursor", in: "query" },
+      description: "The previous page's `cursor`, as it was returned; none for the first page.",
+    }),
+  limit: whole("limit", domain.MAX_PAGE, "Jobs per page (default 100)."),
 });
 export const TopicsQuery = z.object({
-  after: domain.TopicName.optional().meta({ param: { name: "after", in: "query" } }),
-  limit: whole("limit", 100),
+  after: domain.TopicName.optional().meta({
+    param: { name: "after", in: "query" },
+    description: "List topics after this name: the previous page's `cursor`.",
+  }),
+  limit: whole("limit", 100, "Topics per page (default 100)."),
 });
-export const PurgeQuery = z.object({ count: whole("count", domain.MAX_PAGE) });
+export const PurgeQuery = z.object({
+  count: whole("count", domain.MAX_PAGE, "Dead jobs to delete, oldest first (default 1000)."),
+});
 
 export const PopBody = domain.PopInput.meta({ id: "Pop" });
 export const ReceiptBody = domain.ReceiptInput.meta({ id: "Receipt" });

@@ -1,4 +1,4 @@
-// Unauthenticated routes: /health, /openapi.json and a docs page that works offline.
+// Unauthenticated routes: /health and /openapi.json (the /docs page is in routes/ops.ts).
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { DelayQueue } from "../../queue";
 import type { AppEnv } from "../context";
@@ -28,66 +28,24 @@ export function systemRoutes(app: OpenAPIHono<AppEnv>, queue: DelayQueue): void 
     },
   );
 
-  app.doc31("/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "delayq",
-      version: "1",
-      description:
-        "A delay queue on Redis: add jobs with a delay and a time-to-run, pop them when due, " +
-        "finish or delete them. Every /v1 route needs `Authorization: Bearer <token>`. Errors " +
-        'are `{"error": {"code", "message"}}`; times are unix milliseconds, `delay` and `ttr` ' +
-        "seconds.",
-    },
-  });
+  app.doc31("/openapi.json", OPENAPI_CONFIG);
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
     type: "http",
     scheme: "bearer",
   });
-
-  app.get("/docs", (c) => c.html(DOCS_PAGE));
 }
 
-/** A self-contained page that renders /openapi.json: no CDN, so it works offline. */
-const DOCS_PAGE = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>delayq API</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<style>
-body{font:15px/1.5 system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;color:#222}
-h2{margin-top:2rem;border-bottom:1px solid #ddd}
-details{border:1px solid #ddd;border-radius:6px;margin:.5rem 0;padding:.4rem .8rem}
-summary{cursor:pointer}code,pre{font:13px ui-monospace,monospace}
-pre{background:#f6f8fa;padding:.6rem;overflow:auto;border-radius:4px}
-.m{display:inline-block;min-width:4.5rem;font-weight:600}
-.get{color:#0a7}.post{color:#07c}.put{color:#a60}.delete{color:#c33}
-</style></head><body>
-<h1>delayq API</h1><p id="intro">Loading <a href="/openapi.json">/openapi.json</a>…</p>
-<div id="routes"></div>
-<script>
-const esc = (s) => String(s).replace(/[&<>]/g, (c) => ({"&":"&amp;","<":"&lt;",">":"&gt;"})[c]);
-fetch("/openapi.json").then((r) => r.json()).then((doc) => {
-  document.getElementById("intro").innerHTML = esc(doc.info.description) +
-    ' The machine-readable document is <a href="/openapi.json">/openapi.json</a>.';
-  const byTag = {};
-  for (const [path, ops] of Object.entries(doc.paths))
-    for (const [method, op] of Object.entries(ops))
-      (byTag[(op.tags || ["other"])[0]] ||= []).push({ path, method, op });
-  let html = "";
-  for (const [tag, list] of Object.entries(byTag)) {
-    html += "<h2>" + esc(tag) + "</h2>";
-    for (const { path, method, op } of list) {
-      const body = op.requestBody && op.requestBody.content["application/json"].schema;
-      html += '<details><summary><span class="m ' + method + '">' + method.toUpperCase() +
-        "</span><code>" + esc(path) + "</code> — " + esc(op.summary || "") + "</summary>" +
-        (op.description ? "<p>" + esc(op.description) + "</p>" : "") +
-        (op.parameters ? "<p>Parameters: " + op.parameters.map((p) => "<code>" + esc(p.name) +
-          "</code> (" + p.in + ")").join(", ") + "</p>" : "") +
-        (body ? "<p>Body:</p><pre>" + esc(JSON.stringify(body, null, 2)) + "</pre>" : "") +
-        "<p>Responses: " + Object.entries(op.responses).map(([s, r]) => "<b>" + s + "</b> " +
-          esc(r.description)).join("; ") + "</p></details>";
-    }
-  }
-  html += "<h2>Schemas</h2><pre>" + esc(JSON.stringify(doc.components.schemas, null, 2)) + "</pre>";
-  document.getElementById("routes").innerHTML = html;
-});
-</script></body></html>`;
+/** The document's header, shared by /openapi.json and the /docs page (routes/ops.ts). */
+export const OPENAPI_CONFIG = {
+  openapi: "3.1.0",
+  info: {
+    title: "delayq",
+    version: "1",
+    description:
+      "A delay queue on Redis: add jobs with a delay and a time-to-run, pop them when due, " +
+      "finish or delete them. Every /v1 route and /metrics need `Authorization: Bearer <token>`. " +
+      'Errors are `{"error": {"code", "message"}}`; times are unix milliseconds, `delay` and ' +
+      "`ttr` seconds. Operators also have /dashboard (sign in with a token) and /metrics " +
+      "(Prometheus).",
+  },
+};

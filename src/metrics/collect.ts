@@ -1,0 +1,162 @@
+// What a /metrics scrape reads from Redis: topics page by page (listTopics), at most
+// DQ_METRICS_MAX_TOPICS of them, so a scrape's Redis cost is bounded whatever the deployment holds.
+import { z } from "zod";
+import { DelayqError } from "../domain/errors";
+import type { TopicStats } from "../domain/schemas";
+import { scopeAllows, type TopicScope } from "../domain/scope";
+import type { DelayQueue } from "../queue";
+import type { Counters } from "./counters";
+import type { MetricFamily, Sample } from "./prometheus";
+
+/** Topics per listTopics call: the most one call takes. */
+export const TOPICS_PER_PAGE = 100;
+/** @default for DQ_METRICS_MAX_TOPICS */
+export const DEFAULT_METRICS_MAX_TOPICS = 1000;
+
+/** DQ_METRICS_MAX_TOPICS: how many topics one scrape reads at most (1–100000, default 1000). */
+export function metricsMaxTopics(env: Record<string, unknown>): number {
+  const parsed = z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .default(DEFAULT_METRICS_MAX_TOPICS)
+    .safeParse(env.DQ_METRICS_MAX_TOPICS === "" ? undefined : env.DQ_METRICS_MAX_TOPICS);
+  if (!parsed.success) {
+    throw new DelayqError(
+      "internal_error",
+      "delayq is misconfigured: DQ_METRICS_MAX_TOPICS must be a whole number from 1 to 100000 " +
+        "(the most topics one /metrics scrape reads)",
+    );
+  }
+  return parsed.data;
+}
+
+export type CollectOptions = {
+  /** The most topics to read (DQ_METRICS_MAX_TOPICS). */
+  maxTopics: number;
+  /** Process counters to add to the scrape, if the runtime keeps them. */
+  counters?: Counters;
+  /** Unix ms, for ages. @default the queue's clock */
+  now?: number;
+};
+
+/**
+ * Reads the topics the queue may see, by name, in pages of 100 (one REST request and about
+ * 2 + 11 commands per topic each: see README "Operating delayq"), until `maxTopics` topics were
+ * read or none are left, and turns them into metric families. With a scoped queue only its
+ * topics are reported, but the cap counts every topic read.
+ */
+export async function collectMetrics(
+  queue: DelayQueue,
+  options: CollectOptions,
+): Promise<MetricFamily[]> {
+  const topics: TopicStats[] = [];
+  let read = 0;
+  let requests = 0;
+  let after: string | undefined;
+  let truncated = false;
+  for (;;) {
+    const limit = Math.min(TOPICS_PER_PAGE, options.maxTopics - read);
+    const page = await queue.topics(after === undefined ? { limit } : { after, limit });
+    requests += 1;
+    read += limit;
+    topics.push(...page.topics);
+    if (page.cursor === undefined) break;
+    after = page.cursor;
+    if (read >= options.maxTopics) {
+      truncated = true;
+      break;
+    }
+  }
+  const now = options.now ?? queue.clock();
+  return [
+    ...topicFamilies(topics, now, { truncated, requests }),
+    ...processFamilies(options, queue.scope),
+  ];
+}
+
+const STATES = ["delayed", "ready", "reserved", "dead"] as const;
+
+function topicFamilies(
+  topics: readonly TopicStats[],
+  now: number,
+  scrape: { truncated: boolean; requests: number },
+): MetricFamily[] {
+  const jobs: Sample[] = [];
+  const ages: Sample[] = [];
+  const paused: Sample[] = [];
+  for (const stats of topics) {
+    const topic = stats.topic;
+    for (const state of STATES) jobs.push({ labels: { topic, state }, value: stats.counts[state] });
+    const due = stats.oldestDueAt;
+    ages.push({
+      labels: { topic },
+      value: due !== undefined && due < now ? (now - due) / 1000 : 0,
+    });
+    paused.push({ labels: { topic }, value: stats.config.paused ? 1 : 0 });
+  }
+  return [
+    {
+      name: "delayq_jobs",
+      help: 'Jobs per topic and state (delayed, ready, reserved, dead); dead counts are state="dead".',
+      type: "gauge",
+      samples: jobs,
+    },
+    {
+      name: "delayq_oldest_due_age_seconds",
+      help:
+        "Seconds since the earliest due time among the topic's waiting jobs (0 when none is " +
+        "due yet): how far consumers are behind.",
+      type: "gauge",
+      samples: ages,
+    },
+    {
+      name: "delayq_topic_paused",
+      help: "1 when the topic is paused (hands out nothing), else 0.",
+      type: "gauge",
+      samples: paused,
+    },
+    {
+      name: "delayq_topics",
+      help: "Topics reported by this scrape.",
+      type: "gauge",
+      samples: [{ value: topics.length }],
+    },
+    {
+      name: "delayq_metrics_topics_truncated",
+      help:
+        "1 when more topics exist than one scrape reads (DQ_METRICS_MAX_TOPICS): the topics " +
+        "after the cap, by name, are missing from this scrape.",
+      type: "gauge",
+      samples: [{ value: scrape.truncated ? 1 : 0 }],
+    },
+    {
+      name: "delayq_metrics_redis_requests",
+      help: "Redis REST requests this scrape made (one per 100 topics).",
+      type: "gauge",
+      samples: [{ value: scrape.requests }],
+    },
+  ];
+}
+
+/** The process counters; a scoped token sees no series labelled with another topic. */
+function processFamilies(options: CollectOptions, scope: TopicScope): MetricFamily[] {
+  const counters = options.counters;
+  if (!counters) return [];
+  const visible = (sample: Sample) =>
+    sample.labels?.topic === undefined || scopeAllows(scope, sample.labels.topic);
+  return [
+    {
+      name: "delayq_process_start_time_seconds",
+      help:
+        "When this process (or Worker isolate) started counting, unix seconds; the *_total " +
+        "counters start from zero then.",
+      type: "gauge",
+      samples: [{ value: Math.floor(counters.startedAt / 1000) }],
+    },
+    ...counters
+      .snapshot()
+      .map((family) => ({ ...family, samples: family.samples.filter(visible) })),
+  ];
+}
