@@ -210,14 +210,18 @@ export const AddJobFields = {
     example: "wechatpay",
   }),
   deadline: Timestamp.optional().meta({
-    description: "Unix ms or ISO-8601: past it the job dies instead of being retried or handed out.",
+    description:
+      "Unix ms or ISO-8601: past it the job dies instead of being retried or handed out.",
     example: 1800000600000,
   }),
-  replace: z.boolean().optional().meta({
-    description:
-      "Overwrite a job with this id that is not reserved. Default false: adding it again " +
-      "returns the stored job unchanged.",
-  }),
+  replace: z
+    .boolean()
+    .optional()
+    .meta({
+      description:
+        "Overwrite a job with this id that is not reserved. Default false: adding it again " +
+        "returns the stored job unchanged.",
+    }),
 };
 
 /** `delay` and `runAt` exclude each other. */
@@ -241,12 +245,10 @@ export const PopInput = z.strictObject({
     .default(1)
     .meta({ description: "The most jobs to reserve.", example: 10 }),
   /** Seconds to wait for a job when none is ready (long-poll). */
-  wait: z
-    .number()
-    .min(0)
-    .max(MAX_WAIT_SECONDS)
-    .default(0)
-    .meta({ description: "Seconds to wait for a job when none is ready (long-poll).", example: 20 }),
+  wait: z.number().min(0).max(MAX_WAIT_SECONDS).default(0).meta({
+    description: "Seconds to wait for a job when none is ready (long-poll).",
+    example: 20,
+  }),
 });
 
 const RECEIPT_FIELD = Receipt.optional().meta({
