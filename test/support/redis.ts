@@ -1,17 +1,39 @@
-// Test helpers: a real @upstash/redis client against the shared bridge, isolated per test.
+// Test helpers: a real Redis client for the queue, isolated per test: @upstash/redis against the
+// shared bridge, or, with DELAYQ_TEST_DRIVER=tcp (the node-tcp project), the TCP driver (ioredis)
+// against the run's redis-server behind it.
 import { Redis } from "@upstash/redis";
-import { inject } from "vitest";
+import { afterAll, inject } from "vitest";
 import type { BridgeCounters } from "../../dev/bridge";
+import { connectRedis, type TcpRedis } from "../../src/redis/tcp";
+
+/** Which driver the queue's client uses in this run: `rest` (default) or `tcp`. */
+export const TEST_DRIVER: "rest" | "tcp" =
+  process.env.DELAYQ_TEST_DRIVER === "tcp" ? "tcp" : "rest";
 
 export type TestRedis = {
+  /**
+   * The client to give a DelayQueue. Under `tcp`, the queue's calls (`createScript`, `get`: every
+   * method of the TCP driver) go over TCP, and the other @upstash/redis methods, which only tests
+   * call to look at or bend the keyspace, go to the same server through the bridge.
+   */
   redis: Redis;
   /** A key prefix no other test uses. */
   prefix: string;
   /** The bearer token this client presents; the bridge counts its requests separately. */
   token: string;
-  /** Counters of this client's requests as the bridge saw them. */
+  /**
+   * Counters of this client's requests: as the bridge saw them (`rest`), or the commands the
+   * TCP client sent (`tcp`: one command is one request; its handshake and QUIT not counted).
+   */
   stats(): Promise<BridgeCounters>;
 };
+
+/** The TCP connections opened by this test file, closed after it. */
+const connections = new Set<TcpRedis>();
+afterAll(async () => {
+  await Promise.all([...connections].map((connection) => connection.quit()));
+  connections.clear();
+});
 
 /**
  * A client of the shared bridge with its own token label and key prefix, so that tests never see
@@ -30,11 +52,41 @@ export function testRedis(
     automaticDeserialization: options.automaticDeserialization ?? true,
     enableTelemetry: false,
   });
+  const prefix = `t${label}:`;
+  if (TEST_DRIVER === "tcp") return overTcp(redis, prefix, token);
+  return { redis, prefix, token, stats: () => bridgeStats(url, token) };
+}
+
+/** Commands of the connection itself (its handshake, its end), which no REST request carries. */
+const HOUSEKEEPING = new Set(["info", "client", "select", "auth", "hello", "quit"]);
+
+function overTcp(rest: Redis, prefix: string, token: string): TestRedis {
+  const tcp = connectRedis(`redis://127.0.0.1:${inject("redisPort")}`, {
+    commandTimeoutMs: 10_000,
+  });
+  connections.add(tcp);
+  // A command queued while connecting passes here again when the queue is flushed: count it once.
+  const seen = new WeakSet<object>();
+  let sent = 0;
+  const send = tcp.ioredis.sendCommand.bind(tcp.ioredis);
+  tcp.ioredis.sendCommand = (command, ...more) => {
+    if (!seen.has(command) && !HOUSEKEEPING.has(command.name.toLowerCase())) sent += 1;
+    seen.add(command);
+    return send(command, ...more);
+  };
+  const { ioredis: _ioredis, quit: _quit, ...driver } = tcp;
+  const redis = Object.create(rest) as Redis;
+  for (const [name, method] of Object.entries(driver)) {
+    Object.defineProperty(redis, name, { value: method, enumerable: true });
+  }
   return {
     redis,
-    prefix: `t${label}:`,
+    prefix,
     token,
-    stats: () => bridgeStats(url, token),
+    stats: async () => ({
+      requests: { single: sent, pipeline: 0, multiExec: 0, total: sent },
+      commands: sent,
+    }),
   };
 }
 
