@@ -13,6 +13,7 @@ export const ERROR_STATUS = {
   job_reserved: 409,
   not_reserved: 409,
   stale_receipt: 409,
+  push_topic: 409,
   payload_too_large: 413,
   internal_error: 500,
   redis_unavailable: 503,

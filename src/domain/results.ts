@@ -26,4 +26,6 @@ export type TickSlice = {
   topics: number;
   /** Whether more is due now. */
   more: boolean;
+  /** Whether push jobs need claiming (the push step has work). */
+  pushDue: boolean;
 };

@@ -3,7 +3,7 @@ import { DelayqError, parseInput } from "../domain/errors";
 import { RawJson } from "../domain/raw-json";
 import type { AddResult, BatchItemResult } from "../domain/results";
 import { AddJobInput, MAX_DELAY_SECONDS } from "../domain/schemas";
-import { add } from "../redis/lua/scripts/add";
+import { type AddReply, add } from "../redis/lua/scripts/add";
 import { decodeRecord } from "../redis/record";
 import type { ScriptRunner } from "../redis/runner";
 import { scriptError } from "./errors";
@@ -74,7 +74,7 @@ export async function runAdds(
   prepared: readonly string[][],
   now: number,
   rawBodies = false,
-): Promise<BatchItemResult[]> {
+): Promise<{ results: BatchItemResult[]; pushed: PushedTopic[] }> {
   const requests: string[][][][] = [[[]]];
   let bytes = 0;
   for (const fields of prepared) {
@@ -94,21 +94,26 @@ export async function runAdds(
     bytes += size;
   }
   const results: BatchItemResult[] = [];
+  const pushed: PushedTopic[] = [];
   for (const request of requests) {
     const replies = await Promise.all(
       request.map((slice) => scripts.run(add, now, [...defaults, ...slice.flat()])),
     );
     for (const reply of replies) {
-      for (const { code, record } of reply) {
+      for (const { code, record } of reply.jobs) {
         results.push(addResult(code, record, now, rawBodies));
       }
+      pushed.push(...reply.pushed);
     }
   }
-  return results;
+  return { results, pushed };
 }
 
+/** A push topic an add wrote to, and its earliest due job written (for prompt delivery). */
+export type PushedTopic = AddReply["pushed"][number];
+
 function addResult(
-  code: ReturnType<typeof add.parse>[number]["code"],
+  code: AddReply["jobs"][number]["code"],
   raw: string,
   now: number,
   rawBodies: boolean,

@@ -1,4 +1,5 @@
 // DelayQueue: the library's public API. Each operation is one Lua script, so one REST request.
+import type { z } from "zod";
 import { DelayqError, parseInput } from "../domain/errors";
 import type { AddResult, BatchItemResult, JobPage, TickSlice, TopicPage } from "../domain/results";
 import {
@@ -15,6 +16,7 @@ import {
   ReceiptInput,
   ReleaseInput,
   TopicConfig,
+  TopicConfigPatch,
   TopicName,
   type TopicStats,
 } from "../domain/schemas";
@@ -34,7 +36,7 @@ import {
   redisError,
   type ScriptRunner,
 } from "../redis/runner";
-import { prepareAdd, runAdds } from "./add-batch";
+import { type PushedTopic, prepareAdd, runAdds } from "./add-batch";
 import { type HeldVerb, notFound, scriptError } from "./errors";
 import { Wakeups } from "./long-poll";
 
@@ -62,6 +64,11 @@ export type DelayQueueOptions = {
    * that a server can answer them byte for byte (the HTTP app does). @default false
    */
   rawBodies?: boolean;
+  /**
+   * Called after jobs were written to push topics, with each topic's earliest due job written,
+   * so that a server can deliver those due soon without waiting for the next tick.
+   */
+  onPushed?: (pushed: PushedTopic[]) => void;
   /**
    * The topics this queue object may act on, as patterns (`*` is a wildcard); acting on any
    * other topic, or on a job of another topic, fails with `forbidden`, and `topics()` lists only
@@ -112,6 +119,11 @@ export class DelayQueue {
     return new DelayQueue({ ...this.options, scope }, this.shared);
   }
 
+  /** This queue with another scope and push hook (a server makes one per request). */
+  view(options: Pick<DelayQueueOptions, "scope" | "onPushed">): DelayQueue {
+    return new DelayQueue({ ...this.options, ...options }, this.shared);
+  }
+
   /** The clock scripts get their `now` from. */
   get clock(): () => number {
     return this.shared.clock;
@@ -160,14 +172,14 @@ export class DelayQueue {
 
   private async runAdds(prepared: string[][], now: number): Promise<BatchItemResult[]> {
     const { scripts, defaults, rawBodies } = this.shared;
-    const results = await runAdds(scripts, defaults, prepared, now, rawBodies);
+    const { results, pushed } = await runAdds(scripts, defaults, prepared, now, rawBodies);
     for (const result of results) {
       if (!("created" in result) || !result.created) continue;
       const { job } = result;
       if (job.state === "ready") this.shared.wakeups.offer(job.topic);
-      else if (job.state === "delayed") this.shared.wakeups.dueAt(job.topic, job.dueAt);
       else this.shared.wakeups.dueAt(job.topic, job.dueAt);
     }
+    if (pushed.length > 0) this.options.onPushed?.(pushed);
     return results;
   }
 
@@ -214,6 +226,7 @@ export class DelayQueue {
     for (;;) {
       const now = clock();
       const reply = await scripts.run(pop, now, [topic, count, randomHex(6)]);
+      if ("pushTopic" in reply) throw scriptError("pushTopic", { id: topic });
       this.shared.wakeups.popped(topic, reply.records.length >= count);
       if (reply.records.length > 0)
         return reply.records.map((raw) => decodeRecord(raw, now, this.shared.rawBodies));
@@ -299,13 +312,42 @@ export class DelayQueue {
     return page.cursor === undefined ? { jobs } : { jobs, cursor: page.cursor };
   }
 
-  /** Sets a topic's config: job defaults and whether it is paused. Replaces the previous one. */
-  async configure(topic: string, config: TopicConfig): Promise<TopicConfig> {
+  /**
+   * Sets a topic's config (job defaults, paused, push), replacing the previous one, and answers
+   * it as stored. A push config without a secret keeps the one stored before, else gets a new
+   * one.
+   */
+  async configure(topic: string, config: z.input<typeof TopicConfig>): Promise<TopicConfig> {
+    return (await this.setConfig(topic, config, "put")).config;
+  }
+
+  /**
+   * Changes some fields of a topic's config: those given replace the stored ones, a field set to
+   * null is removed, the others stay. Answers the whole config as stored.
+   */
+  async updateConfig(topic: string, patch: z.input<typeof TopicConfigPatch>): Promise<TopicConfig> {
+    return (await this.setConfig(topic, patch, "patch")).config;
+  }
+
+  /** configure or updateConfig, and whether a push secret was generated (shown once). */
+  async setConfig(
+    topic: string,
+    input: unknown,
+    mode: "put" | "patch",
+  ): Promise<{ config: TopicConfig; secretGenerated: boolean }> {
     this.allow(topic);
-    const parsed = parseInput(TopicConfig, config, "topic config");
-    await this.shared.scripts.run(configure, this.shared.clock(), [topic, JSON.stringify(parsed)]);
+    const parsed =
+      mode === "put"
+        ? parseInput(TopicConfig, input, "topic config")
+        : parseInput(TopicConfigPatch, input, "topic config");
+    const reply = await this.shared.scripts.run(configure, this.shared.clock(), [
+      topic,
+      JSON.stringify(parsed),
+      mode,
+      newSecret(),
+    ]);
     this.shared.wakeups.broadcast(topic);
-    return parsed;
+    return { config: readConfig(reply.config), secretGenerated: reply.secretGenerated };
   }
 
   /** Counts per state, the earliest due time and the config of one topic. */
@@ -401,10 +443,26 @@ function toStats(row: TopicRow): TopicStats {
   const stats: TopicStats = {
     topic: row.topic,
     counts: { delayed: row.delayed, ready: row.ready, reserved: row.reserved, dead: row.dead },
-    config: row.config ? JSON.parse(row.config) : {},
+    config: readConfig(row.config),
   };
   if (row.oldestDueAt !== undefined) stats.oldestDueAt = row.oldestDueAt;
   return stats;
+}
+
+/** A topic config as stored (JSON written by Lua's cjson), "" for none. */
+function readConfig(text: string): TopicConfig {
+  const config = text ? (JSON.parse(text) as TopicConfig) : {};
+  if (config.push === null) delete config.push;
+  return config;
+}
+
+/** A push secret: 32 random bytes, base64url, with a prefix that says what it is. */
+function newSecret(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return `dqwh_${btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "")}`;
 }
 
 function randomHex(bytes: number): string {

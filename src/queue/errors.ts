@@ -48,6 +48,12 @@ export function scriptError(code: CodeName, context: ErrorContext): DelayqError 
       );
     case "staleReceipt":
       return new DelayqError("stale_receipt", staleReceipt(id, state));
+    case "pushTopic":
+      return new DelayqError(
+        "push_topic",
+        `Topic ${id} is a push topic: its jobs are delivered to its webhook, not popped ` +
+          '(PUT its config with "push": null to pull it again)',
+      );
     case "ok":
     case "replaced":
     case "existing":

@@ -24,6 +24,8 @@ export const CODE = {
   reserved: -5,
   /** The job's topic is outside the caller's scope. */
   forbidden: -6,
+  /** pop on a push topic: its jobs are delivered, not popped. */
+  pushTopic: -7,
 } as const;
 
 export type CodeName = keyof typeof CODE;

@@ -33,6 +33,18 @@ export const KEY_LAYOUT = {
   schedule: "schedule",
   /** zset: every topic ever used or configured (score 0, listed by name). */
   topics: "topics",
+  /** hash: counters of a push topic's deliveries (delivered, failed). */
+  stats: "t:<topic>:stats",
+  /** zset: the push topics (score 0, by name). */
+  pushTopics: "push:topics",
+  /**
+   * zset: push topics with waiting jobs, scored by the earliest time one of them may need
+   * claiming (a lower bound). The schedule holds the sentinel `~push` at that time minus the
+   * claim lookahead, so that an idle tick finds push work without a command of its own.
+   */
+  claims: "push:claims",
+  /** list: ids of push jobs that died, whose topic's failureUrl is still to be told. */
+  notices: "push:notices",
 } as const;
 
 export type KeyName = keyof typeof KEY_LAYOUT;

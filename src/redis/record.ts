@@ -8,7 +8,7 @@ import type { Backoff, Job, JobState } from "../domain/schemas";
  * and returned byte for byte (Lua never parses it). The meta is positional: these fields in this
  * order, `|`-separated, an empty field for an unset one (ids, topics and receipts cannot contain
  * `|`), then the backoff spec as JSON (last, so that it may contain anything). Times are unix ms.
- * e.g. `w|order-42|pay|1800000005000|1800000000000|30000|0|10||||||"wechatpay"`.
+ * e.g. `w|order-42|pay|1800000005000|1800000000000|30000|0|10||||||||||"wechatpay"`.
  * Positional rather than JSON because a delayed job's record is most of what it costs in memory:
  * this is about 60 bytes shorter per job than the same meta as a JSON object.
  */
@@ -34,6 +34,12 @@ export const RECORD_FIELDS = [
   { name: "endedAt", type: "number" },
   /** Why it died: attempts | deadline | buried. */
   { name: "deadReason", type: "text" },
+  /** Push topics: the last delivery's HTTP status (0: no answer), time and error. */
+  { name: "lastStatus", type: "number" },
+  { name: "lastAt", type: "number" },
+  { name: "lastError", type: "text" },
+  /** Push via QStash: the message the current reservation was published as. */
+  { name: "messageId", type: "text" },
 ] as const;
 
 /**
@@ -193,5 +199,9 @@ export function decodeRecord(raw: unknown, now: number, rawBody = false): Job {
   }
   if (meta.endedAt !== undefined) job.endedAt = meta.endedAt;
   if (meta.deadReason !== undefined) job.deadReason = meta.deadReason;
+  if (meta.lastAt !== undefined) {
+    job.lastDelivery = { status: meta.lastStatus ?? 0, at: meta.lastAt };
+    if (meta.lastError !== undefined) job.lastDelivery.error = meta.lastError;
+  }
   return job;
 }

@@ -48,7 +48,7 @@ describe("keyspace", () => {
     await t.queue.add({ topic: "q", id: "b", body: 1 });
     // The record as stored: positional meta, then the body byte for byte.
     expect(await t.redis.get(`${t.keys.base}j:a`)).toBe(
-      `w|a|q|${now + 2000}|${now}|60000|0|10|${now + 9000}|||||\n{"x":"ü"}`,
+      `w|a|q|${now + 2000}|${now}|60000|0|10|${now + 9000}|||||||||\n{"x":"ü"}`,
     );
     expect(await state(t)).toEqual({
       "j:a": {

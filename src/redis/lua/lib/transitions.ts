@@ -1,6 +1,12 @@
 // Lua: the moves a job makes between indexes, shared by the scripts (lib/index.ts orders them).
 import { BACKOFF_SCHEDULES, MAX_DELAY_SECONDS } from "../../../domain/schemas";
 
+/**
+ * How far ahead of their due time push jobs are claimed, ms: a tick claims what falls due before
+ * the next one (the cron comes every minute), and delivers it at its due time, never before.
+ */
+export const CLAIM_AHEAD_MS = 65_000;
+
 const schedules = Object.entries(BACKOFF_SCHEDULES)
   .map(([name, steps]) => `${name} = {${steps.join(", ")}}`)
   .join(", ");
@@ -9,6 +15,22 @@ const schedules = Object.entries(BACKOFF_SCHEDULES)
 export const LUA_TRANSITIONS = `
 local SCHEDULES = {${schedules}}       -- seconds
 local MAX_WAIT = ${MAX_DELAY_SECONDS} -- seconds
+local CLAIM_AHEAD = ${CLAIM_AHEAD_MS}  -- ms: push jobs are claimed this long before they are due
+
+-- Whether a topic is pushed (it has a push config), asked once per topic per call.
+local pushed = {}
+local function isPush(topic)
+  if pushed[topic] == nil then pushed[topic] = rcall("ZSCORE", key.pushTopics, topic) ~= false end
+  return pushed[topic]
+end
+
+-- A push topic has a waiting job that may be claimed from \`at\` on: the claims index and the
+-- schedule's \`~push\` sentinel (CLAIM_AHEAD earlier, so that the tick sees it in time) keep
+-- lower bounds.
+local function claimable(topic, at)
+  rcall("ZADD", key.claims, "LT", at, topic)
+  rcall("ZADD", key.schedule, "LT", at - CLAIM_AHEAD, "~push")
+end
 
 local function config(topic)
   local raw = rcall("GET", key.config(topic))
@@ -46,6 +68,7 @@ local function enqueue(id, topic, due)
     rcall("ZADD", key.delayed(topic), due, id)
     rcall("ZADD", key.schedule, "LT", due, topic)
   end
+  if isPush(topic) then claimable(topic, due) end
 end
 
 -- Takes a job out of the index of its state. A waiting job in neither zset has its id in a slot
@@ -66,10 +89,12 @@ local function unindex(id, meta)
   end
 end
 
+-- A push job's death is queued for its topic's failureUrl (scripts/notices.ts).
 local function kill(id, meta, body, reason)
   meta.state, meta.endedAt, meta.deadReason = "dead", NOW, reason
-  meta.leaseEnd, meta.receipt = nil, nil
+  meta.leaseEnd, meta.receipt, meta.messageId = nil, nil, nil
   rcall("ZADD", key.dead(meta.topic), NOW, id)
+  if isPush(meta.topic) then rcall("RPUSH", key.notices, id) end
   return save(id, meta, body)
 end
 
@@ -81,6 +106,7 @@ local function retry(id, meta, body, wait)
   local due = NOW + (wait or backoff(meta.backoff, meta.attempts))
   if meta.deadline and due > meta.deadline then return kill(id, meta, body, "deadline") end
   meta.state, meta.due, meta.leaseEnd, meta.receipt = "waiting", due, nil, nil
+  meta.messageId = nil
   enqueue(id, meta.topic, due)
   return save(id, meta, body)
 end
@@ -185,6 +211,68 @@ local function reserveReady(topic, count, nonce)
     rcall("ZADD", key.schedule, "LT", first, topic)
   end
   return out
+end
+
+-- Claims up to \`limit\` of a push topic's waiting jobs due by \`horizon\`, earliest first (its
+-- open slots are opened first). Each is reserved like a pop (one more attempt, the receipt
+-- "<nonce>.<n>") with a lease from its due time: until max(due, now) + ttr; one past its
+-- deadline dies instead. Appends the records to \`out\`; then resets the topic's claims entry to
+-- the earliest time another of its jobs may need claiming (or removes it).
+-- Cost: migrate; per index (ready, delayed) ZRANGE (+ ZREM); per job GET + SET; ZADD
+-- (reserved), ZADD LT (schedule); then 2 ZRANGEs and the slots' first for the next time, ZADD.
+local function claim(topic, horizon, limit, nonce, out)
+  local taken, bound = migrate(topic, 1000)
+  local leases, first = {}, nil
+  for _, index in ipairs({key.ready(topic), key.delayed(topic)}) do
+    local want = limit - #out
+    if want <= 0 then break end
+    local upTo = horizon
+    if bound and bound - 1 < upTo then upTo = bound - 1 end
+    local due = rcall("ZRANGE", index, "-inf", upTo, "BYSCORE", "LIMIT", 0, want)
+    if #due > 0 then rcall("ZREM", index, unpack(due)) end
+    for _, id in ipairs(due) do
+      local meta, body = load(id)
+      if meta and meta.state == "waiting" then
+        local start = math.max(meta.due, NOW)
+        if meta.deadline and start > meta.deadline then
+          kill(id, meta, body, "deadline")
+        else
+          meta.state, meta.attempts, meta.leaseEnd = "reserved", meta.attempts + 1, start + meta.ttr
+          meta.receipt, meta.messageId = nonce .. "." .. #out, nil
+          out[#out + 1] = save(id, meta, body)
+          leases[#leases + 1] = meta.leaseEnd
+          leases[#leases + 1] = id
+          if first == nil or meta.leaseEnd < first then first = meta.leaseEnd end
+        end
+      end
+    end
+  end
+  if first ~= nil then
+    rcall("ZADD", key.reserved(topic), unpack(leases))
+    rcall("ZADD", key.schedule, "LT", first, topic)
+  end
+  local nextAt = nil
+  for _, index in ipairs({key.ready(topic), key.delayed(topic), key.slots(topic)}) do
+    local head = rcall("ZRANGE", index, 0, 0, "WITHSCORES")
+    local at = tonumber(head[2])
+    if at and (nextAt == nil or at < nextAt) then nextAt = at end
+  end
+  if nextAt then
+    rcall("ZADD", key.claims, nextAt, topic)
+  else
+    rcall("ZREM", key.claims, topic)
+  end
+end
+
+-- Sets the schedule's \`~push\` sentinel from the claims index: CLAIM_AHEAD before the earliest
+-- time a push topic may need claiming, or none.
+local function rearmClaims()
+  local head = rcall("ZRANGE", key.claims, 0, 0, "WITHSCORES")
+  if head[2] then
+    rcall("ZADD", key.schedule, tonumber(head[2]) - CLAIM_AHEAD, "~push")
+  else
+    rcall("ZREM", key.schedule, "~push")
+  end
 end
 
 -- The state a client sees: a waiting job is ready once due.

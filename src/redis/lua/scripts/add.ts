@@ -5,7 +5,11 @@ import { defineScript, list, record } from "../script";
 /** Fields per job in the add script's ARGV. */
 export const ADD_FIELDS = 9;
 
-export type AddReply = { code: CodeName; record: string }[];
+export type AddReply = {
+  jobs: { code: CodeName; record: string }[];
+  /** The push topics written to: how they deliver and their earliest due job written. */
+  pushed: { topic: string; via: "direct" | "qstash"; dueAt: number }[];
+};
 
 export const add = defineScript<AddReply>({
   name: "add",
@@ -17,7 +21,9 @@ export const add = defineScript<AddReply>({
             backoff (JSON or ""), deadline (ms or ""), replace ("1" or ""), body (JSON text)
   Unset ttr, max attempts and backoff come from the topic's config, then from the defaults.
   A job due so far ahead that its slot is far (lib/slots.ts: isFar) goes to that slot's list.
-  Returns two values per job, a code and a record:
+  A push topic's jobs written become claimable (lib/transitions.ts: claimable).
+  Returns {pushed, then two values per job, a code and a record}, \`pushed\` being three values
+  per push topic written: topic, via, earliest due (ms). The codes:
     CODE.ok        created               CODE.replaced  replaced (replace set, not reserved)
     CODE.existing  the id exists in this topic: the stored record, unchanged
     CODE.exists    the id exists in another topic: that record
@@ -25,14 +31,14 @@ export const add = defineScript<AddReply>({
   Cost: per job one SET NX (a GET more when the id exists); per topic one GET (config), one
   ZADD per index written, one ZADD LT to the schedule; per far slot written RPUSH, ZADD,
   INCRBY, ZADD LT; when a job was written, one ZADD NX to the topic list and one INCR of the
-  topic's seq.
+  topic's seq; for a push topic two ZADD LT more (claims, schedule).
 ]]
 local DEF_TTR, DEF_MAX = tonumber(ARGV[4]), tonumber(ARGV[5])
 local DEF_BACKOFF = nil
 if ARGV[6] ~= "" then DEF_BACKOFF = ARGV[6] end
 -- Index writes wait until the end, one ZADD per index; \`due[topic][id]\` keeps the last write
 -- for an id, so an id added and then replaced within one batch is indexed once.
-local out, configs, order, ids, due = {}, {}, {}, {}, {}
+local out, configs, order, ids, due, pushed = {}, {}, {}, {}, {}, {}
 
 for i = 7, #ARGV, ${ADD_FIELDS} do
   local id, topic, dueAt = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
@@ -112,15 +118,35 @@ for _, topic in ipairs(order) do
   if #ids[topic] > 0 then
     rcall("ZADD", key.topics, "NX", 0, topic)
     bump(topic)
+    local push = configs[topic].push
+    if type(push) == "table" then
+      local first = nil
+      for _, id in ipairs(ids[topic]) do
+        if first == nil or due[topic][id] < first then first = due[topic][id] end
+      end
+      claimable(topic, first)
+      pushed[#pushed + 1] = topic
+      pushed[#pushed + 1] = push.via or "direct"
+      pushed[#pushed + 1] = first
+    end
   end
 end
+table.insert(out, 1, pushed)
 return out
 `,
   parse(reply) {
-    const flat = list(reply, "add");
-    const out: AddReply = [];
+    const [pushedFlat, ...flat] = list(reply, "add");
+    const out: AddReply = { jobs: [], pushed: [] };
     for (let i = 0; i < flat.length; i += 2) {
-      out.push({ code: codeName(flat[i]), record: record(flat[i + 1], "add") });
+      out.jobs.push({ code: codeName(flat[i]), record: record(flat[i + 1], "add") });
+    }
+    const pushed = list(pushedFlat, "add");
+    for (let i = 0; i < pushed.length; i += 3) {
+      out.pushed.push({
+        topic: String(pushed[i]),
+        via: pushed[i + 1] === "qstash" ? "qstash" : "direct",
+        dueAt: Number(pushed[i + 2]),
+      });
     }
     return out;
   },

@@ -1,10 +1,15 @@
 // pop: reserves up to count due jobs of a topic, earliest due first.
+import { CODE } from "../../codes";
 import { defineScript, list, record } from "../script";
 
-/** Jobs reserved; or, when none, when to look again and the topic's change counter. */
+/**
+ * Jobs reserved; or, when none, when to look again and the topic's change counter; or the
+ * refusal of a push topic.
+ */
 export type PopReply =
   | { records: string[] }
-  | { records: []; nextAt: number | undefined; seq: number };
+  | { records: []; nextAt: number | undefined; seq: number }
+  | { records: []; pushTopic: true };
 
 export const pop = defineScript<PopReply>({
   name: "pop",
@@ -19,7 +24,8 @@ export const pop = defineScript<PopReply>({
   Returns {next, seq, records...}. When nothing was reserved, \`next\` is the earliest time
   something of the topic may become available (a due time, a lease end; -1 for none) and \`seq\`
   the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
-  the counter; otherwise both are -1. A paused topic reserves nothing and answers next -1.
+  the counter; otherwise both are -1. A paused topic reserves nothing and answers next -1. A
+  push topic answers {CODE.pushTopic}: its jobs are delivered, not popped.
   Cost: GET (config), ZRANGE (reserved), ZRANGE (slots), ZRANGE (delayed; ZREM + ZADD when
   some are due), ZRANGE + ZREM (ready), per job GET + SET, then one ZADD (reserved) and one
   ZADD LT (schedule). When nothing was reserved: three ZRANGEs and a GET instead, for the hint.
@@ -27,8 +33,10 @@ export const pop = defineScript<PopReply>({
 local topic, count, nonce = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local function seq() return tonumber(rcall("GET", key.seq(topic)) or "0") end
 local function hint() return {nextEvent(topic), seq()} end
+local cfg = config(topic)
+if type(cfg.push) == "table" then return {CODE.pushTopic} end
 -- Paused: nothing becomes available until it resumes, which bumps seq.
-if config(topic).paused then return {-1, seq()} end
+if cfg.paused then return {-1, seq()} end
 expire(topic, 100)
 advance(topic, 1000)
 local out = reserveReady(topic, count, nonce)
@@ -39,6 +47,8 @@ return out
 `,
   parse(reply) {
     const [next, seq, ...records] = list(reply, "pop");
+    if (seq === undefined && Number(next) === CODE.pushTopic)
+      return { records: [], pushTopic: true };
     if (records.length > 0) return { records: records.map((raw) => record(raw, "pop")) };
     const nextAt = Number(next);
     return { records: [], nextAt: nextAt >= 0 ? nextAt : undefined, seq: Number(seq) };

@@ -7,6 +7,8 @@ export type TickReply = {
   died: number;
   topics: number;
   more: boolean;
+  /** Push jobs fall due before the claim lookahead ends: the push step has work. */
+  pushDue: boolean;
 };
 
 export const tick = defineScript<TickReply>({
@@ -16,20 +18,21 @@ export const tick = defineScript<TickReply>({
   ids of its open slots, promote its due jobs and take back its expired reservations, then set
   when to look at it next.
   ARGV[4] most jobs to move in this call (≤ 1000)   ARGV[5] most topics to visit
-  Returns {promoted, expired, died, topics visited, 1 if more is due now else 0}.
+  The schedule's \`~push\` entry is not a topic: it says push jobs need claiming soon
+  (lib/transitions.ts: claimable); it is reported, and left for the claim script.
+  Returns {promoted, expired, died, topics visited, 1 if more is due now else 0, 1 if push
+  jobs need claiming else 0}.
   Cost when idle: this EVALSHA and one ZRANGE, whatever the number of topics. Per topic
   visited: migrate, promote and expire, three ZRANGEs for the next event and a ZADD or ZREM.
 ]]
 local budget, maxTopics = tonumber(ARGV[4]), tonumber(ARGV[5])
 local topics = rcall("ZRANGE", key.schedule, "-inf", NOW, "BYSCORE", "LIMIT", 0, maxTopics)
-if #topics == 0 then return {0, 0, 0, 0, 0} end
-local promoted, expired, died, more = 0, 0, 0, 0
+if #topics == 0 then return {0, 0, 0, 0, 0, 0} end
+local promoted, expired, died, more, pushDue, visited = 0, 0, 0, 0, 0, 0
 if #topics == maxTopics then more = 1 end
-for _, topic in ipairs(topics) do
-  if budget <= 0 then
-    more = 1
-    break
-  end
+
+local function visit(topic)
+  visited = visited + 1
   local taken, bound = migrate(topic, budget)
   budget = budget - taken
   if budget > 0 then
@@ -48,16 +51,28 @@ for _, topic in ipairs(topics) do
     rcall("ZREM", key.schedule, topic)
   end
 end
-return {promoted, expired, died, #topics, more}
+
+for _, topic in ipairs(topics) do
+  if topic == "~push" then
+    pushDue = 1
+  elseif budget <= 0 then
+    more = 1
+    break
+  else
+    visit(topic)
+  end
+end
+return {promoted, expired, died, visited, more, pushDue}
 `,
   parse(reply) {
-    const [promoted, expired, died, topics, more] = list(reply, "tick").map(Number);
+    const [promoted, expired, died, topics, more, pushDue] = list(reply, "tick").map(Number);
     return {
       promoted: promoted ?? 0,
       expired: expired ?? 0,
       died: died ?? 0,
       topics: topics ?? 0,
       more: more === 1,
+      pushDue: pushDue === 1,
     };
   },
 });

@@ -44,6 +44,15 @@ local function report(topic)
 end
 `;
 
+/**
+ * A JSON text from a reply. A client that deserializes replies (the @upstash/redis default)
+ * hands JSON objects over already parsed: they are turned back into text.
+ */
+export function jsonText(value: unknown): string {
+  if (typeof value === "string") return value;
+  return value === null || value === undefined ? "" : JSON.stringify(value);
+}
+
 /** The rows of a flat reply: 7 values per topic. */
 function rows(flat: readonly unknown[]): TopicRow[] {
   const out: TopicRow[] = [];
@@ -56,7 +65,7 @@ function rows(flat: readonly unknown[]): TopicRow[] {
       reserved: Number(reserved),
       dead: Number(dead),
       oldestDueAt: Number(oldest) >= 0 ? Number(oldest) : undefined,
-      config: typeof config === "string" ? config : "",
+      config: jsonText(config),
     });
   }
   return out;
@@ -102,17 +111,57 @@ return out
   },
 });
 
-export const configure = defineScript<void>({
+/** The config as stored after the change, and whether its push secret was generated now. */
+export type ConfigureReply = { config: string; secretGenerated: boolean };
+
+export const configure = defineScript<ConfigureReply>({
   name: "configure",
   lua: `
---[[ configure: sets a topic's config (defaults for new jobs, paused).
-  ARGV[4] topic   ARGV[5] config JSON
-  Returns 1. Cost: SET, ZADD NX, INCR (seq: an unpaused topic wakes its long-polls).
+--[[ configure: sets a topic's config (defaults for new jobs, paused, push).
+  ARGV[4] topic   ARGV[5] config JSON (validated)   ARGV[6] "put" (replace) or "patch" (the
+  fields given replace the stored ones, JSON null removes one)   ARGV[7] a new random push
+  secret, used when the config has a push without a secret and none was stored before.
+  A push config registers the topic as pushed and makes its waiting jobs claimable now; without
+  one the topic is pulled (jobs claimed before stay reserved until settled or their lease ends).
+  Returns {config JSON as stored, 1 if the push secret was generated now else 0}.
+  Cost: GET, SET, ZADD NX, INCR (seq: an unpaused topic wakes its long-polls); ZADD or ZREM to
+  the push topics; when pushed, ZADD LT twice (claims, schedule).
 ]]
-rcall("SET", key.config(ARGV[4]), ARGV[5])
-rcall("ZADD", key.topics, "NX", 0, ARGV[4])
-bump(ARGV[4])
-return 1
+local topic, given, mode, candidate = ARGV[4], cjson.decode(ARGV[5]), ARGV[6], ARGV[7]
+local old = config(topic)
+local new = given
+if mode == "patch" then
+  new = config(topic)
+  for field, value in pairs(given) do
+    if value == cjson.null then new[field] = nil else new[field] = value end
+  end
+end
+if new.push == cjson.null then new.push = nil end
+local generated = 0
+if type(new.push) == "table" then
+  if new.push.secret == nil then
+    if type(old.push) == "table" and old.push.secret then
+      new.push.secret = old.push.secret
+    else
+      new.push.secret, generated = candidate, 1
+    end
+  end
+  rcall("ZADD", key.pushTopics, 0, topic)
+  pushed[topic] = true
+  claimable(topic, NOW)
+else
+  rcall("ZREM", key.pushTopics, topic)
+  rcall("ZREM", key.claims, topic)
+end
+local text = "{}"
+if next(new) ~= nil then text = cjson.encode(new) end
+rcall("SET", key.config(topic), text)
+rcall("ZADD", key.topics, "NX", 0, topic)
+bump(topic)
+return {text, generated}
 `,
-  parse: () => undefined,
+  parse(reply) {
+    const [config, generated] = list(reply, "configure");
+    return { config: jsonText(config), secretGenerated: Number(generated) === 1 };
+  },
 });
