@@ -1,0 +1,419 @@
+// The dashboard through the real app and Redis, request by request: sign-in and its cookie, CSRF,
+// confirmation, escaping of job bodies, topic-scoped tokens, paging, pause/resume, payment watches.
+import { describe, expect, it } from "vitest";
+import type { PaymentWatchSource } from "../../src/http/pages/payments";
+import { ADMIN, SHOP_A, type TestApp, testApp } from "../support/app";
+
+type Page = { status: number; html: string; location: string | null; headers: Headers };
+
+async function send(t: TestApp, path: string, init: RequestInit = {}): Promise<Page> {
+  const res = await t.app.request(path, { redirect: "manual", ...init });
+  return {
+    status: res.status,
+    html: await res.text(),
+    location: res.headers.get("location"),
+    headers: res.headers,
+  };
+}
+
+/** Signs in; answers the Cookie header to send afterwards. */
+async function login(t: TestApp, token = ADMIN): Promise<string> {
+  const res = await send(t, "/dashboard/login", {
+    method: "POST",
+    body: new URLSearchParams({ token }),
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  });
+  expect(res.status).toBe(303);
+  const cookie = res.headers.get("set-cookie") ?? "";
+  expect(cookie).toMatch(/^delayq_dashboard=/);
+  return cookie.split(";")[0] as string;
+}
+
+const get = (t: TestApp, cookie: string, path: string) =>
+  send(t, path, { headers: { cookie, "sec-fetch-site": "same-origin" } });
+
+function csrfOf(html: string): string {
+  const match = /name="csrf" value="([0-9a-f]{64})"/.exec(html);
+  if (!match?.[1]) throw new Error("no csrf field on the page");
+  return match[1];
+}
+
+function post(
+  t: TestApp,
+  cookie: string,
+  form: Record<string, string>,
+  headers: Record<string, string> = { "sec-fetch-site": "same-origin" },
+) {
+  return send(t, "/dashboard/actions", {
+    method: "POST",
+    body: new URLSearchParams(form),
+    headers: { cookie, "content-type": "application/x-www-form-urlencoded", ...headers },
+  });
+}
+
+/** A dead job: added, popped and buried through the API. */
+async function deadJob(t: TestApp, topic: string, id: string, body: unknown = { n: 1 }) {
+  await t.call("POST", "/v1/jobs", { body: { topic, id, body } });
+  await t.call("POST", `/v1/topics/${topic}/pop`, { body: {} });
+  const buried = await t.call("POST", `/v1/jobs/${id}/bury`, { body: {} });
+  expect(buried.json.job.state).toBe("dead");
+}
+
+describe("signing in", () => {
+  it("sends a visitor without a session to the sign-in form, and refuses a wrong token", async () => {
+    const t = testApp();
+    const first = await send(t, "/dashboard");
+    expect(first.status).toBe(303);
+    expect(first.location).toBe("/dashboard/login");
+    const form = await send(t, "/dashboard/login");
+    expect(form.html).toContain('<input type="password" id="token" name="token"');
+    const wrong = await send(t, "/dashboard/login", {
+      method: "POST",
+      body: new URLSearchParams({ token: `${ADMIN}-nope` }),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(wrong.status).toBe(401);
+    expect(wrong.html).toContain("That token is not valid");
+    expect(wrong.headers.get("set-cookie")).toBeNull();
+    // A forged session cookie is no session.
+    const forged = await get(t, "delayq_dashboard=guess", "/dashboard");
+    expect(forged.location).toBe("/dashboard/login");
+  });
+
+  it("keeps the token in an HttpOnly, SameSite=Strict cookie, never in a URL", async () => {
+    const t = testApp();
+    const res = await send(t, "/dashboard/login", {
+      method: "POST",
+      body: new URLSearchParams({ token: ADMIN }),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(res.location).toBe("/dashboard");
+    const cookie = res.headers.get("set-cookie") ?? "";
+    expect(cookie).toContain("HttpOnly");
+    expect(cookie).toContain("SameSite=Strict");
+    expect(cookie).toContain("Path=/dashboard");
+    expect(cookie).not.toContain("Secure"); // plain http in the dev stack
+    const https = await t.app.request("https://delayq.example/dashboard/login", {
+      method: "POST",
+      body: new URLSearchParams({ token: ADMIN }),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(https.headers.get("set-cookie")).toContain("Secure");
+    const page = await get(t, cookie.split(";")[0] as string, "/dashboard");
+    expect(page.status).toBe(200);
+    expect(page.html).not.toContain(ADMIN);
+    expect(page.html).not.toMatch(/[?&]token=/);
+  });
+
+  it("refuses a sign-in posted from another site", async () => {
+    const t = testApp();
+    const res = await send(t, "/dashboard/login", {
+      method: "POST",
+      body: new URLSearchParams({ token: ADMIN }),
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "sec-fetch-site": "cross-site",
+      },
+    });
+    expect(res.status).toBe(403);
+    expect(res.headers.get("set-cookie")).toBeNull();
+  });
+
+  it("signs out: the cookie is cleared", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    const page = await get(t, cookie, "/dashboard");
+    const out = await send(t, "/dashboard/logout", {
+      method: "POST",
+      body: new URLSearchParams({ csrf: csrfOf(page.html) }),
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(out.location).toBe("/dashboard/login");
+    expect(out.headers.get("set-cookie")).toMatch(/delayq_dashboard=;.*Max-Age=0/);
+  });
+});
+
+describe("pages", () => {
+  it("serve no script at all, under a CSP that forbids one, and never cached", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    await t.call("POST", "/v1/jobs", { body: { topic: "p.t", id: "j1" } });
+    for (const path of ["/dashboard", "/dashboard/topics/p.t", "/dashboard/jobs/j1", "/docs"]) {
+      const page = await get(t, cookie, path);
+      expect(page.status, path).toBe(200);
+      expect(page.html, path).not.toMatch(/<script/i);
+      expect(page.html, path).not.toMatch(/ on[a-z]+=/i);
+      const csp = page.headers.get("content-security-policy") ?? "";
+      expect(csp, path).toContain("default-src 'none'");
+      expect(csp, path).not.toContain("unsafe");
+      expect(page.headers.get("x-content-type-options"), path).toBe("nosniff");
+    }
+    expect((await get(t, cookie, "/dashboard")).headers.get("cache-control")).toBe("no-store");
+    const css = await send(t, "/dashboard/assets/style.css");
+    expect(css.headers.get("content-type")).toMatch(/^text\/css/);
+  });
+
+  it("escape job bodies (user data) everywhere they appear", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    const evil = '</code><script>alert("x")</script><img src=x onerror=alert(1)>"\'&';
+    await t.call("POST", "/v1/jobs", { body: { topic: "xss", id: "evil", body: { evil } } });
+    for (const path of ["/dashboard/topics/xss?state=ready", "/dashboard/jobs/evil"]) {
+      const page = await get(t, cookie, path);
+      expect(page.html).not.toContain("<script>alert");
+      expect(page.html).not.toContain("<img src=x");
+      expect(page.html).toContain("&lt;script&gt;alert(");
+    }
+  });
+
+  it("show a body exactly as stored: numbers JavaScript cannot hold are not rounded", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    const raw = '{"amount":4200001234567890123,"tiny":1e-400,"s":"a\\"b"}';
+    await t.call("POST", "/v1/jobs", {
+      body: `{"topic":"raw","id":"big","body":${raw}}`,
+    });
+    const page = await get(t, cookie, "/dashboard/jobs/big");
+    expect(page.html).toContain("4200001234567890123");
+    expect(page.html).toContain("1e-400");
+    expect(page.html).toContain("&quot;s&quot;: &quot;a\\&quot;b&quot;");
+  });
+
+  it("page through 10,000-topic-style lists: 50 topics a page, by name, with a next link", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    const jobs = Array.from({ length: 120 }, (_, i) => ({
+      topic: `pg.${String(i).padStart(3, "0")}`,
+    }));
+    await t.call("POST", "/v1/jobs/batch", { body: { jobs } });
+    const first = await get(t, cookie, "/dashboard");
+    const rows = (html: string) => [...html.matchAll(/<tr data-topic="([^"]+)"/g)].map((m) => m[1]);
+    expect(rows(first.html)).toHaveLength(50);
+    expect(rows(first.html)[0]).toBe("pg.000");
+    const next = /<a href="([^"]+)" id="next-page"/.exec(first.html)?.[1]?.replace(/&amp;/g, "&");
+    expect(next).toBe("/dashboard?after=pg.049&limit=50");
+    const second = await get(t, cookie, next as string);
+    expect(rows(second.html)[0]).toBe("pg.050");
+    const last = await get(t, cookie, "/dashboard?after=pg.099");
+    expect(rows(last.html)).toHaveLength(20);
+    expect(last.html).not.toContain('id="next-page"');
+  });
+
+  it("page through a topic's jobs by state with the API's cursors", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    const jobs = Array.from({ length: 7 }, (_, i) => ({
+      topic: "jobs.t",
+      id: `j${i}`,
+      delay: i + 1,
+    }));
+    await t.call("POST", "/v1/jobs/batch", { body: { jobs } });
+    const first = await get(t, cookie, "/dashboard/topics/jobs.t?state=delayed&limit=5");
+    const ids = (html: string) => [...html.matchAll(/<tr data-id="([^"]+)"/g)].map((m) => m[1]);
+    expect(ids(first.html)).toEqual(["j0", "j1", "j2", "j3", "j4"]);
+    const next = /<a href="([^"]+)" id="next-page"/.exec(first.html)?.[1]?.replace(/&amp;/g, "&");
+    const second = await get(t, cookie, next as string);
+    expect(ids(second.html)).toEqual(["j5", "j6"]);
+    expect(first.html).toContain('id="tab-delayed">delayed (7)');
+  });
+
+  it("look a job up by id, and say so when there is none", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    await t.call("POST", "/v1/jobs", { body: { topic: "find", id: "here", delay: 30, ttr: 45 } });
+    const found = await get(t, cookie, "/dashboard/find?job=here");
+    expect(found.location).toBe("/dashboard/jobs/here");
+    const page = await get(t, cookie, "/dashboard/jobs/here");
+    expect(page.html).toContain('id="job-state">delayed');
+    expect(page.html).toContain("<dt>Time to run</dt><dd>45 s</dd>");
+    const missing = await get(t, cookie, "/dashboard/jobs/nope");
+    expect(missing.status).toBe(404);
+    expect(missing.html).toContain("job_not_found");
+    const badTopic = await get(t, cookie, "/dashboard/find?topic=no%20spaces");
+    expect(badTopic.status).toBe(400);
+  });
+});
+
+describe("actions", () => {
+  it("kick a dead job only after a confirmation", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    await deadJob(t, "act", "d1");
+    const page = await get(t, cookie, "/dashboard/topics/act?state=dead");
+    const csrf = csrfOf(page.html);
+    const form = {
+      action: "kick",
+      topic: "act",
+      id: "d1",
+      csrf,
+      back: "/dashboard/topics/act?state=dead",
+    };
+    const ask = await post(t, cookie, form);
+    expect(ask.status).toBe(200);
+    expect(ask.html).toContain('id="confirm-yes"');
+    expect((await t.call("GET", "/v1/jobs/d1")).json.job.state).toBe("dead");
+    const done = await post(t, cookie, { ...form, confirm: "yes" });
+    expect(done.status).toBe(303);
+    expect(done.location).toBe("/dashboard/topics/act?state=dead&done=kick&n=1");
+    expect((await t.call("GET", "/v1/jobs/d1")).json.job.state).toBe("ready");
+    const after = await get(t, cookie, done.location as string);
+    expect(after.html).toContain("Kicked the job back to ready.");
+  });
+
+  it("delete and bury, each confirmed", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    await t.call("POST", "/v1/jobs", { body: { topic: "act2", id: "held" } });
+    await t.call("POST", "/v1/topics/act2/pop", { body: {} });
+    const csrf = csrfOf((await get(t, cookie, "/dashboard")).html);
+    const bury = await post(t, cookie, { action: "bury", id: "held", csrf, confirm: "yes" });
+    expect(bury.status).toBe(303);
+    expect((await t.call("GET", "/v1/jobs/held")).json.job).toMatchObject({
+      state: "dead",
+      deadReason: "buried",
+    });
+    await post(t, cookie, { action: "delete", id: "held", csrf, confirm: "yes" });
+    expect((await t.call("GET", "/v1/jobs/held")).json.job.state).toBe("deleted");
+    await deadJob(t, "act2", "d2");
+    await deadJob(t, "act2", "d3");
+    const purge = await post(t, cookie, {
+      action: "delete-dead",
+      topic: "act2",
+      csrf,
+      confirm: "yes",
+    });
+    expect(purge.location).toContain("done=delete-dead&n=2");
+  });
+
+  it("refuse a form without the session's CSRF token, or posted from another site", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    await deadJob(t, "csrf", "c1");
+    const csrf = csrfOf((await get(t, cookie, "/dashboard")).html);
+    const form = { action: "delete", id: "c1", confirm: "yes" };
+    expect((await post(t, cookie, form)).status).toBe(403);
+    expect((await post(t, cookie, { ...form, csrf: "0".repeat(64) })).status).toBe(403);
+    const crossSite = await post(t, cookie, { ...form, csrf }, { "sec-fetch-site": "cross-site" });
+    expect(crossSite.status).toBe(403);
+    // Another token's CSRF value does not fit this session.
+    const other = await login(t, SHOP_A);
+    const otherCsrf = csrfOf((await get(t, other, "/dashboard")).html);
+    expect(otherCsrf).not.toBe(csrf);
+    expect((await post(t, cookie, { ...form, csrf: otherCsrf })).status).toBe(403);
+    expect((await t.call("GET", "/v1/jobs/c1")).json.job.state).toBe("dead");
+    const noSession = await post(t, "", { ...form, csrf });
+    expect(noSession.status).toBe(401);
+  });
+
+  it("go back only to a dashboard page after an action (no open redirect)", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    const csrf = csrfOf((await get(t, cookie, "/dashboard")).html);
+    for (const back of [
+      "https://evil.example/x",
+      "//evil.example/dashboard",
+      "/v1/jobs",
+      "/dashboardx",
+    ]) {
+      const res = await post(t, cookie, { action: "pause", topic: "redir", csrf, back });
+      expect(res.location, back).toBe("/dashboard/topics/redir?done=pause&n=1");
+    }
+  });
+
+  it("pause and resume keep the rest of the topic's config", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    await t.call("PUT", "/v1/topics/cfg", { body: { ttr: 30, backoff: "alipay", maxAttempts: 4 } });
+    const page = await get(t, cookie, "/dashboard/topics/cfg");
+    expect(page.html).toContain('id="pause-topic"');
+    const csrf = csrfOf(page.html);
+    await post(t, cookie, { action: "pause", topic: "cfg", csrf });
+    expect((await t.call("GET", "/v1/topics/cfg")).json.config).toEqual({
+      ttr: 30,
+      backoff: "alipay",
+      maxAttempts: 4,
+      paused: true,
+    });
+    expect((await get(t, cookie, "/dashboard/topics/cfg")).html).toContain('id="paused-badge"');
+    await post(t, cookie, { action: "resume", topic: "cfg", csrf });
+    expect((await t.call("GET", "/v1/topics/cfg")).json.config).toEqual({
+      ttr: 30,
+      backoff: "alipay",
+      maxAttempts: 4,
+    });
+  });
+});
+
+describe("a token limited to some topics", () => {
+  it("sees and acts on only its topics", async () => {
+    const t = testApp();
+    await t.call("POST", "/v1/jobs", { body: { topic: "shop-a.orders", id: "a1" } });
+    await deadJob(t, "shop-b.orders", "b1");
+    const cookie = await login(t, SHOP_A);
+    const list = await get(t, cookie, "/dashboard");
+    expect(list.html).toContain('data-topic="shop-a.orders"');
+    expect(list.html).not.toContain("shop-b.orders");
+    expect(list.html).toContain("token: shop-a.*");
+    const topic = await get(t, cookie, "/dashboard/topics/shop-b.orders");
+    expect(topic.status).toBe(403);
+    expect(topic.html).toContain("forbidden");
+    // Another topic's job is refused, or hidden as not found: either way nothing of it shows.
+    const job = await get(t, cookie, "/dashboard/jobs/b1");
+    expect([403, 404]).toContain(job.status);
+    expect(job.html).not.toContain("shop-b.orders");
+    const csrf = csrfOf(list.html);
+    const kick = await post(t, cookie, {
+      action: "kick",
+      topic: "shop-b.orders",
+      id: "b1",
+      csrf,
+      confirm: "yes",
+    });
+    expect(kick.status).toBe(403);
+    const del = await post(t, cookie, { action: "delete", id: "b1", csrf, confirm: "yes" });
+    expect([403, 404]).toContain(del.status);
+    expect((await t.call("GET", "/v1/jobs/b1")).json.job.state).toBe("dead");
+  });
+});
+
+describe("payment watches", () => {
+  it('say "no payment watches" until a source is wired in', async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    const page = await get(t, cookie, "/dashboard/payments");
+    expect(page.status).toBe(200);
+    expect(page.html).toContain('id="no-watches">No payment watches');
+  });
+
+  it("list what a PaymentWatchSource answers, with the session's scope, escaped", async () => {
+    const asked: unknown[] = [];
+    const source: PaymentWatchSource = {
+      async list(options) {
+        asked.push(options);
+        return {
+          watches: [
+            {
+              provider: "wechatpay",
+              account: "shop",
+              outTradeNo: "<order-1>",
+              state: "polling",
+              polls: 3,
+              nextPollAt: 1_800_000_060_000,
+              lastAnswer: { tradeState: "NOTPAY", at: 1_800_000_000_000 },
+              deadline: 1_800_086_400_000,
+              notify: ["shop-a.payments"],
+            },
+          ],
+          cursor: "next-1",
+        };
+      },
+    };
+    const t = testApp({ paymentWatches: source });
+    const cookie = await login(t, SHOP_A);
+    const page = await get(t, cookie, "/dashboard/payments");
+    expect(asked).toEqual([{ limit: 50, scope: ["shop-a.*"] }]);
+    expect(page.html).toContain("&lt;order-1&gt;");
+    expect(page.html).toContain("<code>NOTPAY</code>");
+    expect(page.html).toContain('href="/dashboard/payments?cursor=next-1"');
+  });
+});
