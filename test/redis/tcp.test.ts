@@ -9,6 +9,7 @@ import { afterAll, describe, expect, inject, it } from "vitest";
 import { freePort, type RedisServer, startRedisServer } from "../../dev/redis-server";
 import { type Reply, RespConnection } from "../../dev/resp";
 import { DelayQueue, DelayqError } from "../../src/index";
+import { keys } from "../../src/redis/keys";
 import { connectRedis, type TcpRedis, tcpRedis } from "../../src/redis/tcp";
 import { expectError } from "../support/expect";
 import { testRedis } from "../support/redis";
@@ -119,8 +120,12 @@ describe("replies", () => {
     const jobs = BODIES.map((body, n) => ({ topic: "bodies", id: `b${n}`, body }));
     await overTcp.addBatch(jobs);
     for (const job of jobs) {
-      const record = `{${prefix}}j:${job.id}`;
-      expect(await tcp.get(record)).toBe(await rest.redis.get(record));
+      const record = keys(prefix).job(job.id);
+      const stored = await rest.redis.get(record);
+      // `<meta>\n<body JSON>`, the body's UTF-8 as JSON.stringify writes it, nothing escaped.
+      expect(stored).toEqual(expect.stringMatching(/^[^\n]+\n/));
+      expect((stored as string).endsWith(`\n${JSON.stringify(job.body)}`)).toBe(true);
+      expect(await tcp.get(record)).toBe(stored);
       expect((await overRest.get(job.id)).body).toStrictEqual(job.body);
     }
     const popped = await overTcp.pop("bodies", { count: BODIES.length });

@@ -1,0 +1,252 @@
+// REDIS_URL: Node's configuration takes it instead of the REST variables, refuses a wrong one
+// without quoting it, and functions/node.ts serves the API over it, TLS (rediss://) included.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort, type RedisServer, startRedisServer } from "../../dev/redis-server";
+import { RespConnection } from "../../dev/resp";
+import { type ServiceProcess, startService } from "../../dev/service-process";
+import { EnvSchema, NodeEnvSchema, parseConfig } from "../../src/config";
+import { DelayQueue, DelayqError } from "../../src/index";
+import { keys } from "../../src/redis/keys";
+import { connectRedis } from "../../src/redis/tcp";
+import { expectError } from "../support/expect";
+
+const root = join(import.meta.dirname, "..", "..");
+const PASSWORD = "Pw-9f8e7d6c";
+const REST = { UPSTASH_REDIS_REST_URL: "https://x.upstash.io", UPSTASH_REDIS_REST_TOKEN: "t" };
+
+function failure(env: Record<string, unknown>, schema = NodeEnvSchema): DelayqError {
+  try {
+    parseConfig(env, schema);
+  } catch (error) {
+    if (error instanceof DelayqError) return error;
+    throw error;
+  }
+  throw new Error("parseConfig accepted the environment");
+}
+
+describe("REDIS_URL in the configuration", () => {
+  it("on Node stands in for the REST variables, and wins when both are set", () => {
+    const url = `rediss://default:${PASSWORD}@db.example.com:6380/2`;
+    const tcp = parseConfig({ DQ_TOKENS: "a", REDIS_URL: url }, NodeEnvSchema);
+    expect(tcp.REDIS_URL).toBe(url);
+    expect(tcp.UPSTASH_REDIS_REST_URL).toBeUndefined();
+    const both = parseConfig({ DQ_TOKENS: "a", REDIS_URL: url, ...REST }, NodeEnvSchema);
+    expect(both.REDIS_URL).toBe(url);
+    const rest = parseConfig({ DQ_TOKENS: "a", ...REST }, NodeEnvSchema);
+    expect(rest.REDIS_URL).toBeUndefined();
+    expect(rest.UPSTASH_REDIS_REST_URL).toBe(REST.UPSTASH_REDIS_REST_URL);
+    // An empty value (a compose file's `REDIS_URL=`) is no value.
+    expect(parseConfig({ DQ_TOKENS: "a", REDIS_URL: "", ...REST }, NodeEnvSchema).REDIS_URL).toBe(
+      undefined,
+    );
+  });
+
+  it("names both ways to reach Redis when neither is set, beside the other problems", () => {
+    const message = failure({}).message;
+    expect(message).toMatch(/DQ_TOKENS is not set/);
+    expect(message).toMatch(
+      /Redis is not configured: set REDIS_URL \(redis:\/\/.*\) to use any Redis 7\+ or Valkey over TCP, or UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN/,
+    );
+    expect(failure({ DQ_TOKENS: "a", REDIS_URL: "" }).message).toMatch(/Redis is not configured/);
+    expect(
+      failure({ DQ_TOKENS: "a", UPSTASH_REDIS_REST_URL: REST.UPSTASH_REDIS_REST_URL }).message,
+    ).toMatch(/UPSTASH_REDIS_REST_TOKEN is not set/);
+  });
+
+  it.each([
+    [
+      `https://default:${PASSWORD}@x.upstash.io`,
+      /REDIS_URL is an HTTP URL.*UPSTASH_REDIS_REST_URL/,
+    ],
+    [`db.example.com:6379`, /REDIS_URL must look like redis:\/\/\[\[user\]:password@\]host/],
+    [`memcached://db.example.com`, /REDIS_URL must look like redis:\/\//],
+    [`redis://:${PASSWORD}@db.example.com/queue`, /REDIS_URL's path must be a database number/],
+    [`redis://:${PASSWORD}@db.example.com:99999`, /REDIS_URL is not a valid URL.*percent-encode/],
+    [`redis://`, /REDIS_URL has no host/],
+    [` redis://:${PASSWORD}@h`, /REDIS_URL has spaces or a line break/],
+  ])("refuses %s with a message that never quotes it", (url, message) => {
+    const error = failure({ DQ_TOKENS: "a", REDIS_URL: url, ...REST });
+    expect(error.code).toBe("internal_error");
+    expect(error.message).toMatch(/^delayq is misconfigured: /);
+    expect(error.message).toMatch(message);
+    expect(error.message).not.toContain(PASSWORD);
+  });
+
+  it("points a TCP URL pasted as the REST URL to REDIS_URL on Node only", () => {
+    const env = { ...REST, DQ_TOKENS: "a", UPSTASH_REDIS_REST_URL: `rediss://:${PASSWORD}@h:6379` };
+    expect(failure(env).message).toMatch(/on Node, a TCP URL goes in REDIS_URL instead/);
+    const onWorker = failure(env, EnvSchema as unknown as typeof NodeEnvSchema).message;
+    expect(onWorker).toMatch(/UPSTASH_REDIS_REST_URL is a Redis TCP URL/);
+    expect(onWorker).not.toMatch(/REDIS_URL instead/);
+  });
+
+  it("is not the Worker's: it still needs the REST variables", () => {
+    const onWorker = () => parseConfig({ DQ_TOKENS: "a", REDIS_URL: "redis://h:6379" });
+    expect(onWorker).toThrow(/UPSTASH_REDIS_REST_URL is not set/);
+  });
+});
+
+describe("functions/node.ts with REDIS_URL", () => {
+  it("exits 1 with one line for a bad REDIS_URL, without a stack trace or the password", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH,
+        DQ_TOKENS: "a",
+        REDIS_URL: `https://default:${PASSWORD}@x.upstash.io`,
+        PORT: "1",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(code).toBe(1);
+    expect(output.trim()).toMatch(/^delayq is misconfigured: REDIS_URL is an HTTP URL/);
+    expect(output.trim().split("\n")).toHaveLength(1);
+    expect(output).not.toContain(PASSWORD);
+  });
+});
+
+describe("rediss://", () => {
+  let tls: TlsRedis;
+  beforeAll(async () => {
+    tls = await startTlsRedis();
+  });
+  afterAll(async () => {
+    await tls?.stop();
+  });
+
+  it("is TLS for any case of the scheme, and a certificate Node cannot verify is refused", async () => {
+    for (const scheme of ["rediss", "REDISS", "Rediss"]) {
+      const connection = connectRedis(`${scheme}://localhost:${tls.tlsPort}`, {
+        commandTimeoutMs: 3000,
+      });
+      try {
+        // The test CA is not one Node trusts: the handshake fails on the certificate (a plain
+        // connection to a TLS port would fail otherwise: reset, or no answer).
+        await expectError(
+          new DelayQueue({ redis: connection }).get("a"),
+          "redis_unavailable",
+          /no connection to the server of REDIS_URL \(.*certificate/,
+        );
+      } finally {
+        await connection.quit();
+      }
+    }
+  });
+
+  it("serves the API over it from functions/node.ts when the CA is trusted", async () => {
+    const prefix = `tls${crypto.randomUUID().slice(0, 8)}`;
+    let service: ServiceProcess | undefined;
+    try {
+      service = await startService({
+        mode: "node",
+        port: await freePort(),
+        stateDir: join(tls.certDir, "service"),
+        stdio: "ignore",
+        healthTimeoutMs: 30_000,
+        vars: {
+          REDIS_URL: `rediss://localhost:${tls.tlsPort}/0`,
+          NODE_EXTRA_CA_CERTS: join(tls.certDir, "ca.crt"),
+          DQ_TOKENS: "tls-admin",
+          DQ_PREFIX: prefix,
+        },
+      });
+      const call = async (path: string, body: unknown) => {
+        const res = await fetch(`${service?.url}${path}`, {
+          method: "POST",
+          headers: { authorization: "Bearer tls-admin", "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        return { status: res.status, json: (await res.json()) as any };
+      };
+      const body = { order: "支付-42", note: "🎉" };
+      expect((await call("/v1/jobs", { topic: "pay", id: "o42", body })).status).toBe(201);
+      const popped = await call("/v1/topics/pay/pop", { count: 10 });
+      expect(popped.status).toBe(200);
+      expect(popped.json.jobs).toHaveLength(1);
+      expect(popped.json.jobs[0]).toMatchObject({ id: "o42", body, state: "reserved" });
+      const receipt = popped.json.jobs[0].receipt as string;
+      expect((await call("/v1/jobs/o42/finish", { receipt })).json).toEqual({ finished: true });
+      // The record is in the server behind the TLS port, under the service's prefix.
+      const plain = await RespConnection.open(tls.port);
+      const record = await plain.call("GET", keys(prefix).job("o42"));
+      plain.close();
+      expect(record.type === "bulk" && String(record.value)).toMatch(/"order":"支付-42"/);
+    } finally {
+      await service?.stop();
+    }
+  }, 60_000);
+});
+
+type TlsRedis = RedisServer & { tlsPort: number; certDir: string };
+
+/** A redis-server with a TLS port too, its certificate (localhost) signed by a CA made here. */
+async function startTlsRedis(): Promise<TlsRedis> {
+  const certDir = mkdtempSync(join(tmpdir(), "delayq-tls-"));
+  const openssl = (...args: string[]) =>
+    execFileSync("openssl", args, { cwd: certDir, stdio: "ignore" });
+  const key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+  openssl(
+    "req",
+    "-x509",
+    ...key,
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.crt",
+    "-days",
+    "1",
+    "-subj",
+    "/CN=delayq test CA",
+  );
+  openssl("req", ...key, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost");
+  writeFileSync(join(certDir, "san.cnf"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
+  openssl(
+    "x509",
+    "-req",
+    "-in",
+    "server.csr",
+    "-CA",
+    "ca.crt",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-days",
+    "1",
+    "-out",
+    "server.crt",
+    "-extfile",
+    "san.cnf",
+  );
+  const tlsPort = await freePort();
+  const server = await startRedisServer({
+    extraArgs: [
+      "--tls-port",
+      String(tlsPort),
+      "--tls-cert-file",
+      join(certDir, "server.crt"),
+      "--tls-key-file",
+      join(certDir, "server.key"),
+      "--tls-ca-cert-file",
+      join(certDir, "ca.crt"),
+      "--tls-auth-clients",
+      "no",
+    ],
+  });
+  return {
+    ...server,
+    tlsPort,
+    certDir,
+    stop: async () => {
+      await server.stop();
+      rmSync(certDir, { recursive: true, force: true });
+    },
+  };
+}
