@@ -1,4 +1,12 @@
 // delayq/client: a typed, dependency-free client of delayq's HTTP API for Node 20 and Workers.
+
+// A push receiver checks each delivery with these (see the README's "Receiving pushes").
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  SIGNATURE_HEADER,
+  type VerifyOptions,
+  verifySignature,
+} from "../dispatch/signature";
 export { type ClientOptions, createClient, DelayqClient } from "./client";
 export { DelayqClientError, type DelayqClientErrorCode } from "./errors";
 export type { FetchLike } from "./transport";
