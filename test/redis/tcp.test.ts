@@ -8,7 +8,7 @@ import { Redis as IORedis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { freePort, type RedisServer, startRedisServer } from "../../dev/redis-server";
 import { type Reply, RespConnection } from "../../dev/resp";
-import { DelayQueue, DelayqError } from "../../src/index";
+import { DelayQueue, DelayqError, tick } from "../../src/index";
 import { keys } from "../../src/redis/keys";
 import { connectRedis, type TcpRedis, tcpRedis } from "../../src/redis/tcp";
 import { expectError } from "../support/expect";
@@ -290,6 +290,9 @@ describe("failures", () => {
     const connection = await RespConnection.open(redis.port);
     await connection.call("AUTH", "right-pw");
     await connection.call("ACL", "SETUSER", "reader", "on", ">reader-pw", "~*", "+get");
+    // The README's ACL for a delayq user: its keys only, no dangerous commands.
+    const acl = ["~{dq}*", "+@read", "+@write", "+@scripting", "-@dangerous", "+info"];
+    await connection.call("ACL", "SETUSER", "delayq", "on", ">delayq-pw", ...acl);
     connection.close();
     const reader = new DelayQueue({ redis: connect(url("reader:reader-pw")) });
     await expectError(reader.get("a"), "job_not_found");
@@ -300,6 +303,16 @@ describe("failures", () => {
     );
     const queue = new DelayQueue({ redis: connect(url(":right-pw")) });
     expect((await queue.add({ topic: "t", id: "a" })).created).toBe(true);
+    const limited = new DelayQueue({ redis: connect(url("delayq:delayq-pw")), prefix: "dq" });
+    await limited.add({ topic: "acl", id: "x", body: { n: 1 } });
+    await limited.add({ topic: "acl", id: "y", runAt: Date.now() - 1 });
+    expect((await tick(limited)).promoted).toBeGreaterThanOrEqual(0);
+    const jobs = await limited.pop("acl", { count: 3 });
+    expect(jobs.map((job) => job.id).sort()).toEqual(["x", "y"]);
+    for (const job of jobs) await limited.finish(job.id, { receipt: job.receipt });
+    expect((await limited.topic("acl")).counts).toMatchObject({ ready: 0, reserved: 0 });
+    const other = new DelayQueue({ redis: connect(url("delayq:delayq-pw")), prefix: "other" });
+    await expectError(other.add({ topic: "t" }), "redis_unavailable", /may not do what delayq/);
   });
 
   it("refuses a URL that is not redis:// or rediss://, never quoting it", () => {
