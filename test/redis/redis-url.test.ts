@@ -113,6 +113,64 @@ describe("functions/node.ts with REDIS_URL", () => {
   });
 });
 
+describe("functions/node.ts on a Redis that goes away", () => {
+  it("answers 503 while it is down, logs the outage once and its end once, and recovers", async () => {
+    let redis = await startRedisServer();
+    const port = await freePort();
+    const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH,
+        REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+        DQ_TOKENS: "node-admin",
+        DQ_PREFIX: `down${crypto.randomUUID().slice(0, 8)}`,
+        DQ_REDIS_TIMEOUT_MS: "1000",
+        PORT: String(port),
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk));
+    const lines = () =>
+      output
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line) as { event?: string; redis?: string; message?: string });
+    const health = () =>
+      fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(5000) }).then(
+        (res) => res.status,
+        () => 0,
+      );
+    try {
+      await expect.poll(health, { timeout: 30_000, interval: 100 }).toBe(200);
+      expect(lines()[0]).toMatchObject({ event: "listening", redis: "tcp" });
+      const add = await fetch(`http://127.0.0.1:${port}/v1/jobs`, {
+        method: "POST",
+        headers: { authorization: "Bearer node-admin", "content-type": "application/json" },
+        body: JSON.stringify({ topic: "t", id: "a", body: "é" }),
+      });
+      expect(add.status).toBe(201);
+      await redis.stop();
+      for (let i = 0; i < 3; i++) {
+        const started = Date.now();
+        expect(await health()).toBe(503);
+        expect(Date.now() - started).toBeLessThan(2500);
+      }
+      redis = await startRedisServer({ port: redis.port });
+      await expect.poll(health, { timeout: 10_000, interval: 100 }).toBe(200);
+      const events = lines().map((line) => line.event);
+      expect(events.filter((event) => event === "redis_connection_error")).toHaveLength(1);
+      expect(events.filter((event) => event === "redis_connection_restored")).toHaveLength(1);
+      expect(output).not.toMatch(/\n\s+at /);
+    } finally {
+      child.kill("SIGTERM");
+      await new Promise((resolve) => child.once("exit", resolve));
+      await redis.stop();
+    }
+  }, 60_000);
+});
+
 describe("rediss://", () => {
   let tls: TlsRedis;
   beforeAll(async () => {
