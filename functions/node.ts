@@ -53,12 +53,18 @@ const server = serve({ fetch: app.fetch, port, hostname: host }, () => {
 
 // The scheduler: the cron's work, every minute like the Worker's trigger (DQ_TICK_INTERVAL_MS).
 // A tick never overlaps the previous one in this process (other processes may tick at once).
+// Push deliveries wait for their due times after the tick returns; shutdown waits for them.
 let ticking: Promise<unknown> = Promise.resolve();
 let busy = false;
+const deliveries = new Set<Promise<unknown>>();
+const defer = (work: Promise<unknown>) => {
+  deliveries.add(work);
+  void work.finally(() => deliveries.delete(work));
+};
 const ticker = setInterval(() => {
   if (busy) return;
   busy = true;
-  ticking = scheduler.tick().finally(() => {
+  ticking = scheduler.tick({ defer }).finally(() => {
     busy = false;
   });
 }, tickEveryMs);
@@ -66,7 +72,10 @@ const ticker = setInterval(() => {
 function shutdown() {
   clearInterval(ticker);
   server.close();
-  void ticking.finally(() => (tcp ? tcp.quit() : undefined)).finally(() => process.exit(0));
+  void ticking
+    .then(() => Promise.allSettled([...deliveries]))
+    .finally(() => (tcp ? tcp.quit() : undefined))
+    .finally(() => process.exit(0));
 }
 process.on("SIGINT", shutdown);
 process.on("SIGTERM", shutdown);

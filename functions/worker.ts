@@ -52,7 +52,11 @@ export default {
   },
 
   // A misconfigured cron throws, so that the invocation shows as failed with the message.
-  async scheduled(controller: ScheduledController, env: Env, _ctx: ExecutionContext) {
-    await service(env).scheduler.tick({ now: controller.scheduledTime });
+  async scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext) {
+    // Push deliveries wait for their due times (up to a minute) in waitUntil.
+    await service(env).scheduler.tick({
+      now: controller.scheduledTime,
+      defer: (work) => ctx.waitUntil(work),
+    });
   },
 };

@@ -45,7 +45,25 @@ const common = {
   // Each Redis call is short (a long-poll waits in delayq, between short calls), so one limit
   // fits all; without it a frozen Redis holds every request forever.
   DQ_REDIS_TIMEOUT_MS: whole("DQ_REDIS_TIMEOUT_MS", 100, 120_000, 5000),
+  // Push topics (DESIGN §3). QStash settings are needed only by topics that push via QStash.
+  DQ_PUBLIC_URL: optionalUrl(
+    "DQ_PUBLIC_URL",
+    "the service's own public URL, e.g. https://delayq.example.workers.dev (QStash calls it back)",
+  ),
+  QSTASH_URL: optionalUrl("QSTASH_URL", "QStash's URL, e.g. https://qstash.upstash.io"),
+  QSTASH_TOKEN: z.string().min(1, "QSTASH_TOKEN is empty").optional(),
+  QSTASH_CURRENT_SIGNING_KEY: z.string().min(1, "QSTASH_CURRENT_SIGNING_KEY is empty").optional(),
+  QSTASH_NEXT_SIGNING_KEY: z.string().min(1, "QSTASH_NEXT_SIGNING_KEY is empty").optional(),
+  DQ_SUBREQUESTS: whole("DQ_SUBREQUESTS", 10, 100_000, 1000),
 };
+
+/** An optional http(s) URL setting; the message says what it is for. */
+function optionalUrl(name: string, what: string) {
+  return z
+    .string()
+    .regex(/^https?:\/\/[^\s/]+/, `${name} must be ${what}`)
+    .optional();
+}
 
 /**
  * Every environment variable the Worker reads, with its default. Redis is Upstash over REST:

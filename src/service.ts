@@ -1,6 +1,10 @@
 // Wires the service from its environment: config, Redis client, queue, scheduler, app. Used by
 // both entry points, so the Worker and Node run the same thing.
+
+import type { Context } from "hono";
 import { parseConfig, type ServiceConfig } from "./config";
+import { createDispatcher } from "./dispatch/dispatcher";
+import { createQStash, type QStash } from "./dispatch/qstash";
 import { DelayqError } from "./domain/errors";
 import { createApp } from "./http/app";
 import { parseTokens } from "./http/auth";
@@ -10,6 +14,7 @@ import { type Counters, countedStep, createCounters } from "./metrics/counters";
 import { DelayQueue } from "./queue";
 import { REDIS_CLIENT_OPTIONS, type RedisClient } from "./redis/runner";
 import { createScheduler, drainStep, type Scheduler } from "./scheduler";
+import { pushStep } from "./scheduler/push";
 
 /** What an entry point needs to build its runtime's Redis client (Upstash over REST). */
 export type RedisSettings = {
@@ -78,9 +83,26 @@ export function buildService(
           commandTimeoutMs: config.DQ_REDIS_TIMEOUT_MS,
           log,
         });
+  const counters = createCounters();
+  const dispatcher = createDispatcher({
+    redis,
+    prefix: config.DQ_PREFIX,
+    retentionMs: config.DQ_RETENTION_SECONDS * 1000,
+    qstash: qstashOf(config),
+    publicUrl: config.DQ_PUBLIC_URL,
+    log,
+    count: (name, labels) =>
+      counters.inc("delayq_deliveries_total", {
+        topic: labels.topic ?? "",
+        outcome: labels.outcome === "fail" ? "failed" : (labels.outcome ?? ""),
+      }),
+    subrequests: config.DQ_SUBREQUESTS,
+  });
   const queue = new DelayQueue({
     redis,
     prefix: config.DQ_PREFIX,
+    // A push job published to QStash is cancelled there before its delete is answered.
+    cancelDelivery: (messageId) => dispatcher.cancel(messageId),
     retention: config.DQ_RETENTION_SECONDS,
     defaults: { ttr: config.DQ_DEFAULT_TTR, maxAttempts: config.DQ_DEFAULT_MAX_ATTEMPTS },
     maxBodyBytes: config.DQ_MAX_BODY_BYTES,
@@ -88,7 +110,6 @@ export function buildService(
     // The API answers job bodies as the text they were sent as.
     rawBodies: true,
   });
-  const counters = createCounters();
   const app = createApp({
     queue,
     tokens: parseTokens(config.DQ_TOKENS),
@@ -96,13 +117,47 @@ export function buildService(
     log,
     counters,
     metricsMaxTopics: metricsMaxTopics(env),
+    push: {
+      dispatcher,
+      publicUrl: config.DQ_PUBLIC_URL,
+      qstashReady: dispatcher.qstash !== undefined && config.DQ_PUBLIC_URL !== undefined,
+      background: inBackground,
+      log,
+    },
   });
   const scheduler = createScheduler({
-    steps: [countedStep(drainStep(queue), counters)],
+    steps: [
+      countedStep(drainStep(queue), counters),
+      countedStep(pushStep(dispatcher, log), counters),
+    ],
     budgetMs: config.DQ_TICK_BUDGET_MS,
     log,
   });
   return { config, queue, app, scheduler, log, counters };
+}
+
+/** QStash, when its four settings are all set (topics may then push via QStash). */
+function qstashOf(config: ServiceConfig): QStash | undefined {
+  const {
+    QSTASH_URL: url,
+    QSTASH_TOKEN: token,
+    QSTASH_CURRENT_SIGNING_KEY: currentSigningKey,
+    QSTASH_NEXT_SIGNING_KEY: nextSigningKey,
+  } = config;
+  if (!url || !token || !currentSigningKey || !nextSigningKey) return undefined;
+  return createQStash({ url, token, currentSigningKey, nextSigningKey });
+}
+
+/**
+ * Keeps work going after the response: a Worker's `waitUntil` (the request may not outlive its
+ * answer otherwise); on Node the process simply goes on.
+ */
+function inBackground(c: Context, work: Promise<unknown>): void {
+  try {
+    c.executionCtx.waitUntil(work);
+  } catch {
+    void work; // Node: no ExecutionContext, and none is needed
+  }
 }
 
 /** The REST URL and token; NodeEnvSchema only lets them be missing when REDIS_URL is set. */

@@ -22,34 +22,85 @@ const HttpUrl = z
   }, "must be an http:// or https:// URL, e.g. https://shop.example/hooks/delayq");
 
 /** Header names delayq sets itself or that HTTP reserves: a config may not set them. */
-const RESERVED_HEADER = /^(content-type|content-length|host|connection|transfer-encoding|te|upgrade|keep-alive|expect|delayq-.*|upstash-.*)$/i;
+const RESERVED_HEADER =
+  /^(content-type|content-length|host|connection|transfer-encoding|te|upgrade|keep-alive|expect|delayq-.*|upstash-.*)$/i;
 
-const HeaderName = z
-  .string()
-  .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/, "must be an HTTP header name")
-  .refine((name) => !RESERVED_HEADER.test(name), {
-    message: "is set by delayq or by HTTP itself (content-type, delayq-*, upstash-*, host, ...)",
-  });
+/** Why a header name cannot be configured, or undefined when it can. */
+function headerNameProblem(name: string): string | undefined {
+  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(name)) return "is not an HTTP header name";
+  if (RESERVED_HEADER.test(name)) {
+    return "is set by delayq or by HTTP itself (content-type, delayq-*, upstash-*, host, ...)";
+  }
+  return undefined;
+}
 
 export const PushConfig = z
   .strictObject({
     /** Where deliveries are POSTed. */
-    url: HttpUrl,
+    url: HttpUrl.meta({
+      description: "Where each due job is POSTed (http or https).",
+      example: "https://shop.example/hooks/delayq",
+    }),
     /** `direct`: delayq POSTs itself; `qstash`: through Upstash QStash. @default "direct" */
-    via: z.enum(["direct", "qstash"]).default("direct"),
+    via: z
+      .enum(["direct", "qstash"])
+      .default("direct")
+      .meta({
+        description:
+          '"direct": delayq POSTs itself; "qstash": published to Upstash QStash, which delivers ' +
+          "at the due second and reports the answer back.",
+        example: "direct",
+      }),
     /** The HMAC key of `delayq-signature`, at least 16 characters; generated when absent. */
-    secret: z.string().min(16, "must be at least 16 characters").max(200).optional(),
+    secret: z
+      .string()
+      .min(16, "must be at least 16 characters")
+      .max(200)
+      .optional()
+      .meta({
+        description:
+          "The HMAC-SHA256 key of the delayq-signature header, 16-200 characters; generated when " +
+          "absent, shown in full only in the answer that generated it, then masked (…last4).",
+        example: "whsec_5f2b7c0d9e1a4b3c",
+      }),
     /** Seconds the receiver has to answer, 1-60. @default 15 */
-    timeout: z.number().int().min(1).max(MAX_PUSH_TIMEOUT_SECONDS).default(15),
+    timeout: z.number().int().min(1).max(MAX_PUSH_TIMEOUT_SECONDS).default(15).meta({
+      description: "Seconds the receiver has to answer, 1-60; later is a failed attempt.",
+      example: 15,
+    }),
     /** Told (POST, signed) when a job dies. */
-    failureUrl: HttpUrl.optional(),
+    failureUrl: HttpUrl.optional().meta({
+      description:
+        "Told when a job dies (attempts used up, past its deadline, buried): a signed POST of " +
+        '{"id","topic","body","attempts","reason","lastStatus"}.',
+      example: "https://shop.example/hooks/delayq-failed",
+    }),
     /** Sent with each delivery, at most 10. */
     headers: z
-      .record(HeaderName, z.string().max(1000).regex(/^[^\r\n]*$/, "must be one line"))
-      .refine((headers) => Object.keys(headers).length <= MAX_PUSH_HEADERS, {
-        message: `at most ${MAX_PUSH_HEADERS} headers`,
+      .record(
+        z.string(),
+        z
+          .string()
+          .max(1000)
+          .regex(/^[^\r\n]*$/, "must be one line"),
+      )
+      .superRefine((headers, ctx) => {
+        const names = Object.keys(headers);
+        if (names.length > MAX_PUSH_HEADERS) {
+          ctx.addIssue({ code: "custom", message: `at most ${MAX_PUSH_HEADERS} headers` });
+        }
+        for (const name of names) {
+          const problem = headerNameProblem(name);
+          if (problem)
+            ctx.addIssue({ code: "custom", message: `"${name}" ${problem}`, path: [name] });
+        }
       })
-      .optional(),
+      .optional()
+      .meta({
+        description:
+          "Up to 10 headers sent with each delivery (not content-type, delayq-*, upstash-*).",
+        example: { "X-Api-Key": "k_live_123" },
+      }),
   })
   .meta({ id: "PushConfig" });
 export type PushConfig = z.output<typeof PushConfig>;

@@ -28,4 +28,6 @@ export type TickSlice = {
   more: boolean;
   /** Whether push jobs need claiming (the push step has work). */
   pushDue: boolean;
+  /** Whether failure notices wait to be sent. */
+  noticesDue: boolean;
 };

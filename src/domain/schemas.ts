@@ -153,11 +153,26 @@ export type TopicConfig = z.output<typeof TopicConfig>;
  * field set to null is removed, the others are kept.
  */
 export const TopicConfigPatch = z.strictObject({
-  ttr: Ttr.nullable().optional(),
-  maxAttempts: Attempts.nullable().optional(),
-  backoff: Backoff.nullable().optional(),
-  paused: z.boolean().nullable().optional(),
-  push: PushConfig.nullable().optional(),
+  ttr: Ttr.nullable()
+    .optional()
+    .meta({ description: "Default time to run, seconds; null removes it.", example: 30 }),
+  maxAttempts: Attempts.nullable()
+    .optional()
+    .meta({ description: "Default reservations before a job dies; null removes it.", example: 8 }),
+  backoff: Backoff.nullable()
+    .optional()
+    .meta({
+      description: "Default wait after a failed attempt; null removes it.",
+      example: "wechatpay",
+    }),
+  paused: z
+    .boolean()
+    .nullable()
+    .optional()
+    .meta({ description: "Pause (true) or resume (false or null) the topic.", example: true }),
+  push: PushConfig.nullable()
+    .optional()
+    .meta({ description: "The push config (whole); null makes the topic pulled again." }),
 });
 export type TopicConfigPatch = z.output<typeof TopicConfigPatch>;
 

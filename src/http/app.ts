@@ -13,6 +13,7 @@ import { commandRoutes } from "./routes/command";
 import { compatRoutes } from "./routes/compat";
 import { jobRoutes } from "./routes/jobs";
 import { opsRoutes } from "./routes/ops";
+import { type PushOptions, pushRoutes, pushSoon } from "./routes/push";
 import { systemRoutes } from "./routes/system";
 import { topicRoutes } from "./routes/topics";
 
@@ -31,6 +32,8 @@ export type AppOptions = {
   metricsMaxTopics?: number;
   /** Lists payment watches for /dashboard/payments. @default none: "no payment watches" */
   paymentWatches?: PaymentWatchSource;
+  /** Push delivery: the QStash callback route, and prompt delivery of jobs due soon. */
+  push?: PushOptions;
 };
 
 /** Builds the app from its dependencies; it holds no state of its own. */
@@ -46,13 +49,18 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     ),
   );
 
-  app.use("/v1/*", bearerAuth(options.tokens, options.queue));
+  // Before the bearer auth: QStash authenticates its callbacks with their signature.
+  if (options.push) pushRoutes(app, options.push);
+  app.use(
+    "/v1/*",
+    bearerAuth(options.tokens, options.queue, options.push && pushSoon(options.push)),
+  );
   app.use("/v1/*", knownQueryOnly(app));
   app.use("/v1/*", jsonBodies(options.maxRequestBytes ?? 10 * 1024 * 1024));
 
   systemRoutes(app, options.queue);
   jobRoutes(app);
-  topicRoutes(app);
+  topicRoutes(app, { qstashReady: options.push?.qstashReady ?? false });
   commandRoutes(app);
   opsRoutes(app, { ...options, log });
   compatRoutes(app, { ...options, log });

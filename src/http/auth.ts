@@ -1,8 +1,9 @@
 // Bearer tokens from DQ_TOKENS, each optionally limited to topic patterns; compared in constant time.
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { DelayqError } from "../domain/errors";
 import { TopicPattern, type TopicScope } from "../domain/scope";
 import type { DelayQueue } from "../queue";
+import type { PushedTopic } from "../queue/add-batch";
 import type { AppEnv } from "./context";
 import { errorResponse } from "./errors";
 
@@ -82,7 +83,12 @@ export function parseTokens(value: string): TokenSet {
  * The bearer-auth middleware of the /v1 routes: 401 without a token or with a wrong one;
  * otherwise the request's queue is `queue` limited to the token's topics.
  */
-export function bearerAuth(tokens: TokenSet, queue: DelayQueue): MiddlewareHandler<AppEnv> {
+export function bearerAuth(
+  tokens: TokenSet,
+  queue: DelayQueue,
+  /** Called (with the request's context) when the request wrote jobs to push topics. */
+  onPushed?: (c: Context<AppEnv>, pushed: PushedTopic[]) => void,
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = c.req.header("authorization") ?? "";
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -95,7 +101,13 @@ export function bearerAuth(tokens: TokenSet, queue: DelayQueue): MiddlewareHandl
     }
     const principal = await tokens.identify(match[1]);
     if (!principal) return errorResponse(c, "unauthorized", "Invalid bearer token");
-    c.set("queue", queue.withScope(principal.scope));
+    c.set(
+      "queue",
+      queue.view({
+        scope: principal.scope,
+        onPushed: onPushed && ((pushed) => onPushed(c, pushed)),
+      }),
+    );
     await next();
   };
 }

@@ -96,6 +96,7 @@ export const TopicList = z
   })
   .meta({ id: "TopicList" });
 export const TopicConfig = domain.TopicConfig.meta({ id: "TopicConfig" });
+export const TopicConfigPatch = domain.TopicConfigPatch.meta({ id: "TopicConfigPatch" });
 
 export const IdParam = z.object({
   id: domain.JobId.meta({

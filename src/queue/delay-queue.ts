@@ -70,6 +70,11 @@ export type DelayQueueOptions = {
    */
   onPushed?: (pushed: PushedTopic[]) => void;
   /**
+   * Cancels a push job's pending QStash message; `delete` awaits it before it answers, so a
+   * deleted job is never delivered after its delete was acknowledged.
+   */
+  cancelDelivery?: (messageId: string) => Promise<void>;
+  /**
    * The topics this queue object may act on, as patterns (`*` is a wildcard); acting on any
    * other topic, or on a job of another topic, fails with `forbidden`, and `topics()` lists only
    * matching ones. Scripts enforce it for jobs addressed by id, in the same request.
@@ -277,11 +282,12 @@ export class DelayQueue {
   /** Deletes a job in any state; it is never handed out afterwards. */
   async delete(id: string): Promise<void> {
     parseInput(JobId, id, "job id");
-    const { code } = await this.shared.scripts.run(deleteJob, this.shared.clock(), [
+    const { code, messageId } = await this.shared.scripts.run(deleteJob, this.shared.clock(), [
       id,
       this.luaScope,
     ]);
     if (code !== "ok") throw scriptError(code, { id });
+    if (messageId) await this.options.cancelDelivery?.(messageId);
   }
 
   /** Moves dead jobs back to ready with attempts reset: the given ids, or the `count` oldest. */

@@ -11,6 +11,10 @@ export type DrainReport = StepReport & {
   died: number;
   /** Script calls made (each one REST request). */
   slices: number;
+  /** Push jobs need claiming (for the push step). */
+  pushDue: boolean;
+  /** Failure notices wait (for the push step). */
+  noticesDue: boolean;
 };
 
 /**
@@ -22,7 +26,15 @@ export function drainStep(queue: DelayQueue): SchedulerStep<DrainReport> {
   return {
     name: "drain",
     async run({ now, until }: StepContext): Promise<DrainReport> {
-      const report: DrainReport = { promoted: 0, expired: 0, died: 0, slices: 0, more: false };
+      const report: DrainReport = {
+        promoted: 0,
+        expired: 0,
+        died: 0,
+        slices: 0,
+        more: false,
+        pushDue: false,
+        noticesDue: false,
+      };
       for (;;) {
         const slice = await queue.tickSlice(now);
         report.promoted += slice.promoted;
@@ -30,6 +42,8 @@ export function drainStep(queue: DelayQueue): SchedulerStep<DrainReport> {
         report.died += slice.died;
         report.slices += 1;
         report.more = slice.more;
+        report.pushDue ||= slice.pushDue;
+        report.noticesDue ||= slice.noticesDue;
         if (!slice.more || Date.now() >= until) return report;
       }
     },

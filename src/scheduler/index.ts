@@ -29,5 +29,9 @@ export type TickResult = DrainReport;
  */
 export async function tick(queue: DelayQueue, options: TickOptions = {}): Promise<TickResult> {
   const now = options.now ?? queue.clock();
-  return drainStep(queue).run({ now, until: Date.now() + (options.budgetMs ?? 20_000) });
+  return drainStep(queue).run({
+    now,
+    until: Date.now() + (options.budgetMs ?? 20_000),
+    reports: {},
+  });
 }

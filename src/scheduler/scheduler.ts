@@ -9,6 +9,13 @@ export type StepContext = {
   now: number;
   /** Stop starting new work after this moment (by Date.now()). */
   until: number;
+  /** What the steps before this one reported in this tick. */
+  reports: Readonly<Record<string, StepReport>>;
+  /**
+   * Hands work that may outlive the tick (deliveries waiting for their due times) to the
+   * runtime: a Worker's `waitUntil`. Without it the step awaits that work itself.
+   */
+  defer?: (work: Promise<unknown>) => void;
 };
 
 /** One kind of due work: draining delay buckets, delivering push jobs, polling payments. */
@@ -36,7 +43,7 @@ export type TickReport = {
 };
 
 export type Scheduler = {
-  tick(options?: { now?: number }): Promise<TickReport>;
+  tick(options?: { now?: number; defer?: StepContext["defer"] }): Promise<TickReport>;
 };
 
 /**
@@ -50,12 +57,14 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const budgetMs = options.budgetMs ?? 20_000;
   const clock = options.clock ?? Date.now;
   return {
-    async tick({ now = clock() } = {}) {
+    async tick({ now = clock(), defer } = {}) {
       const until = Date.now() + budgetMs;
       const report: TickReport = { now, steps: {}, more: false };
+      const reports: Record<string, StepReport> = {};
       for (const step of options.steps) {
         try {
-          const done = await step.run({ now, until });
+          const done = await step.run({ now, until, reports, defer });
+          reports[step.name] = done;
           report.steps[step.name] = done;
           report.more ||= done.more;
         } catch (error) {

@@ -11,10 +11,23 @@ describe("tick", () => {
     await queue.add({ topic: "b", id: "last", ttr: 1, maxAttempts: 1 });
     await queue.pop("b", { count: 2 });
     clock.advance(1000);
-    expect(await tick(queue)).toEqual({ promoted: 1, expired: 2, died: 1, slices: 1, more: false });
+    expect(await tick(queue)).toMatchObject({
+      promoted: 1,
+      expired: 2,
+      died: 1,
+      slices: 1,
+      more: false,
+      pushDue: false,
+    });
     expect((await queue.topic("a")).counts.ready).toBe(1);
     expect((await queue.get("lease")).state).toBe("ready");
     expect((await queue.get("last")).deadReason).toBe("attempts");
-    expect(await tick(queue)).toEqual({ promoted: 0, expired: 0, died: 0, slices: 1, more: false });
+    expect(await tick(queue)).toMatchObject({
+      promoted: 0,
+      expired: 0,
+      died: 0,
+      slices: 1,
+      more: false,
+    });
   });
 });

@@ -18,8 +18,11 @@ export type TestApp = TestQueue & {
   ): Promise<{ status: number; json: any; headers: Headers }>;
 };
 
-export function testApp(options: Partial<AppOptions> & { pollIntervalMs?: number } = {}): TestApp {
-  const test = testQueue({ pollIntervalMs: options.pollIntervalMs, rawBodies: true });
+export function testApp(
+  options: Partial<AppOptions> & { pollIntervalMs?: number; test?: TestQueue } = {},
+): TestApp {
+  const test =
+    options.test ?? testQueue({ pollIntervalMs: options.pollIntervalMs, rawBodies: true });
   const logs: Record<string, unknown>[] = [];
   const app = createApp({
     queue: test.queue,

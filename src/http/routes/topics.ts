@@ -1,6 +1,5 @@
 // Routes on topics: pop (long-poll), kick, stats, paging jobs by state, config, dead-letter purge.
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import { DelayqError } from "../../domain/errors";
 import type { AppEnv } from "../context";
 import { jsonBody } from "../json";
 import {
@@ -13,16 +12,17 @@ import {
   PopBody,
   PurgeQuery,
   SECURED,
-  TopicConfig,
   TopicList,
   TopicParam,
   TopicStats,
   TopicsQuery,
 } from "../schemas";
+import { type ConfigRouteOptions, configRoutes, maskStats } from "./topic-config";
 
 const tags = ["topics"];
 
-export function topicRoutes(app: OpenAPIHono<AppEnv>): void {
+export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOptions): void {
+  configRoutes(app, options);
   app.openapi(
     createRoute({
       method: "post",
@@ -89,7 +89,10 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>): void {
       request: { query: TopicsQuery },
       responses: { 200: json(TopicList, "A page of topics") },
     }),
-    async (c) => c.json(await c.var.queue.topics(c.req.valid("query")), 200),
+    async (c) => {
+      const page = await c.var.queue.topics(c.req.valid("query"));
+      return c.json({ ...page, topics: page.topics.map(maskStats) }, 200);
+    },
   );
 
   app.openapi(
@@ -102,35 +105,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>): void {
       request: { params: TopicParam },
       responses: { 200: json(TopicStats, "The topic"), ...errors(403) },
     }),
-    async (c) => c.json(await c.var.queue.topic(c.req.valid("param").topic), 200),
-  );
-
-  app.openapi(
-    createRoute({
-      method: "put",
-      path: "/v1/topics/{topic}",
-      tags,
-      security: SECURED,
-      summary: "Set a topic's config: job defaults (ttr, maxAttempts, backoff) and paused",
-      description: "Replaces the whole config. Defaults apply to jobs added afterwards.",
-      request: { params: TopicParam, body: body(TopicConfig, true) },
-      responses: {
-        200: json(z.object({ topic: z.string(), config: TopicConfig }), "The new config"),
-        ...errors(403),
-      },
-    }),
-    async (c) => {
-      const { topic } = c.req.valid("param");
-      if (!c.req.header("content-type")) {
-        // jsonBodies drops the Content-Type of an empty body; a PUT needs the whole config.
-        throw new DelayqError(
-          "invalid_request",
-          "Invalid request body: send the topic's config as a JSON object ({} clears it)",
-        );
-      }
-      const config = await c.var.queue.configure(topic, c.req.valid("json"));
-      return c.json({ topic, config }, 200);
-    },
+    async (c) => c.json(maskStats(await c.var.queue.topic(c.req.valid("param").topic)), 200),
   );
 
   app.openapi(

@@ -94,7 +94,10 @@ local function kill(id, meta, body, reason)
   meta.state, meta.endedAt, meta.deadReason = "dead", NOW, reason
   meta.leaseEnd, meta.receipt, meta.messageId = nil, nil, nil
   rcall("ZADD", key.dead(meta.topic), NOW, id)
-  if isPush(meta.topic) then rcall("RPUSH", key.notices, id) end
+  if isPush(meta.topic) then
+    rcall("RPUSH", key.notices, id)
+    rcall("ZADD", key.schedule, "LT", NOW, "~notices")
+  end
   return save(id, meta, body)
 end
 

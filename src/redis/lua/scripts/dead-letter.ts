@@ -18,8 +18,10 @@ export const kick = defineScript<number>({
   lua: `
 --[[ kick: dead jobs of a topic back to its ready list, attempts reset to 0.
   ARGV[4] topic   ARGV[5] count (oldest first), or "" when ids are given   ARGV[6..] ids (≤ 1000)
-  Ids that are not dead jobs of this topic are skipped. Returns how many were kicked.
-  Cost: ZRANGE (by count), per job GET, ZREM, ZADD, SET; one INCR (seq).
+  Ids that are not dead jobs of this topic are skipped. Returns how many were kicked. A push
+  topic's kicked jobs are claimable at once.
+  Cost: ZRANGE (by count), per job GET, ZREM, ZADD, SET; one INCR (seq); ZSCORE (push?), and
+  for a push topic two ZADD LT.
 ]]
 ${DEAD_SELECTION}
 for _, id in ipairs(ids) do
@@ -32,7 +34,10 @@ for _, id in ipairs(ids) do
     done = done + 1
   end
 end
-if done > 0 then bump(topic) end
+if done > 0 then
+  bump(topic)
+  if isPush(topic) then claimable(topic, NOW) end
+end
 return done
 `,
   parse: Number,

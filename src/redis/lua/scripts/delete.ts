@@ -2,26 +2,35 @@
 import { type CodeName, codeName } from "../../codes";
 import { defineScript, list } from "../script";
 
-export const deleteJob = defineScript<{ code: CodeName }>({
+/** The outcome; `messageId` when the job was published to QStash and must be cancelled. */
+export const deleteJob = defineScript<{ code: CodeName; messageId?: string }>({
   name: "delete",
   lua: `
 --[[ delete: removes a job in any state; it is never handed out afterwards. The record is kept
   RETENTION ms as "deleted", so status queries and duplicate adds still see it. Deleting a
   deleted job answers the same.
   ARGV[4] id   ARGV[5] scope (lib/access.ts)
-  Returns {CODE.ok}, {CODE.notFound} or {CODE.forbidden} (outside the scope).
+  Returns {CODE.ok, the QStash message id of its current delivery or ""}, {CODE.notFound} or
+  {CODE.forbidden} (outside the scope). The caller cancels that message before answering.
   Cost: GET, ZREM (one per index the job is in), SET.
 ]]
 local id = ARGV[4]
 local meta, body = load(id)
 if not meta then return {CODE.notFound} end
 if not allowed(meta.topic, ARGV[5]) then return {CODE.forbidden} end
+local messageId = ""
 if meta.state ~= "deleted" then
   unindex(id, meta)
-  meta.state, meta.endedAt, meta.leaseEnd = "deleted", NOW, nil
+  if meta.state == "reserved" and meta.messageId then messageId = meta.messageId end
+  meta.state, meta.endedAt, meta.leaseEnd, meta.messageId = "deleted", NOW, nil, nil
   save(id, meta, body)
 end
-return {CODE.ok}
+return {CODE.ok, messageId}
 `,
-  parse: (reply) => ({ code: codeName(list(reply, "delete")[0]) }),
+  parse(reply) {
+    const [code, messageId] = list(reply, "delete");
+    return messageId
+      ? { code: codeName(code), messageId: String(messageId) }
+      : { code: codeName(code) };
+  },
 });

@@ -7,6 +7,7 @@ import { deleteJob } from "./delete";
 import { bury, finish, release, touch } from "./held";
 import { list } from "./list";
 import { pop } from "./pop";
+import { claim, notices, published, renotice, settle } from "./push";
 import { tick } from "./tick";
 import { configure, listTopics, topicStats } from "./topics";
 
@@ -25,6 +26,11 @@ export const SCRIPTS = {
   listTopics,
   configure,
   tick,
+  claim,
+  settle,
+  published,
+  notices,
+  renotice,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -9,6 +9,8 @@ export type TickReply = {
   more: boolean;
   /** Push jobs fall due before the claim lookahead ends: the push step has work. */
   pushDue: boolean;
+  /** Dead push jobs wait for their failure notices. */
+  noticesDue: boolean;
 };
 
 export const tick = defineScript<TickReply>({
@@ -19,16 +21,17 @@ export const tick = defineScript<TickReply>({
   when to look at it next.
   ARGV[4] most jobs to move in this call (≤ 1000)   ARGV[5] most topics to visit
   The schedule's \`~push\` entry is not a topic: it says push jobs need claiming soon
-  (lib/transitions.ts: claimable); it is reported, and left for the claim script.
+  (lib/transitions.ts: claimable); it is reported, and left for the claim script. So is
+  \`~notices\` (failure notices to send; scripts/push.ts: notices).
   Returns {promoted, expired, died, topics visited, 1 if more is due now else 0, 1 if push
-  jobs need claiming else 0}.
+  jobs need claiming else 0, 1 if failure notices wait else 0}.
   Cost when idle: this EVALSHA and one ZRANGE, whatever the number of topics. Per topic
   visited: migrate, promote and expire, three ZRANGEs for the next event and a ZADD or ZREM.
 ]]
 local budget, maxTopics = tonumber(ARGV[4]), tonumber(ARGV[5])
 local topics = rcall("ZRANGE", key.schedule, "-inf", NOW, "BYSCORE", "LIMIT", 0, maxTopics)
-if #topics == 0 then return {0, 0, 0, 0, 0, 0} end
-local promoted, expired, died, more, pushDue, visited = 0, 0, 0, 0, 0, 0
+if #topics == 0 then return {0, 0, 0, 0, 0, 0, 0} end
+local promoted, expired, died, more, pushDue, visited, noticesDue = 0, 0, 0, 0, 0, 0, 0
 if #topics == maxTopics then more = 1 end
 
 local function visit(topic)
@@ -55,6 +58,8 @@ end
 for _, topic in ipairs(topics) do
   if topic == "~push" then
     pushDue = 1
+  elseif topic == "~notices" then
+    noticesDue = 1
   elseif budget <= 0 then
     more = 1
     break
@@ -62,10 +67,12 @@ for _, topic in ipairs(topics) do
     visit(topic)
   end
 end
-return {promoted, expired, died, visited, more, pushDue}
+return {promoted, expired, died, visited, more, pushDue, noticesDue}
 `,
   parse(reply) {
-    const [promoted, expired, died, topics, more, pushDue] = list(reply, "tick").map(Number);
+    const [promoted, expired, died, topics, more, pushDue, noticesDue] = list(reply, "tick").map(
+      Number,
+    );
     return {
       promoted: promoted ?? 0,
       expired: expired ?? 0,
@@ -73,6 +80,7 @@ return {promoted, expired, died, visited, more, pushDue}
       topics: topics ?? 0,
       more: more === 1,
       pushDue: pushDue === 1,
+      noticesDue: noticesDue === 1,
     };
   },
 });

@@ -1,0 +1,163 @@
+// One push delivery: its body, its headers and signature, the POST itself, and what the answer
+// means for the job (DESIGN §3). Also the failure notice sent when a push job dies.
+import { type PushConfig, retryAfterMs, type Settlement, settlementOf } from "../domain/push";
+import type { RecordMeta } from "../redis/record";
+import { SIGNATURE_HEADER, signWebhook } from "./signature";
+
+/** The most of a receiver's answer read: enough for `{"status":"retry","delay":30}` and more. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+/** A claimed job ready to deliver: its record split, the topic's push config, its receipt. */
+export type Parcel = {
+  meta: RecordMeta;
+  /** The body's JSON text, as stored. */
+  body: string;
+  push: PushConfig;
+};
+
+/** The delivery body: one line of JSON, the job's body inserted as its stored text. */
+export function deliveryBody(parcel: Parcel): string {
+  const { meta, body } = parcel;
+  return `{"id":${JSON.stringify(meta.id)},"topic":${JSON.stringify(meta.topic)},"body":${body},"attempt":${meta.attempts},"dueAt":${meta.due}}`;
+}
+
+/** The headers of a delivery (without content-type), signed at `at`. */
+export async function deliveryHeaders(
+  parcel: Parcel,
+  rawBody: string,
+  at: number,
+): Promise<Record<string, string>> {
+  const { meta, push } = parcel;
+  return {
+    ...push.headers,
+    "delayq-id": meta.id,
+    "delayq-topic": meta.topic,
+    "delayq-attempt": String(meta.attempts),
+    [SIGNATURE_HEADER]: await signWebhook(push.secret ?? "", rawBody, at),
+  };
+}
+
+/** What a delivery attempt came to: how to settle the job, and what to record on it. */
+export type Attempt = { settlement: Settlement; status: number; error?: string };
+
+export type Post = (url: string, init: RequestInit) => Promise<Response>;
+
+/**
+ * POSTs the delivery and reads the answer (within the topic's timeout, body included) into a
+ * settlement. A network error or a timeout is a failed attempt with status 0.
+ */
+export async function deliverDirect(
+  parcel: Parcel,
+  options: { fetch?: Post; now: () => number },
+): Promise<Attempt> {
+  const post = options.fetch ?? fetch;
+  const raw = deliveryBody(parcel);
+  const headers = await deliveryHeaders(parcel, raw, options.now());
+  const signal = AbortSignal.timeout(parcel.push.timeout * 1000);
+  try {
+    const res = await post(parcel.push.url, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: raw,
+      signal,
+      redirect: "manual",
+    });
+    const text = await readLimited(res, MAX_ANSWER_BYTES);
+    const settlement = settlementOf(
+      res.status,
+      text,
+      res.headers.get("retry-after"),
+      options.now(),
+    );
+    return settlement.outcome === "fail"
+      ? { settlement, status: res.status, error: `HTTP ${res.status}` }
+      : { settlement, status: res.status };
+  } catch (error) {
+    const timedOut = signal.aborted;
+    return {
+      settlement: { outcome: "fail" },
+      status: 0,
+      error: timedOut
+        ? `no answer within ${parcel.push.timeout} s`
+        : `could not reach the receiver: ${describe(error)}`,
+    };
+  }
+}
+
+/** The failure notice's body (DESIGN §3), one line of JSON. */
+export function noticeBody(meta: RecordMeta, body: string): string {
+  return `{"id":${JSON.stringify(meta.id)},"topic":${JSON.stringify(meta.topic)},"body":${body},"attempts":${meta.attempts},"reason":${JSON.stringify(meta.deadReason ?? "attempts")},"lastStatus":${meta.lastStatus ?? null}}`;
+}
+
+/** POSTs a failure notice, signed like deliveries. True when the receiver took it (2xx). */
+export async function sendNotice(
+  url: string,
+  push: PushConfig,
+  meta: RecordMeta,
+  body: string,
+  options: { fetch?: Post; now: () => number },
+): Promise<boolean> {
+  const post = options.fetch ?? fetch;
+  const raw = noticeBody(meta, body);
+  try {
+    const res = await post(url, {
+      method: "POST",
+      headers: {
+        ...push.headers,
+        "content-type": "application/json",
+        "delayq-id": meta.id,
+        "delayq-topic": meta.topic,
+        [SIGNATURE_HEADER]: await signWebhook(push.secret ?? "", raw, options.now()),
+      },
+      body: raw,
+      signal: AbortSignal.timeout(push.timeout * 1000),
+      redirect: "manual",
+    });
+    await res.body?.cancel();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** A retry wait from a callback's copy of the receiver's headers (QStash), if it asked for one. */
+export function retryAfterFrom(
+  headers: Record<string, string[] | string> | undefined,
+  now: number,
+) {
+  if (!headers) return undefined;
+  const entry = Object.entries(headers).find(([name]) => name.toLowerCase() === "retry-after");
+  const value = Array.isArray(entry?.[1]) ? entry?.[1][0] : entry?.[1];
+  return retryAfterMs(value, now);
+}
+
+async function readLimited(res: Response, limit: number): Promise<string> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    size += value.byteLength;
+    if (size >= limit) {
+      await reader.cancel();
+      break;
+    }
+  }
+  const bytes = new Uint8Array(Math.min(size, limit));
+  let offset = 0;
+  for (const chunk of chunks) {
+    const part = chunk.subarray(0, Math.max(0, bytes.length - offset));
+    bytes.set(part, offset);
+    offset += part.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
+}
+
+function describe(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : "";
+  return (cause ? `${message} (${cause})` : message).replace(/[|\r\n]+/g, " ").slice(0, 200);
+}

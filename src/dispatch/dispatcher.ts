@@ -1,0 +1,210 @@
+// The push dispatcher: claims due push jobs, delivers them (directly, or by publishing to QStash)
+// at their due times, settles each by its receiver's answer, and tells failureUrls about deaths.
+import type { PushConfig } from "../domain/push";
+import { type Logger, messageOf } from "../log";
+import { CLAIM_AHEAD_MS } from "../redis/lua/lib/transitions";
+import { claim, notices, published, renotice, settle } from "../redis/lua/scripts/push";
+import { splitRecord } from "../redis/record";
+import { createScriptRunner, type RedisClient } from "../redis/runner";
+import { type Attempt, deliverDirect, type Parcel, type Post, sendNotice } from "./delivery";
+import type { QStash } from "./qstash";
+
+/** A direct job due this soon after the request that wrote it is delivered by that request. */
+export const DIRECT_WINDOW_MS = 25_000;
+
+export type DispatcherOptions = {
+  redis: RedisClient;
+  prefix: string;
+  retentionMs: number;
+  clock?: () => number;
+  /** For `via: "qstash"` topics; without it they are delivered directly (and a warning logged). */
+  qstash?: QStash;
+  /** The service's own public URL, for QStash callbacks. */
+  publicUrl?: string;
+  /** The fetch deliveries and notices go out with. @default the global fetch */
+  fetch?: Post;
+  log: Logger;
+  /** Counts deliveries: `delayq_deliveries_total{topic,outcome}`. */
+  count?: (name: string, labels: Record<string, string>, n?: number) => void;
+  /**
+   * Subrequests one invocation may make (Workers: 50 on the free plan, 1000 and more on paid);
+   * what does not fit stays due for the next run. @default 1000
+   */
+  subrequests?: number;
+  /** Most jobs one claim takes. @default 500 */
+  batch?: number;
+};
+
+export type DispatchReport = {
+  claimed: number;
+  delivered: number;
+  failed: number;
+  published: number;
+  /** Whether the budget stopped the run with push work possibly left. */
+  more: boolean;
+};
+
+export type Dispatcher = {
+  /**
+   * Claims push jobs due by `horizon` (of every push topic, or of `topic`) and delivers them at
+   * their due times. Resolves once every claimed job is delivered or published.
+   */
+  run(options: { now: number; horizon?: number; topic?: string }): Promise<DispatchReport>;
+  /** Settles one delivery by its answer; false when the reservation had ended (ignored). */
+  settle(id: string, receipt: string, attempt: Attempt): Promise<boolean>;
+  /** Sends queued failure notices; answers how many went out. */
+  sendNotices(limit?: number): Promise<number>;
+  /** Cancels a job's QStash message (a delete does, before it answers). */
+  cancel(messageId: string): Promise<void>;
+  qstash?: QStash;
+};
+
+export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  const clock = options.clock ?? Date.now;
+  const scripts = createScriptRunner(options.redis, options.prefix, options.retentionMs);
+  const budget = options.subrequests ?? 1000;
+  const batch = options.batch ?? 500;
+  const { log } = options;
+  let warnedNoQStash = false;
+
+  async function settleOne(id: string, receipt: string, attempt: Attempt): Promise<boolean> {
+    const { settlement } = attempt;
+    const reply = await scripts.run(settle, clock(), [
+      id,
+      receipt,
+      settlement.outcome,
+      "delayMs" in settlement && settlement.delayMs !== undefined ? settlement.delayMs : "",
+      attempt.status,
+      (attempt.error ?? "").replace(/[|\r\n]+/g, " ").slice(0, 200),
+    ]);
+    if (reply.code !== "ok") return false;
+    const { meta } = splitRecord(reply.value);
+    options.count?.("delayq_deliveries_total", { topic: meta.topic, outcome: settlement.outcome });
+    return true;
+  }
+
+  async function deliverAt(parcel: Parcel, report: DispatchReport): Promise<void> {
+    const wait = parcel.meta.due - clock();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const attempt = await deliverDirect(parcel, { fetch: options.fetch, now: clock });
+    if (attempt.settlement.outcome === "fail") {
+      report.failed += 1;
+      log({
+        level: "warn",
+        event: "push_failed",
+        topic: parcel.meta.topic,
+        id: parcel.meta.id,
+        status: attempt.status,
+        error: attempt.error,
+      });
+    } else {
+      report.delivered += 1;
+    }
+    await settleOne(parcel.meta.id, parcel.meta.receipt ?? "", attempt);
+  }
+
+  return {
+    qstash: options.qstash,
+    async run({ now, horizon = now + CLAIM_AHEAD_MS, topic }) {
+      const report: DispatchReport = {
+        claimed: 0,
+        delivered: 0,
+        failed: 0,
+        published: 0,
+        more: false,
+      };
+      // Each direct job costs a delivery and a settle; keep a few requests for the claim itself.
+      const most = Math.max(0, Math.min(batch, Math.floor((budget - 4) / 2)));
+      if (most === 0) return { ...report, more: true };
+      const nonce = randomHex(6);
+      const claimed = await scripts.run(claim, now, [horizon, most, 100, nonce, topic ?? ""]);
+      const direct: Parcel[] = [];
+      const viaQStash: Parcel[] = [];
+      for (const group of claimed) {
+        const push = (JSON.parse(group.config) as { push?: PushConfig }).push;
+        for (const raw of group.records) {
+          const { meta, body } = splitRecord(raw);
+          report.claimed += 1;
+          if (!push) continue; // un-pushed since: its lease brings it back to the pulled topic
+          const parcel = { meta, body, push };
+          if (push.via === "qstash" && options.qstash && options.publicUrl) viaQStash.push(parcel);
+          else {
+            if (push.via === "qstash" && !warnedNoQStash) {
+              warnedNoQStash = true;
+              log({
+                level: "warn",
+                event: "qstash_not_configured",
+                message:
+                  "A topic pushes via QStash, but QSTASH_URL, QSTASH_TOKEN, the signing keys or " +
+                  "DQ_PUBLIC_URL are not set: delivering directly",
+              });
+            }
+            direct.push(parcel);
+          }
+        }
+      }
+      report.more = report.claimed >= most;
+      const work: Promise<void>[] = direct.map((parcel) =>
+        deliverAt(parcel, report).catch((error: unknown) => {
+          log({
+            level: "error",
+            event: "push_settle_failed",
+            id: parcel.meta.id,
+            message: messageOf(error),
+          });
+        }),
+      );
+      if (viaQStash.length > 0 && options.qstash && options.publicUrl) {
+        const qstash = options.qstash;
+        work.push(
+          (async () => {
+            const ids = await qstash.publish(viaQStash, options.publicUrl as string, clock());
+            report.published += ids.length;
+            const triples = viaQStash.flatMap((parcel, i) => [
+              parcel.meta.id,
+              parcel.meta.receipt ?? "",
+              ids[i] ?? "",
+            ]);
+            const stale = await scripts.run(published, clock(), triples);
+            for (const messageId of stale) await qstash.cancel(messageId);
+          })().catch((error: unknown) => {
+            // Not published (or not recorded): the leases bring the jobs back for another try.
+            log({ level: "error", event: "qstash_publish_failed", message: messageOf(error) });
+          }),
+        );
+      }
+      await Promise.all(work);
+      return report;
+    },
+    settle: settleOne,
+    async sendNotices(limit = 50) {
+      const taken = await scripts.run(notices, clock(), [limit]);
+      const unsent: string[] = [];
+      let sent = 0;
+      await Promise.all(
+        taken.map(async (notice) => {
+          if (!notice.record) return;
+          const { meta, body } = splitRecord(notice.record);
+          const push = (JSON.parse(notice.config || "{}") as { push?: PushConfig }).push;
+          if (!push?.failureUrl || meta.state !== "dead") return;
+          const ok = await sendNotice(push.failureUrl, push, meta, body, {
+            fetch: options.fetch,
+            now: clock,
+          });
+          if (ok) sent += 1;
+          else unsent.push(notice.id);
+        }),
+      );
+      if (unsent.length > 0) await scripts.run(renotice, clock(), unsent);
+      return sent;
+    },
+    async cancel(messageId) {
+      await options.qstash?.cancel(messageId);
+    },
+  };
+}
+
+function randomHex(bytes: number): string {
+  const buffer = crypto.getRandomValues(new Uint8Array(bytes));
+  return Array.from(buffer, (b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -1,0 +1,196 @@
+// claim, settle, published, notices: the scripts of push delivery (src/dispatch drives them).
+import { type CodeName, codeName } from "../../codes";
+import { defineScript, list, record } from "../script";
+import { jsonText } from "./topics";
+
+/** Claimed jobs of one push topic, with the topic's config (its push settings). */
+export type ClaimedTopic = { topic: string; config: string; records: string[] };
+
+export const claim = defineScript<ClaimedTopic[]>({
+  name: "claim",
+  lua: `
+--[[ claim: reserves push jobs due by a horizon, for delivery at their due times.
+  ARGV[4] horizon, unix ms: jobs due by then are claimed (never delivered before they are due)
+  ARGV[5] most jobs   ARGV[6] most topics   ARGV[7] receipt nonce, unique per call
+  ARGV[8] a topic, or "": only that topic (a request that just wrote a job due soon), else the
+          push topics whose claims entry is due by the horizon, earliest first.
+  Each job is reserved with a lease from its due time (lib/transitions.ts: claim), so any number
+  of ticks and requests may claim at once and a job is sent once per lease. Then the schedule's
+  ~push sentinel is set from the claims index.
+  Returns, per topic with jobs claimed: topic, its config JSON, the number of records, records.
+  Cost when nothing is near: ZRANGE (claims), ZRANGE (claims, for the sentinel), ZADD or ZREM.
+  Per topic: ZSCORE (push?), GET (config), lib claim's.
+]]
+local horizon, most, maxTopics, nonce, only = tonumber(ARGV[4]), tonumber(ARGV[5]),
+  tonumber(ARGV[6]), ARGV[7], ARGV[8]
+local topics = {only}
+if only == "" then
+  topics = rcall("ZRANGE", key.claims, "-inf", horizon, "BYSCORE", "LIMIT", 0, maxTopics)
+end
+local out, taken = {}, 0
+for n, topic in ipairs(topics) do
+  if taken >= most then break end
+  if not isPush(topic) then
+    rcall("ZREM", key.claims, topic)
+  else
+    local records = {}
+    claim(topic, horizon, most - taken, nonce .. n, records)
+    if #records > 0 then
+      out[#out + 1] = topic
+      out[#out + 1] = rcall("GET", key.config(topic)) or "{}"
+      out[#out + 1] = #records
+      for _, raw in ipairs(records) do out[#out + 1] = raw end
+      taken = taken + #records
+    end
+  end
+end
+rearmClaims()
+return out
+`,
+  parse(reply) {
+    const flat = list(reply, "claim");
+    const out: ClaimedTopic[] = [];
+    for (let i = 0; i < flat.length; ) {
+      const topic = String(flat[i]);
+      const config = jsonText(flat[i + 1]);
+      const count = Number(flat[i + 2]);
+      const records = flat.slice(i + 3, i + 3 + count).map((raw) => record(raw, "claim"));
+      out.push({ topic, config, records });
+      i += 3 + count;
+    }
+    return out;
+  },
+});
+
+/** How a delivery attempt ended, as the settle script takes it. */
+export type SettleOutcome = "done" | "retry" | "bury" | "fail";
+
+/** CODE.ok and the record after the change, or why the answer came too late (it is dropped). */
+export type SettleReply = { code: CodeName; value: string };
+
+export const settle = defineScript<SettleReply>({
+  name: "settle",
+  lua: `
+--[[ settle: applies a push receiver's answer to the reservation it was delivered under.
+  ARGV[4] id   ARGV[5] receipt of that reservation   ARGV[6] done | retry | bury | fail
+  ARGV[7] wait before the next attempt, ms, or "" for the backoff step (retry, fail)
+  ARGV[8] the HTTP status (0: no answer)   ARGV[9] the error, or ""
+  done finishes the job; bury moves it to the dead letter; retry and fail give it back like a
+  release (after the wait, or its backoff step; it dies when its attempts or its deadline run
+  out). The attempt is recorded on the job (lastStatus, lastAt, lastError) and counted in the
+  topic's stats (delivered for done, retry and bury; failed for fail). An answer for a
+  reservation that has ended (a duplicate callback, a late answer after the lease ran out) is
+  refused with the codes of lib/access.ts held, and changes nothing.
+  Returns {CODE.ok, record} or {error code, current state}.
+  Cost: GET, ZREM, SET, HINCRBY; retry/fail as release's (lib/transitions.ts retry).
+]]
+local id, receipt, outcome, wait = ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
+local meta, body, code = held(id, receipt, "")
+if code ~= CODE.ok then return {code, meta and stateOf(meta) or ""} end
+meta.lastStatus, meta.lastAt = tonumber(ARGV[8]), NOW
+meta.lastError = nil
+if ARGV[9] ~= "" then meta.lastError = ARGV[9] end
+rcall("ZREM", key.reserved(meta.topic), id)
+local counter = "delivered"
+if outcome == "fail" then counter = "failed" end
+rcall("HINCRBY", key.stats(meta.topic), counter, 1)
+local raw
+if outcome == "done" then
+  meta.state, meta.endedAt, meta.leaseEnd, meta.messageId = "finished", NOW, nil, nil
+  raw = save(id, meta, body)
+elseif outcome == "bury" then
+  raw = kill(id, meta, body, "buried")
+else
+  raw = retry(id, meta, body, wait)
+end
+return {CODE.ok, raw}
+`,
+  parse(reply) {
+    const [code, value] = list(reply, "settle");
+    return { code: codeName(code), value: String(value ?? "") };
+  },
+});
+
+export const published = defineScript<string[]>({
+  name: "published",
+  lua: `
+--[[ published: records the QStash message each claimed job was published as, so that deleting
+  the job cancels it.
+  ARGV[4..] triples: id, receipt, message id
+  A job no longer held under that receipt (deleted, or settled, meanwhile) is not changed, and
+  its message id is returned: the caller cancels it.
+  Returns the message ids to cancel.
+  Cost: per job GET and SET.
+]]
+local cancel = {}
+for i = 4, #ARGV, 3 do
+  local id, receipt, messageId = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local meta, body = load(id)
+  if meta and meta.state == "reserved" and meta.receipt == receipt then
+    meta.messageId = messageId
+    save(id, meta, body)
+  else
+    cancel[#cancel + 1] = messageId
+  end
+end
+return cancel
+`,
+  parse: (reply) => list(reply, "published").map(String),
+});
+
+/** A dead push job whose topic's failureUrl is to be told. */
+export type Notice = { id: string; record: string; config: string };
+
+export const notices = defineScript<Notice[]>({
+  name: "notices",
+  lua: `
+--[[ notices: takes dead push jobs off the notices list, for their topics' failureUrl.
+  ARGV[4] most to take
+  Returns three values per job: id, record (or "" when it is gone), its topic's config JSON.
+  A notice that cannot be sent is put back (scripts/push.ts: renotice), so it is sent at least
+  once unless the sender dies with it.
+  The schedule's ~notices entry (set when a push job dies) is dropped once the list is empty.
+  Cost: LPOP, LLEN (+ ZREM), per job GET and GET (config).
+]]
+local ids = rcall("LPOP", key.notices, tonumber(ARGV[4]))
+if rcall("LLEN", key.notices) == 0 then rcall("ZREM", key.schedule, "~notices") end
+if not ids then return {} end
+local out = {}
+for _, id in ipairs(ids) do
+  local raw = rcall("GET", key.job(id)) or ""
+  local cfg = "{}"
+  if raw ~= "" then cfg = rcall("GET", key.config(decode(raw).topic)) or "{}" end
+  out[#out + 1] = id
+  out[#out + 1] = raw
+  out[#out + 1] = cfg
+end
+return out
+`,
+  parse(reply) {
+    const flat = list(reply, "notices");
+    const out: Notice[] = [];
+    for (let i = 0; i < flat.length; i += 3) {
+      out.push({
+        id: String(flat[i]),
+        record: String(flat[i + 1] ?? ""),
+        config: jsonText(flat[i + 2]),
+      });
+    }
+    return out;
+  },
+});
+
+export const renotice = defineScript<void>({
+  name: "renotice",
+  lua: `
+--[[ renotice: puts back notices that could not be sent, for a later tick.
+  ARGV[4..] job ids; they are tried again a minute later.   Cost: RPUSH, ZADD LT.
+]]
+if #ARGV >= 4 then
+  rcall("RPUSH", key.notices, unpack(ARGV, 4))
+  rcall("ZADD", key.schedule, "LT", NOW + 60000, "~notices")
+end
+return 1
+`,
+  parse: () => undefined,
+});
