@@ -111,6 +111,9 @@ describe("/docs", () => {
         expect(text, `${name}.${field}`).toContain(field);
       }
     }
+    const metrics = section(html, "op-get-metrics");
+    expect(metrics).toContain("delayq_oldest_due_age_seconds{topic}");
+    expect(metrics).toContain("DQ_METRICS_MAX_TOPICS");
     const job = section(html, "schema-Job");
     expect(job).toContain("When the job is (or was) due, unix ms.");
     expect(job).toContain('"receipt": "4f1c2a9be07d.0"');

@@ -92,7 +92,7 @@ export function docsPage(doc: OpenApiDocument): Html {
     a.localeCompare(b),
   );
   const nav = html`<header class="top"><a class="brand" href="/docs">delayq API</a>
-<nav><a href="#routes">Routes</a><a href="#errors">Errors</a><a href="#schemas">Schemas</a>
+<nav><a href="#routes">Routes</a><a href="#operators">Operators</a><a href="#errors">Errors</a><a href="#schemas">Schemas</a>
 <a href="/openapi.json">openapi.json</a><a href="/dashboard">Dashboard</a></nav></header>`;
   const body = html`<h1>${doc.info.title} API <span class="muted small">v${doc.info.version}</span></h1>
 <div class="card"><p>${inlineMarkdown(doc.info.description)}</p>
@@ -117,6 +117,7 @@ ${tags.map(
       .filter((op) => op.tag === tag)
       .map((op) => operationSection(op, doc))}`,
 )}
+${operatorRoutes()}
 <h2 id="errors">Errors</h2>
 <p>Every error is <code>{"error": {"code": "...", "message": "..."}}</code>; the code is stable, the
 message says what to change.</p>
@@ -340,4 +341,29 @@ function refName(schema: Schema): string | undefined {
 function deref(schema: Schema, doc: OpenApiDocument): Schema {
   const name = refName(schema);
   return (name && doc.components?.schemas?.[name]) || schema;
+}
+
+/** The routes that are not JSON, so not in the OpenAPI document. */
+function operatorRoutes(): Html {
+  return html`<h2 id="operators">For operators</h2>
+<section class="op card" id="op-get-metrics">
+<h3><span class="badge get">GET</span> <span class="mono path">/metrics</span> <span class="badge">token</span></h3>
+<p><b>Prometheus metrics</b>, text format 0.0.4 (<code>text/plain; version=0.0.4</code>): per topic
+<code>delayq_jobs{topic,state}</code> (state <code>delayed</code>, <code>ready</code>,
+<code>reserved</code>, <code>dead</code>), <code>delayq_oldest_due_age_seconds{topic}</code> (seconds)
+and <code>delayq_topic_paused{topic}</code>; <code>delayq_topics</code>,
+<code>delayq_metrics_topics_truncated</code> and <code>delayq_metrics_redis_requests</code> about the
+scrape; and the process's counters <code>delayq_tick_slices_total{step}</code>,
+<code>delayq_tick_work_total{step,kind}</code>, <code>delayq_tick_step_failures_total{step}</code>,
+<code>delayq_deliveries_total{topic,outcome}</code>, <code>delayq_polls_total{provider,outcome}</code>
+with <code>delayq_process_start_time_seconds</code>.</p>
+<p>Reads at most <code>DQ_METRICS_MAX_TOPICS</code> topics (default 1000) in pages of 100, one Redis
+request per page. A token limited to some topics sees only those. 401 <code>unauthorized</code>
+without a valid token; 503 <code>redis_unavailable</code> when Redis does not answer.</p>
+</section>
+<section class="op card" id="op-get-dashboard">
+<h3><span class="badge get">GET</span> <span class="mono path">/dashboard</span> <span class="badge">sign-in</span></h3>
+<p><b>The dashboard</b>: topics and their counts, jobs by state, a job by id, kick, delete, bury,
+pause and resume, payment watches. Sign in with an API token; it is kept in an HttpOnly cookie.</p>
+</section>`;
 }
