@@ -1,6 +1,8 @@
 // GET /metrics through the real app and a real Redis: auth, the counts compared with the API's,
 // scoped tokens, the per-scrape cap and its Redis requests, and the process counters.
 import { describe, expect, it } from "vitest";
+import { DelayqError } from "../../src/domain/errors";
+import { metricsMaxTopics } from "../../src/metrics/collect";
 import { countedStep, createCounters } from "../../src/metrics/counters";
 import { createScheduler, drainStep } from "../../src/scheduler";
 import { ADMIN, SHOP_A, type TestApp, testApp } from "../support/app";
@@ -138,5 +140,19 @@ describe("GET /metrics", () => {
     expect(metrics.value("delayq_process_start_time_seconds")).toBe(
       Math.floor(counters.startedAt / 1000),
     );
+  });
+});
+
+describe("DQ_METRICS_MAX_TOPICS", () => {
+  it("defaults to 1000, takes 1-100000, and names itself when wrong", () => {
+    expect(metricsMaxTopics({})).toBe(1000);
+    expect(metricsMaxTopics({ DQ_METRICS_MAX_TOPICS: "" })).toBe(1000);
+    expect(metricsMaxTopics({ DQ_METRICS_MAX_TOPICS: "250" })).toBe(250);
+    for (const bad of ["0", "100001", "1.5", "lots"]) {
+      expect(() => metricsMaxTopics({ DQ_METRICS_MAX_TOPICS: bad }), bad).toThrow(DelayqError);
+      expect(() => metricsMaxTopics({ DQ_METRICS_MAX_TOPICS: bad }), bad).toThrow(
+        /DQ_METRICS_MAX_TOPICS must be a whole number from 1 to 100000/,
+      );
+    }
   });
 });

@@ -197,7 +197,7 @@ ${
 }
 <div class="pager">${after ? html`<a href="/dashboard?limit=${limit}" id="first-page">← First page</a>` : ""}
 ${next ? html`<a href="${next}" id="next-page">Next page →</a>` : ""}</div>
-<p class="muted small">${page.topics.length} topics on this page, by name; up to ${limit} per page.</p>`;
+<p class="muted small">${page.topics.length} topic${page.topics.length === 1 ? "" : "s"} on this page, by name; up to ${limit} per page.</p>`;
   return c.html(frame({ c, session, queue }, "Topics", body));
 }
 
