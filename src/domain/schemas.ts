@@ -159,12 +159,10 @@ export const TopicConfigPatch = z.strictObject({
   maxAttempts: Attempts.nullable()
     .optional()
     .meta({ description: "Default reservations before a job dies; null removes it.", example: 8 }),
-  backoff: Backoff.nullable()
-    .optional()
-    .meta({
-      description: "Default wait after a failed attempt; null removes it.",
-      example: "wechatpay",
-    }),
+  backoff: Backoff.nullable().optional().meta({
+    description: "Default wait after a failed attempt; null removes it.",
+    example: "wechatpay",
+  }),
   paused: z
     .boolean()
     .nullable()
@@ -388,5 +386,22 @@ export const TopicStats = z.object({
     description: "The earliest due time among waiting jobs, unix ms; absent when none wait.",
   }),
   config: TopicConfig,
+  push: z
+    .object({
+      delivered: z
+        .number()
+        .meta({
+          description: "Deliveries the receiver answered (done, retry, bury).",
+          example: 120,
+        }),
+      failed: z
+        .number()
+        .meta({
+          description: "Delivery attempts that failed (error status, timeout, no answer).",
+          example: 2,
+        }),
+    })
+    .optional()
+    .meta({ description: "Push topics: delivery counts since the topic was created." }),
 });
 export type TopicStats = z.output<typeof TopicStats>;

@@ -452,6 +452,7 @@ function toStats(row: TopicRow): TopicStats {
     config: readConfig(row.config),
   };
   if (row.oldestDueAt !== undefined) stats.oldestDueAt = row.oldestDueAt;
+  if (stats.config.push) stats.push = { delivered: row.delivered, failed: row.failed };
   return stats;
 }
 

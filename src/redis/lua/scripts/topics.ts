@@ -12,6 +12,9 @@ export type TopicRow = {
   oldestDueAt: number | undefined;
   /** The config JSON, "" for none. */
   config: string;
+  /** Push deliveries: answered (done, retry, bury) and failed attempts. */
+  delivered: number;
+  failed: number;
 };
 
 const TOPIC_STATS_FN = `
@@ -35,8 +38,10 @@ local function stats(topic)
     local first = rcall("ZRANGE", key.slots(topic), 0, 0, "WITHSCORES")
     if first[2] then oldest = tonumber(first[2]) end
   end
+  local pushed = rcall("HMGET", key.stats(topic), "delivered", "failed")
   return {topic, delayed, ready, rcall("ZCARD", key.reserved(topic)),
-    rcall("ZCARD", key.dead(topic)), oldest, rcall("GET", key.config(topic)) or ""}
+    rcall("ZCARD", key.dead(topic)), oldest, rcall("GET", key.config(topic)) or "",
+    tonumber(pushed[1] or "0"), tonumber(pushed[2] or "0")}
 end
 local out = {}
 local function report(topic)
@@ -53,11 +58,14 @@ export function jsonText(value: unknown): string {
   return value === null || value === undefined ? "" : JSON.stringify(value);
 }
 
-/** The rows of a flat reply: 7 values per topic. */
+/** The rows of a flat reply: 9 values per topic. */
 function rows(flat: readonly unknown[]): TopicRow[] {
   const out: TopicRow[] = [];
-  for (let i = 0; i + 6 < flat.length; i += 7) {
-    const [topic, delayed, ready, reserved, dead, oldest, config] = flat.slice(i, i + 7);
+  for (let i = 0; i + 8 < flat.length; i += 9) {
+    const [topic, delayed, ready, reserved, dead, oldest, config, delivered, failed] = flat.slice(
+      i,
+      i + 9,
+    );
     out.push({
       topic: String(topic),
       delayed: Number(delayed),
@@ -66,6 +74,8 @@ function rows(flat: readonly unknown[]): TopicRow[] {
       dead: Number(dead),
       oldestDueAt: Number(oldest) >= 0 ? Number(oldest) : undefined,
       config: jsonText(config),
+      delivered: Number(delivered),
+      failed: Number(failed),
     });
   }
   return out;
@@ -76,9 +86,9 @@ export const topicStats = defineScript<TopicRow[]>({
   lua: `
 --[[ topicStats: counts and config of the topics named.
   ARGV[4..] topics
-  Returns 7 values per topic: name, delayed, ready, reserved, dead, earliest due (or -1),
-  config JSON (or "").
-  Cost: 11 commands per topic (12 when only slotted jobs wait; more when a slot just opened),
+  Returns 9 values per topic: name, delayed, ready, reserved, dead, earliest due (or -1),
+  config JSON (or ""), push deliveries answered, push attempts failed.
+  Cost: 12 commands per topic (13 when only slotted jobs wait; more when a slot just opened),
   none of them a scan.
 ]]
 ${TOPIC_STATS_FN}

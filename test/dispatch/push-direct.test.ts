@@ -1,0 +1,259 @@
+// Direct push delivery end to end: real receivers, real Redis, the real clock. Signatures are
+// checked with node:crypto's HMAC, not with delayq's own verifier.
+import { createHmac } from "node:crypto";
+import { afterEach, describe, expect, it } from "vitest";
+import { tick } from "../../src/index";
+import { claim } from "../../src/redis/lua/scripts/push";
+import { createScriptRunner } from "../../src/redis/runner";
+import { type PushApp, type Receiver, startReceiver, testPushApp } from "../support/push";
+
+const SECRET = "test-secret-0123456789";
+let receivers: Receiver[] = [];
+afterEach(async () => {
+  await Promise.all(receivers.map((r) => r.close()));
+  receivers = [];
+});
+
+async function setup(push: Record<string, unknown> = {}, topic = "p") {
+  const receiver = await startReceiver();
+  receivers.push(receiver);
+  const app = testPushApp();
+  const put = await app.call("PUT", `/v1/topics/${topic}`, {
+    body: { push: { url: `${receiver.url}/hook`, secret: SECRET, ...push }, ttr: 30 },
+  });
+  expect(put.status).toBe(200);
+  return { ...app, receiver };
+}
+
+/** The signature header as node:crypto computes it. */
+function expectSigned(header: string | string[] | undefined, body: string, secret = SECRET) {
+  const match = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(header));
+  expect(match, `signature header ${header}`).not.toBeNull();
+  const [, t, v1] = match as RegExpExecArray;
+  expect(v1).toBe(createHmac("sha256", secret).update(`${t}.${body}`).digest("hex"));
+  expect(Math.abs(Number(t) - Date.now() / 1000)).toBeLessThan(120);
+}
+
+async function settled(app: PushApp) {
+  while (app.background.length > 0) await Promise.all(app.background.splice(0));
+}
+
+describe("direct delivery", () => {
+  it("POSTs a due job at its due time, signed, with the documented body and headers", async () => {
+    const app = await setup({ headers: { "X-Api-Key": "k1" } });
+    const body = '{"tx":4200001234567890123,"note":"支付"}';
+    const res = await app.app.request("/v1/jobs", {
+      method: "POST",
+      headers: { authorization: "Bearer admin-token", "content-type": "application/json" },
+      body: `{"topic":"p","id":"j1","delay":0.4,"body":${body}}`,
+    });
+    const { job } = (await res.json()) as { job: { dueAt: number } };
+    // The add itself delivers it (due within 25 s): no tick is needed.
+    await settled(app);
+    const [got] = await app.receiver.waitFor(1);
+    expect(got?.at).toBeGreaterThanOrEqual(job.dueAt);
+    expect(got?.at).toBeLessThan(job.dueAt + 1000);
+    expect(got?.path).toBe("/hook");
+    expect(got?.body).toBe(
+      `{"id":"j1","topic":"p","body":${body},"attempt":1,"dueAt":${job.dueAt}}`,
+    );
+    expect(got?.headers["content-type"]).toBe("application/json");
+    expect(got?.headers["delayq-id"]).toBe("j1");
+    expect(got?.headers["delayq-topic"]).toBe("p");
+    expect(got?.headers["delayq-attempt"]).toBe("1");
+    expect(got?.headers["x-api-key"]).toBe("k1");
+    expectSigned(got?.headers["delayq-signature"], got?.body as string);
+    const after = await app.call("GET", "/v1/jobs/j1");
+    expect(after.json.job).toMatchObject({ state: "finished", lastDelivery: { status: 204 } });
+    const stats = await app.call("GET", "/v1/topics/p");
+    expect(stats.json.counts).toMatchObject({ reserved: 0, ready: 0, delayed: 0 });
+  });
+
+  it.each([
+    ["a 2xx with an empty body", { status: 200 }, { state: "finished" }],
+    ["a 2xx that is not JSON", { status: 202, body: "ok" }, { state: "finished" }],
+    ['{"status":"done"}', { status: 200, body: '{"status":"done"}' }, { state: "finished" }],
+    [
+      '{"status":"bury"}',
+      { status: 200, body: '{"status":"bury"}' },
+      { state: "dead", deadReason: "buried" },
+    ],
+    [
+      '{"status":"retry","delay":60}',
+      { status: 200, body: '{"status":"retry","delay":60}' },
+      { state: "delayed", wait: 60_000 },
+    ],
+    [
+      '{"status":"retry"} (the backoff step)',
+      { status: 200, body: '{"status":"retry"}' },
+      { state: "delayed", wait: 30_000 },
+    ],
+    ["a 500 (the backoff step)", { status: 500 }, { state: "delayed", wait: 30_000, failed: true }],
+    [
+      "a 503 with Retry-After: 120",
+      { status: 503, headers: { "retry-after": "120" } },
+      { state: "delayed", wait: 120_000, failed: true },
+    ],
+    [
+      "a 429 with Retry-After of two days (capped at one)",
+      { status: 429, headers: { "retry-after": "172800" } },
+      { state: "delayed", wait: 86_400_000, failed: true },
+    ],
+  ])("settles %s", async (_what, answer, expected) => {
+    const app = await setup({}, "s");
+    await app.call("PUT", "/v1/topics/s", {
+      body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET }, backoff: [30] },
+    });
+    app.receiver.answer(() => answer);
+    const started = Date.now();
+    await app.call("POST", "/v1/jobs", { body: { topic: "s", id: "x", body: 1 } });
+    await settled(app);
+    const { job } = (await app.call("GET", "/v1/jobs/x")).json;
+    expect(job.state).toBe(expected.state);
+    if ("deadReason" in expected) expect(job.deadReason).toBe(expected.deadReason);
+    if ("wait" in expected) {
+      expect(job.dueAt - started).toBeGreaterThanOrEqual((expected.wait as number) - 50);
+      expect(job.dueAt - Date.now()).toBeLessThanOrEqual(expected.wait as number);
+    }
+    expect(job.lastDelivery.status).toBe(answer.status);
+    expect(job.attempts).toBe(1);
+    const stats = (await app.call("GET", "/v1/topics/s")).json;
+    expect(stats.push).toEqual(
+      expected.failed ? { delivered: 0, failed: 1 } : { delivered: 1, failed: 0 },
+    );
+  });
+
+  it("counts a receiver that does not answer in time, or drops the connection, as a failed attempt", async () => {
+    const app = await setup({ timeout: 1 });
+    app.receiver.answer((request) => (request.headers["delayq-id"] === "hang" ? "hang" : "reset"));
+    await app.call("POST", "/v1/jobs", { body: { topic: "p", id: "hang" } });
+    await app.call("POST", "/v1/jobs", { body: { topic: "p", id: "reset" } });
+    await settled(app);
+    const hang = (await app.call("GET", "/v1/jobs/hang")).json.job;
+    expect(hang).toMatchObject({ state: "ready", attempts: 1 });
+    expect(hang.lastDelivery).toMatchObject({ status: 0, error: "no answer within 1 s" });
+    const reset = (await app.call("GET", "/v1/jobs/reset")).json.job;
+    expect(reset.lastDelivery.status).toBe(0);
+    expect(reset.lastDelivery.error).toMatch(/could not reach the receiver/);
+  });
+
+  it("tells failureUrl, signed, when a job dies", async () => {
+    const failures = await startReceiver();
+    receivers.push(failures);
+    const app = await setup();
+    await app.call("PUT", "/v1/topics/p", {
+      body: {
+        maxAttempts: 1,
+        push: {
+          url: `${app.receiver.url}/hook`,
+          secret: SECRET,
+          failureUrl: `${failures.url}/dead`,
+        },
+      },
+    });
+    app.receiver.answer(() => ({ status: 500 }));
+    await app.call("POST", "/v1/jobs", { body: { topic: "p", id: "doomed", body: { n: 7 } } });
+    await settled(app);
+    expect((await app.call("GET", "/v1/jobs/doomed")).json.job).toMatchObject({
+      state: "dead",
+      deadReason: "attempts",
+    });
+    expect(await app.dispatcher.sendNotices()).toBe(1);
+    const [notice] = await failures.waitFor(1);
+    expect(notice?.body).toBe(
+      '{"id":"doomed","topic":"p","body":{"n":7},"attempts":1,"reason":"attempts","lastStatus":500}',
+    );
+    expectSigned(notice?.headers["delayq-signature"], notice?.body as string);
+    // Sent once: the queue of notices is empty now.
+    expect(await app.dispatcher.sendNotices()).toBe(0);
+  });
+
+  it("keeps a notice for later when failureUrl is down", async () => {
+    const failures = await startReceiver();
+    receivers.push(failures);
+    failures.answer(() => ({ status: 502 }));
+    const app = await setup();
+    await app.call("PUT", "/v1/topics/p", {
+      body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url } },
+    });
+    const { receipt } = await claimOne(app, "p", "n1");
+    await app.dispatcher.settle("n1", receipt, { settlement: { outcome: "bury" }, status: 200 });
+    expect(await app.dispatcher.sendNotices()).toBe(0);
+    failures.answer(() => ({ status: 200 }));
+    expect(await app.dispatcher.sendNotices()).toBe(1);
+    expect(failures.received).toHaveLength(2);
+  });
+});
+
+/** Adds a push job due now and claims it with the claim script itself (no delivery). */
+async function claimOne(app: PushApp, topic: string, id: string, ttrSeconds = 30) {
+  const runner = createScriptRunner(app.redis, app.keys.base.slice(1, -2), 3_600_000);
+  await app.queue.add({ topic, id, ttr: ttrSeconds });
+  await settled(app); // the add's own delivery attempt, if any
+  const now = Date.now();
+  const claimed = await runner.run(claim, now, [now, 10, 10, "t", topic]);
+  const job = await app.queue.get(id);
+  return { claimed, receipt: job.receipt as string };
+}
+
+describe("claiming", () => {
+  it("never delivers before the due time, and each job once when several runs claim at once", async () => {
+    const app = await setup();
+    const now = Date.now();
+    const ids = Array.from({ length: 20 }, (_, n) => `c${n}`);
+    // Added through the library: no prompt delivery, so the runs below are the only claimers.
+    await app.queue.addBatch(ids.map((id, n) => ({ topic: "p", id, runAt: now + 800 + n * 20 })));
+    const runs = await Promise.all([1, 2, 3].map(() => app.dispatcher.run({ now: Date.now() })));
+    expect(runs.reduce((sum, run) => sum + run.claimed, 0)).toBe(20);
+    const got = await app.receiver.waitFor(20);
+    expect(new Set(got.map((r) => r.headers["delayq-id"])).size).toBe(20);
+    for (const request of got) {
+      const { dueAt } = JSON.parse(request.body) as { dueAt: number };
+      expect(request.at).toBeGreaterThanOrEqual(dueAt);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    expect(app.receiver.received).toHaveLength(20);
+  });
+
+  it("brings a job back when the run that claimed it died: the lease runs out, a tick takes it back", async () => {
+    const app = await setup();
+    const { claimed, receipt } = await claimOne(app, "p", "orphan", 1);
+    expect(claimed[0]?.records).toHaveLength(1);
+    expect((await app.queue.get("orphan")).state).toBe("reserved");
+    await new Promise((r) => setTimeout(r, 1100));
+    await tick(app.queue);
+    expect((await app.queue.get("orphan")).state).toBe("ready");
+    const run = await app.dispatcher.run({ now: Date.now() });
+    expect(run.claimed).toBe(1);
+    const [got] = await app.receiver.waitFor(1);
+    expect(got?.headers["delayq-attempt"]).toBe("2");
+    // The first reservation's late answer changes nothing.
+    const late = await app.dispatcher.settle("orphan", receipt, {
+      settlement: { outcome: "bury" },
+      status: 200,
+    });
+    expect(late).toBe(false);
+    expect((await app.queue.get("orphan")).state).toBe("finished");
+  });
+
+  it("settles each reservation once: a duplicate answer is ignored", async () => {
+    const app = await setup();
+    const { receipt } = await claimOne(app, "p", "dup");
+    const done = { settlement: { outcome: "done" as const }, status: 200 };
+    expect(await app.dispatcher.settle("dup", receipt, done)).toBe(true);
+    expect(await app.dispatcher.settle("dup", receipt, done)).toBe(false);
+    const retry = { settlement: { outcome: "retry" as const }, status: 200 };
+    expect(await app.dispatcher.settle("dup", receipt, retry)).toBe(false);
+    expect((await app.queue.get("dup")).state).toBe("finished");
+  });
+
+  it("never delivers a job deleted before its due time", async () => {
+    const app = await setup();
+    await app.queue.add({ topic: "p", id: "gone", delay: 0.5 });
+    await app.queue.delete("gone");
+    const run = await app.dispatcher.run({ now: Date.now() });
+    expect(run.claimed).toBe(0);
+    await new Promise((r) => setTimeout(r, 700));
+    expect(app.receiver.received).toHaveLength(0);
+  });
+});
