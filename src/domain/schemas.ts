@@ -82,7 +82,7 @@ export const Timestamp = z.union(
 );
 
 export const ExponentialBackoff = z.strictObject({
-  type: z.literal("exponential"),
+  type: z.literal("exponential").meta({ description: "Selects the exponential policy." }),
   /** The first wait, in seconds. */
   delay: Seconds.refine((s) => s > 0, "must be greater than 0").meta({
     description: "The first wait, seconds (> 0).",
@@ -94,9 +94,12 @@ export const ExponentialBackoff = z.strictObject({
     .min(1)
     .max(10)
     .default(2)
-    .meta({ description: "Each wait is the previous one times this." }),
+    .meta({ description: "Each wait is the previous one times this.", example: 2 }),
   /** The longest wait, in seconds. @default one year */
-  max: Seconds.optional().meta({ description: "The longest wait, seconds (default one year)." }),
+  max: Seconds.optional().meta({
+    description: "The longest wait, seconds (default one year).",
+    example: 3600,
+  }),
 });
 
 /**
@@ -141,10 +144,13 @@ export const TopicConfig = JobDefaults.extend({
     description: "A paused topic hands out nothing; its jobs still become due and wait.",
     example: false,
   }),
-  push: PushConfig.nullable().optional().meta({
-    description:
-      "Deliver due jobs to a webhook instead of waiting for pop (see Push topics); null: pulled.",
-  }),
+  push: PushConfig.nullable()
+    .optional()
+    .meta({
+      description:
+        "Deliver due jobs to a webhook instead of waiting for pop (see Push topics); null: pulled.",
+      example: { url: "https://shop.example/hooks/delayq", via: "direct", timeout: 15 },
+    }),
 });
 export type TopicConfig = z.output<typeof TopicConfig>;
 
@@ -170,7 +176,10 @@ export const TopicConfigPatch = z.strictObject({
     .meta({ description: "Pause (true) or resume (false or null) the topic.", example: true }),
   push: PushConfig.nullable()
     .optional()
-    .meta({ description: "The push config (whole); null makes the topic pulled again." }),
+    .meta({
+      description: "The push config (whole); null makes the topic pulled again.",
+      example: { url: "https://shop.example/hooks/delayq", timeout: 15 },
+    }),
 });
 export type TopicConfigPatch = z.output<typeof TopicConfigPatch>;
 
@@ -287,13 +296,10 @@ export const KickInput = z
       .max(MAX_PAGE)
       .optional()
       .meta({ description: "The dead jobs to kick. Excludes `count`.", example: ["order-1042"] }),
-    count: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_PAGE)
-      .optional()
-      .meta({ description: "Kick this many of the oldest dead jobs. Excludes `ids`." }),
+    count: z.number().int().min(1).max(MAX_PAGE).optional().meta({
+      description: "Kick this many of the oldest dead jobs. Excludes `ids`.",
+      example: 100,
+    }),
   })
   .refine((kick) => kick.ids === undefined || kick.count === undefined, {
     message: "give either ids or count, not both",
@@ -338,7 +344,10 @@ export const Job = z.object({
   attempts: z.number().meta({ description: "Reservations so far (pops, counting this one)." }),
   maxAttempts: z.number().meta({ description: "Reservations allowed before the job dies." }),
   backoff: Backoff.optional().meta({ description: "The wait after a failed attempt, if any." }),
-  deadline: z.number().optional().meta({ description: "Past this the job dies, unix ms." }),
+  deadline: z
+    .number()
+    .optional()
+    .meta({ description: "Past this the job dies, unix ms.", example: 1800086400000 }),
   createdAt: z.number().meta({ description: "When the job was added, unix ms." }),
   /** End of the current reservation, unix ms (reserved jobs only). */
   reservedUntil: z
@@ -351,10 +360,10 @@ export const Job = z.object({
     .optional()
     .meta({ description: "The current reservation's receipt (reserved and finished jobs)." }),
   /** When the job finished, died or was deleted, unix ms. */
-  endedAt: z
-    .number()
-    .optional()
-    .meta({ description: "When the job finished, died or was deleted, unix ms." }),
+  endedAt: z.number().optional().meta({
+    description: "When the job finished, died or was deleted, unix ms.",
+    example: 1800000095000,
+  }),
   /** Why a dead job died. */
   deadReason: z
     .enum(["attempts", "deadline", "buried"])
@@ -367,7 +376,10 @@ export const Job = z.object({
       error: z.string().optional().meta({ description: "Why it failed, when it did." }),
     })
     .optional()
-    .meta({ description: "Push topics: the last delivery attempt." }),
+    .meta({
+      description: "Push topics: the last delivery attempt.",
+      example: { status: 503, at: 1800000095000, error: "HTTP 503" },
+    }),
 });
 export type Job = z.output<typeof Job>;
 
@@ -385,23 +397,22 @@ export const TopicStats = z.object({
   oldestDueAt: z.number().optional().meta({
     description: "The earliest due time among waiting jobs, unix ms; absent when none wait.",
   }),
-  config: TopicConfig,
+  config: TopicConfig.meta({ description: "The topic's config: job defaults, pause, push." }),
   push: z
     .object({
-      delivered: z
-        .number()
-        .meta({
-          description: "Deliveries the receiver answered (done, retry, bury).",
-          example: 120,
-        }),
-      failed: z
-        .number()
-        .meta({
-          description: "Delivery attempts that failed (error status, timeout, no answer).",
-          example: 2,
-        }),
+      delivered: z.number().meta({
+        description: "Deliveries the receiver answered (done, retry, bury).",
+        example: 120,
+      }),
+      failed: z.number().meta({
+        description: "Delivery attempts that failed (error status, timeout, no answer).",
+        example: 2,
+      }),
     })
     .optional()
-    .meta({ description: "Push topics: delivery counts since the topic was created." }),
+    .meta({
+      description: "Push topics: delivery counts since the topic was created.",
+      example: { delivered: 120, failed: 2 },
+    }),
 });
 export type TopicStats = z.output<typeof TopicStats>;

@@ -5,14 +5,16 @@ import * as domain from "../domain/schemas";
 
 export const ErrorBody = z
   .object({
-    error: z.object({
-      code: z
-        .enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]])
-        .meta({ description: "A stable code: branch on it." }),
-      message: z
-        .string()
-        .meta({ description: "What went wrong and what to change, for a person." }),
-    }),
+    error: z
+      .object({
+        code: z
+          .enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]])
+          .meta({ description: "A stable code: branch on it." }),
+        message: z
+          .string()
+          .meta({ description: "What went wrong and what to change, for a person." }),
+      })
+      .meta({ description: "The error: a code to branch on and a message to show." }),
   })
   .meta({
     id: "Error",
@@ -64,17 +66,35 @@ export const BatchBody = z
     jobs: z
       .array(z.unknown().meta({ description: "An AddJob; each item is validated on its own" }))
       .min(1)
-      .max(domain.MAX_BATCH),
+      .max(domain.MAX_BATCH)
+      .meta({
+        description: "1-1000 jobs to add, each an AddJob.",
+        example: [
+          { topic: "mail", id: "welcome-7", body: { to: "a@example.com" } },
+          { topic: "mail", delay: 3600, body: { to: "b@example.com" } },
+        ],
+      }),
   })
   .meta({ id: "AddBatch" });
 export const BatchResult = z
-  .object({ results: z.array(z.union([AddResult, ErrorBody])) })
+  .object({
+    results: z.array(z.union([AddResult, ErrorBody])).meta({
+      description: "One per job, in order: an AddResult, or an Error for a job refused.",
+      example: [
+        { created: true, job: JOB_EXAMPLE },
+        { error: { code: "invalid_request", message: "Invalid jobs.1: delay: ..." } },
+      ],
+    }),
+  })
   .meta({ id: "BatchResult" });
 export const JobBody = z.object({ job: Job }).meta({ id: "JobResponse" });
 export const JobList = z
   .object({
-    jobs: z.array(Job),
-    cursor: z.string().optional().meta({ description: "Pass as cursor for the next page" }),
+    jobs: z.array(Job).meta({ description: "The page's jobs." }),
+    cursor: z.string().optional().meta({
+      description: "Pass as cursor for the next page; absent on the last page.",
+      example: "z1800000030000:order-1042",
+    }),
   })
   .meta({ id: "JobList" });
 export const TopicStats = domain.TopicStats.meta({
@@ -88,14 +108,18 @@ export const TopicStats = domain.TopicStats.meta({
 });
 export const TopicList = z
   .object({
-    topics: z.array(TopicStats),
-    cursor: z
-      .string()
-      .optional()
-      .meta({ description: "Pass as `after` for the next page; absent on the last page." }),
+    topics: z.array(TopicStats).meta({ description: "The page's topics, by name." }),
+    cursor: z.string().optional().meta({
+      description: "Pass as `after` for the next page; absent on the last page.",
+      example: "payments",
+    }),
   })
   .meta({ id: "TopicList" });
-export const TopicConfig = domain.TopicConfig.meta({ id: "TopicConfig" });
+export const TopicConfig = domain.TopicConfig.meta({
+  id: "TopicConfig",
+  description: "A topic's config: defaults for its new jobs, pause, push delivery.",
+  example: { ttr: 30, maxAttempts: 8, backoff: "alipay", paused: false },
+});
 export const TopicConfigPatch = domain.TopicConfigPatch.meta({ id: "TopicConfigPatch" });
 
 export const IdParam = z.object({
@@ -155,9 +179,14 @@ export const KickBody = domain.KickInput.meta({ id: "Kick" });
 
 export const Health = z
   .object({
-    status: z.enum(["ok", "degraded"]),
-    redis: z.enum(["ok", "unreachable"]),
-    message: z.string().optional(),
+    status: z
+      .enum(["ok", "degraded"])
+      .meta({ description: "`ok`, or `degraded` when Redis does not answer." }),
+    redis: z.enum(["ok", "unreachable"]).meta({ description: "Whether Redis answered a GET." }),
+    message: z.string().optional().meta({
+      description: "Why Redis is unreachable (degraded only).",
+      example: "Redis did not answer within 5000 ms",
+    }),
   })
   .meta({ id: "Health" });
 

@@ -15,25 +15,48 @@ import {
 } from "../domain/schemas";
 import type { DelayQueue } from "../queue";
 
+const ID = JobId.meta({ description: "The job's id.", example: "order-1042" });
+const RECEIPT = Receipt.optional().meta({
+  description: "The receipt pop answered; one of an ended reservation is refused.",
+  example: "4f1c2a9be07d.0",
+});
+const commandName = <N extends string>(name: N) =>
+  z.literal(name).meta({ description: "The command." });
+
 const byId = <N extends string>(name: N) =>
-  z.strictObject({ command: z.literal(name), id: JobId, receipt: Receipt.optional() });
+  z.strictObject({ command: commandName(name), id: ID, receipt: RECEIPT });
 
 /** One command. Field names are accepted as the design spelled them (`TTR`) and in lower case. */
 export const Command = z.discriminatedUnion("command", [
   z
-    .strictObject({ command: z.literal("add"), ...AddJobFields, TTR: Ttr.optional() })
+    .strictObject({
+      command: commandName("add"),
+      ...AddJobFields,
+      TTR: Ttr.optional().meta({
+        description: "Time to run, seconds: the design's spelling of `ttr`.",
+        example: 60,
+      }),
+    })
     .refine(oneDueTime, ONE_DUE_TIME),
   z.strictObject({
-    command: z.literal("pop"),
-    topic: TopicName,
-    wait: z.number().min(0).max(MAX_WAIT_SECONDS).optional(),
+    command: commandName("pop"),
+    topic: TopicName.meta({ description: "The topic to take a job from.", example: "payments" }),
+    wait: z.number().min(0).max(MAX_WAIT_SECONDS).optional().meta({
+      description: "Seconds to wait for a job when none is ready (long-poll), up to 20.",
+      example: 20,
+    }),
   }),
   byId("finish"),
   byId("delete"),
   byId("get"),
   byId("touch"),
   byId("bury"),
-  byId("release").extend({ delay: Seconds.optional() }),
+  byId("release").extend({
+    delay: Seconds.optional().meta({
+      description: "Seconds until the job is due again. Default: its backoff step.",
+      example: 30,
+    }),
+  }),
 ]);
 export type Command = z.output<typeof Command>;
 

@@ -9,10 +9,12 @@ import { body, errors, json, SECURED } from "../schemas";
 
 const Result = z
   .object({
-    success: z.boolean(),
+    success: z.boolean().meta({ description: "Whether the command did what it asked." }),
     error: z.string().meta({ description: 'Empty on success, else "<code>: <message>"' }),
-    id: z.string().optional(),
-    value: z.unknown().optional(),
+    id: z.string().optional().meta({ description: "The job's id (none when pop found nothing)." }),
+    value: z.unknown().optional().meta({
+      description: "pop: the job's body; get, touch, release, bury: the job.",
+    }),
     created: z
       .boolean()
       .optional()
@@ -22,7 +24,16 @@ const Result = z
       .optional()
       .meta({ description: "pop: the reservation's receipt, for finish/touch/release/bury" }),
   })
-  .meta({ id: "CommandResult" });
+  .meta({
+    id: "CommandResult",
+    example: {
+      success: true,
+      error: "",
+      id: "order-1042",
+      value: { order: "1042" },
+      receipt: "4f1c2a9be07d.0",
+    },
+  });
 
 export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
   // Documented, not validated here: runCommand validates each command and answers in the envelope.

@@ -88,7 +88,10 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
       description: "A deleted job is never handed out afterwards. Deleting it again succeeds.",
       request: { params: IdParam },
       responses: {
-        200: json(z.object({ deleted: z.literal(true) }), "Deleted"),
+        200: json(
+          z.object({ deleted: z.literal(true).meta({ description: "Always true." }) }),
+          "Deleted",
+        ),
         ...errors(403, 404),
       },
     }),
@@ -110,7 +113,10 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
         "without, whoever holds it. Finishing a finished job again succeeds.",
       request: { params: IdParam, body: body(ReceiptBody, false) },
       responses: {
-        200: json(z.object({ finished: z.literal(true) }), "Finished"),
+        200: json(
+          z.object({ finished: z.literal(true).meta({ description: "Always true." }) }),
+          "Finished",
+        ),
         ...errors(403, 404, 409),
       },
     }),

@@ -9,7 +9,7 @@ import { type Logger, messageOf } from "../../log";
 import type { PushedTopic } from "../../queue/add-batch";
 import { CLAIM_AHEAD_MS } from "../../redis/lua/lib/transitions";
 import type { AppEnv } from "../context";
-import { json } from "../schemas";
+import { ErrorBody, json } from "../schemas";
 
 /** The largest callback body read (QStash sends base64 of the receiver's answer). */
 const MAX_CALLBACK_BYTES = 1024 * 1024;
@@ -54,10 +54,7 @@ export function pushRoutes(app: OpenAPIHono<AppEnv>, options: PushOptions): void
       },
       responses: {
         200: json(Settled, "Taken"),
-        401: json(
-          z.object({ error: z.object({ code: z.string(), message: z.string() }) }),
-          "Signature does not verify",
-        ),
+        401: json(ErrorBody, "Signature does not verify"),
       },
     }),
     async (c) => {
@@ -78,7 +75,12 @@ export function pushRoutes(app: OpenAPIHono<AppEnv>, options: PushOptions): void
       const signature = c.req.header("upstash-signature") ?? "";
       if (!(await dispatcher.qstash.verify(signature, raw, signedUrl))) {
         return c.json(
-          { error: { code: "unauthorized", message: "The Upstash-Signature does not verify" } },
+          {
+            error: {
+              code: "unauthorized" as const,
+              message: "The Upstash-Signature does not verify",
+            },
+          },
           401,
         );
       }

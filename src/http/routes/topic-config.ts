@@ -24,7 +24,7 @@ export function maskStats(stats: Stats): Stats {
 
 const ConfigAnswer = z
   .object({
-    topic: z.string().meta({ description: "The topic." }),
+    topic: z.string().meta({ description: "The topic.", example: "payments" }),
     config: TopicConfig,
   })
   .meta({ id: "TopicConfigAnswer" });

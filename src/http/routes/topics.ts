@@ -53,7 +53,15 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
       summary: "Move dead jobs back to ready (attempts reset)",
       description: "By `ids`, or the `count` oldest; with neither, up to 1000.",
       request: { params: TopicParam, body: body(KickBody, false) },
-      responses: { 200: json(z.object({ kicked: z.number() }), "How many"), ...errors(403) },
+      responses: {
+        200: json(
+          z.object({
+            kicked: z.number().meta({ description: "Dead jobs made ready.", example: 3 }),
+          }),
+          "How many",
+        ),
+        ...errors(403),
+      },
     }),
     async (c) => {
       const kicked = await c.var.queue.kick(c.req.valid("param").topic, c.req.valid("json"));
@@ -69,7 +77,15 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
       security: SECURED,
       summary: "Delete dead jobs, the `count` oldest (default and most: 1000)",
       request: { params: TopicParam, query: PurgeQuery },
-      responses: { 200: json(z.object({ deleted: z.number() }), "How many"), ...errors(403) },
+      responses: {
+        200: json(
+          z.object({
+            deleted: z.number().meta({ description: "Dead jobs deleted.", example: 100 }),
+          }),
+          "How many",
+        ),
+        ...errors(403),
+      },
     }),
     async (c) => {
       const { count } = c.req.valid("query");

@@ -1,0 +1,137 @@
+// openapi.json at the root is what /openapi.json serves, and every field in it is documented.
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { OPENAPI_FILE, openApiText } from "../../dev/write-openapi";
+import { testApp } from "../support/app";
+
+type Schema = {
+  $ref?: string;
+  description?: string;
+  example?: unknown;
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  items?: Schema;
+  [key: string]: unknown;
+};
+type Doc = { paths: Record<string, unknown>; components: { schemas: Record<string, Schema> } };
+
+/**
+ * A property: where it sits (for messages: `Job.dueAt`, `POST /v1/jobs/{id}/finish.finished`),
+ * and the example an enclosing schema gives for it, if any.
+ */
+type Property = { where: string; name: string; schema: Schema; inherited: unknown };
+
+/** Every property of every object schema in the document, components and inline ones alike. */
+function properties(doc: Doc): Property[] {
+  const found: Property[] = [];
+  const child = (example: unknown, key: string | number): unknown =>
+    example !== null && typeof example === "object"
+      ? (example as Record<string | number, unknown>)[key]
+      : undefined;
+  const walk = (node: unknown, where: string, inherited: unknown) => {
+    if (Array.isArray(node)) {
+      node.forEach((item, i) => walk(item, `${where}[${i}]`, inherited));
+      return;
+    }
+    if (node === null || typeof node !== "object") return;
+    const schema = node as Schema;
+    const example = schema.example ?? inherited;
+    for (const [key, value] of Object.entries(schema)) {
+      if (key === "properties" && value && typeof value === "object") {
+        for (const [name, property] of Object.entries(value as Record<string, Schema>)) {
+          const given = child(example, name);
+          found.push({ where, name, schema: property, inherited: given });
+          walk(property, `${where}.${name}`, given);
+        }
+      } else if (key === "items") {
+        walk(value, where, child(example, 0));
+      } else if (key !== "example" && key !== "examples") {
+        walk(value, where, example);
+      }
+    }
+  };
+  for (const [name, schema] of Object.entries(doc.components.schemas)) {
+    walk(schema, name, undefined);
+  }
+  for (const [path, operations] of Object.entries(doc.paths)) {
+    for (const [method, operation] of Object.entries(operations as Record<string, unknown>)) {
+      walk(operation, `${method.toUpperCase()} ${path}`, undefined);
+    }
+  }
+  return found;
+}
+
+function component(doc: Doc, ref: string | undefined): Schema | undefined {
+  return ref?.startsWith("#/components/schemas/")
+    ? doc.components.schemas[ref.slice("#/components/schemas/".length)]
+    : undefined;
+}
+
+/** A description on the property, or on the component it refers to (itself or its items). */
+function described(doc: Doc, schema: Schema): boolean {
+  if (schema.description) return true;
+  return Boolean(component(doc, schema.$ref ?? schema.items?.$ref)?.description);
+}
+
+/**
+ * An example for the property: its own, one an enclosing schema's example gives for it, the
+ * example of the component it refers to, or one its values give (a boolean, an enum, a constant).
+ */
+function exemplified(doc: Doc, { schema, inherited }: Property): boolean {
+  if (schema.example !== undefined || schema.examples !== undefined) return true;
+  if (inherited !== undefined) return true;
+  if (component(doc, schema.$ref ?? schema.items?.$ref)?.example !== undefined) return true;
+  return schema.type === "boolean" || Array.isArray(schema.enum) || "const" in schema;
+}
+
+/** A number, or a union with a number in it (unix ms or an ISO date-time). */
+function numeric(schema: Schema): boolean {
+  const branches = [schema, ...((schema.anyOf ?? schema.oneOf ?? []) as Schema[])];
+  return branches.some((branch) => /number|integer/.test(JSON.stringify(branch.type ?? "")));
+}
+
+const UNIT = /\b(unix ms|ms|milliseconds?|seconds?|unix seconds)\b/i;
+/** Number fields whose name says they are a time or a duration: their unit must be stated. */
+const TIMED = /(At|Until)$|^(delay|ttr|wait|timeout|deadline|max|notBefore)$/;
+
+describe("openapi.json", () => {
+  it("is what the service serves at /openapi.json", async () => {
+    const committed = readFileSync(OPENAPI_FILE, "utf8");
+    expect(
+      committed === (await openApiText()),
+      "openapi.json is out of date: run npm run openapi",
+    ).toBe(true);
+  });
+
+  it("holds every route the app serves", async () => {
+    const { call } = testApp();
+    const served = (await call("GET", "/openapi.json", { token: null })).json as Doc;
+    const committed = JSON.parse(readFileSync(OPENAPI_FILE, "utf8")) as Doc;
+    for (const path of Object.keys(served.paths)) {
+      expect(Object.keys(committed.paths), "run npm run openapi").toContain(path);
+    }
+  });
+
+  const doc = JSON.parse(readFileSync(OPENAPI_FILE, "utf8")) as Doc;
+  const all = properties(doc);
+
+  it("describes every field of every schema", () => {
+    expect(all.length).toBeGreaterThan(100);
+    const missing = all.filter((p) => !described(doc, p.schema)).map((p) => `${p.where}.${p.name}`);
+    expect(missing, "add .meta({ description }) to these fields").toEqual([]);
+  });
+
+  it("gives an example for every field", () => {
+    const missing = all.filter((p) => !exemplified(doc, p)).map((p) => `${p.where}.${p.name}`);
+    expect(missing, "add .meta({ example }) to these fields (or to their object)").toEqual([]);
+  });
+
+  it("states the unit of every time and duration", () => {
+    const timed = all.filter((p) => TIMED.test(p.name) && numeric(p.schema));
+    expect(timed.length).toBeGreaterThan(10);
+    const missing = timed
+      .filter((p) => !UNIT.test(p.schema.description ?? ""))
+      .map((p) => `${p.where}.${p.name}: ${p.schema.description}`);
+    expect(missing, "say the unit (seconds, unix ms) in these descriptions").toEqual([]);
+  });
+});
