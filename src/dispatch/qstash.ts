@@ -30,15 +30,14 @@ export type QStash = {
 };
 
 /** A QStash client built from settings (always `devMode: false`, explicit URL, token, keys). */
-export function createQStash(settings: QStashSettings, fetchImpl?: typeof fetch): QStash {
+export function createQStash(settings: QStashSettings): QStash {
   const client = new Client({
     baseUrl: settings.url,
     token: settings.token,
     devMode: false,
     enableTelemetry: false,
     retry: { retries: 1 },
-    ...(fetchImpl ? { fetch: fetchImpl } : {}),
-  } as ConstructorParameters<typeof Client>[0]);
+  });
   const receiver = new Receiver({
     currentSigningKey: settings.currentSigningKey,
     nextSigningKey: settings.nextSigningKey,

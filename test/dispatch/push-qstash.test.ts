@@ -1,0 +1,239 @@
+// Push delivery through QStash: the real @upstash/qstash Client publishing to the local stand-in,
+// deliveries and callbacks verified with the real Receiver, the app served over HTTP so that the
+// stand-in can call it back.
+import { createHmac } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { getRequestListener } from "@hono/node-server";
+import { Receiver } from "@upstash/qstash";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { type QStashStandIn, startQStash } from "../../dev/qstash";
+import { createQStash } from "../../src/dispatch/qstash";
+import {
+  type Receiver as HookReceiver,
+  type PushApp,
+  startReceiver,
+  testPushApp,
+} from "../support/push";
+
+const SECRET = "qstash-test-secret-01";
+let qstash: QStashStandIn;
+let server: Server;
+let publicUrl: string;
+let current: PushApp | undefined;
+
+beforeAll(async () => {
+  qstash = await startQStash({ retryDelayMs: () => 50 });
+  server = createServer(
+    getRequestListener((request) => {
+      if (!current) return new Response("no app", { status: 503 });
+      return current.app.fetch(request);
+    }),
+  );
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  publicUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await qstash?.close();
+  await new Promise<void>((resolve) => server?.close(() => resolve()));
+});
+
+async function setup(): Promise<PushApp & { receiver: HookReceiver }> {
+  const client = createQStash({
+    url: qstash.url,
+    token: qstash.token,
+    currentSigningKey: qstash.currentSigningKey,
+    nextSigningKey: qstash.nextSigningKey,
+  });
+  const app = testPushApp({ qstash: client, publicUrl });
+  current = app;
+  const receiver = await startReceiver();
+  const put = await app.call("PUT", "/v1/topics/q", {
+    body: {
+      push: {
+        url: `${receiver.url}/hook`,
+        via: "qstash",
+        secret: SECRET,
+        headers: { "X-Shop": "7" },
+      },
+      backoff: [30],
+    },
+  });
+  expect(put.status).toBe(200);
+  return { ...app, receiver };
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 8000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function stateOf(app: PushApp, id: string, state: string) {
+  return until(`${id} ${state}`, async () => {
+    const { job } = (await app.call("GET", `/v1/jobs/${id}`)).json;
+    return job.state === state ? job : undefined;
+  });
+}
+
+describe("push via QStash", () => {
+  it("publishes at the due second, verifiably signed twice, and the callback finishes the job", async () => {
+    const app = await setup();
+    const body = '{"amount":"12.30","tx":4200001234567890123}';
+    const res = await app.app.request("/v1/jobs", {
+      method: "POST",
+      headers: { authorization: "Bearer admin-token", "content-type": "application/json" },
+      body: `{"topic":"q","id":"m1","delay":1.2,"body":${body}}`,
+    });
+    const { job } = (await res.json()) as { job: { dueAt: number } };
+    await Promise.all(app.background);
+    expect((await app.queue.get("m1")).state).toBe("reserved");
+    const [got] = await app.receiver.waitFor(1);
+    // notBefore is the due second rounded up: never early.
+    expect(got?.at).toBeGreaterThanOrEqual(job.dueAt);
+    expect(got?.at).toBeLessThan(Math.ceil(job.dueAt / 1000) * 1000 + 1000);
+    expect(got?.body).toBe(
+      `{"id":"m1","topic":"q","body":${body},"attempt":1,"dueAt":${job.dueAt}}`,
+    );
+    // QStash's signature, checked by the real Receiver against the raw body and the URL.
+    const receiver = new Receiver({
+      currentSigningKey: qstash.currentSigningKey,
+      nextSigningKey: qstash.nextSigningKey,
+    });
+    expect(
+      await receiver.verify({
+        signature: String(got?.headers["upstash-signature"]),
+        body: got?.body as string,
+        url: `${app.receiver.url}/hook`,
+      }),
+    ).toBe(true);
+    // delayq's own headers arrive as sent (Upstash-Forward-*), its signature by node:crypto.
+    expect(got?.headers).toMatchObject({ "delayq-id": "m1", "delayq-topic": "q", "x-shop": "7" });
+    const [, t, v1] =
+      /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(got?.headers["delayq-signature"])) ?? [];
+    expect(v1).toBe(createHmac("sha256", SECRET).update(`${t}.${got?.body}`).digest("hex"));
+    const finished = await stateOf(app, "m1", "finished");
+    expect(finished.lastDelivery.status).toBe(204);
+  });
+
+  it("settles a failed delivery through the failure callback, Retry-After honoured", async () => {
+    const app = await setup();
+    app.receiver.answer(() => ({ status: 503, headers: { "retry-after": "300" } }));
+    const started = Date.now();
+    await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "f1" } });
+    await Promise.all(app.background);
+    const waiting = await stateOf(app, "f1", "delayed");
+    expect(waiting.lastDelivery).toMatchObject({ status: 503 });
+    expect(waiting.dueAt - started).toBeGreaterThanOrEqual(299_000);
+    expect(waiting.dueAt - Date.now()).toBeLessThanOrEqual(300_000);
+    // QStash was asked not to retry: delayq's backoff decides.
+    expect(app.receiver.received).toHaveLength(1);
+  });
+
+  it('releases on {"status":"retry"} and buries on {"status":"bury"}', async () => {
+    const app = await setup();
+    app.receiver.answer((r) => ({
+      status: 200,
+      body: r.headers["delayq-id"] === "r1" ? '{"status":"retry","delay":90}' : '{"status":"bury"}',
+    }));
+    await app.call("POST", "/v1/jobs/batch", {
+      body: {
+        jobs: [
+          { topic: "q", id: "r1" },
+          { topic: "q", id: "b1" },
+        ],
+      },
+    });
+    await Promise.all(app.background);
+    const released = await stateOf(app, "r1", "delayed");
+    expect(released.dueAt - Date.now()).toBeGreaterThan(80_000);
+    expect((await stateOf(app, "b1", "dead")).deadReason).toBe("buried");
+  });
+
+  it("cancels the QStash message when the job is deleted before it is due", async () => {
+    const app = await setup();
+    await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "d1", delay: 1.5 } });
+    await Promise.all(app.background);
+    const messageId = await until("published", async () => {
+      const deliveries = qstash.deliveries();
+      return deliveries.length >= 0 ? findMessage(app, "d1") : undefined;
+    });
+    const deleted = await app.call("DELETE", "/v1/jobs/d1");
+    expect(deleted.status).toBe(200);
+    expect(qstash.message(messageId)?.state).toBe("cancelled");
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(app.receiver.received).toHaveLength(0);
+  });
+
+  it("settles once when the callback comes twice, and refuses a forged callback", async () => {
+    const app = await setup();
+    await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "c1" } });
+    await Promise.all(app.background);
+    await stateOf(app, "c1", "finished");
+    const callback = await until("the callback", async () =>
+      qstash.deliveries().find((d) => d.kind === "callback" && d.destination.includes("id=c1")),
+    );
+    const replay = await app.app.request(
+      new URL(callback.destination).pathname + new URL(callback.destination).search,
+      {
+        method: "POST",
+        headers: callback.headers,
+        body: callback.body,
+      },
+    );
+    expect(await replay.json()).toEqual({ settled: false });
+    const forged = await app.app.request(
+      new URL(callback.destination).pathname + new URL(callback.destination).search,
+      {
+        method: "POST",
+        headers: { ...callback.headers, "upstash-signature": "x.y.z" },
+        body: callback.body,
+      },
+    );
+    expect(forged.status).toBe(401);
+    const tampered = await app.app.request(
+      new URL(callback.destination).pathname + new URL(callback.destination).search,
+      {
+        method: "POST",
+        headers: callback.headers,
+        body: callback.body.replace('"status":204', '"status":500'),
+      },
+    );
+    expect(tampered.status).toBe(401);
+    expect((await app.queue.get("c1")).state).toBe("finished");
+  });
+
+  it("publishes in batches: 250 jobs due within a minute take 3 requests to QStash", async () => {
+    const app = await setup();
+    const now = Date.now();
+    await app.queue.addBatch(
+      Array.from({ length: 250 }, (_, n) => ({ topic: "q", id: `b${n}`, runAt: now + 30_000 + n })),
+    );
+    // The SDK sends with the global fetch: count its requests to /v2/batch.
+    const spy = vi.spyOn(globalThis, "fetch");
+    let batches: number;
+    try {
+      const run = await app.dispatcher.run({ now: Date.now() });
+      expect(run).toMatchObject({ claimed: 250, published: 250 });
+      batches = spy.mock.calls.filter(([input]) => String(input).includes("/v2/batch")).length;
+    } finally {
+      spy.mockRestore();
+    }
+    expect(batches).toBe(3);
+    // Clean up: nothing of this test reaches the receiver (delete cancels each message).
+    for (let n = 0; n < 250; n++) await app.queue.delete(`b${n}`);
+  });
+});
+
+/** The QStash message id recorded on a job (via the record's meta, read through the queue). */
+async function findMessage(app: PushApp, id: string): Promise<string | undefined> {
+  const raw = (await app.redis.get(`${app.keys.base}j:${id}`)) as string | null;
+  const meta = raw?.split("\n")[0]?.split("|");
+  const messageId = meta?.find((field) => field.startsWith("msg_"));
+  return messageId || undefined;
+}
