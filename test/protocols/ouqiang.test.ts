@@ -364,7 +364,9 @@ describe("bad input", () => {
     const get = await oq(t, "push", undefined, { method: "GET" });
     expect(get).toMatchObject({ code: 1, error: "method_not_allowed" });
     expect(get.message).toMatch(/POST/);
-    for (const res of [unknown, get]) expect(JSON.stringify(res)).not.toContain(ADMIN);
+    const deeper = await oq(t, "push/more", ORDER);
+    expect(deeper).toMatchObject({ code: 1, error: "not_found" });
+    for (const res of [unknown, get, deeper]) expect(JSON.stringify(res)).not.toContain(ADMIN);
   });
 
   it("refuses a body over the request limit", async () => {

@@ -75,7 +75,9 @@ export function compatRoutes(app: OpenAPIHono<AppEnv>, options: CompatOptions): 
   }
   // Anything else under the prefix: an ouqiang envelope that never echoes the path (the token).
   const elsewhere = (c: Context) => {
-    const name = c.req.path.split("/")[4] ?? "";
+    const parts = c.req.path.split("/");
+    // Only /compat/ouqiang/<token>/<endpoint> names an endpoint; anything deeper does not.
+    const name = parts.length === 5 ? (parts[4] ?? "") : "";
     const known = (OUQIANG_ENDPOINTS as readonly string[]).includes(name);
     const message = known
       ? `Use POST for /${name as OuqiangEndpoint}, with a JSON body`
