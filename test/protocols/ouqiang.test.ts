@@ -6,6 +6,7 @@ import { createApp } from "../../src/http/app";
 import { parseTokens } from "../../src/http/auth";
 import { DelayQueue } from "../../src/queue";
 import { ADMIN, SHOP_A, type TestApp, testApp } from "../support/app";
+import { startReceiver, testPushApp } from "../support/push";
 
 type Envelope = { code: number; message: string; data: any; error?: string };
 
@@ -298,6 +299,31 @@ describe("with the /v1 API on the same jobs", () => {
     t.clock.advance(2_000);
     await t.queue.tickSlice();
     expect((await oq(t, "get", { id: "dies" })).data).toMatchObject({ id: "dies", state: "dead" });
+  });
+});
+
+describe("on a push topic", () => {
+  it("delivers a job pushed here at once, its body the string sent; pop refuses the topic", async () => {
+    const receiver = await startReceiver();
+    try {
+      const t = testPushApp();
+      const put = await t.call("PUT", "/v1/topics/hooks", {
+        body: { push: { url: `${receiver.url}/hook`, secret: "test-secret-0123456789" } },
+      });
+      expect(put.status).toBe(200);
+      const job = { topic: "hooks", id: "h-1", delay: 0, ttr: 30, body: BODY };
+      expect((await oq(t, "push", job)).code).toBe(0);
+      // Delivered by the push request itself (due now), not by a later tick.
+      while (t.background.length > 0) await Promise.all(t.background.splice(0));
+      const [got] = await receiver.waitFor(1);
+      expect(JSON.parse(got?.body ?? "")).toMatchObject({ id: "h-1", topic: "hooks", body: BODY });
+      expect(await oq(t, "pop", { topic: "hooks", wait: 0 })).toMatchObject({
+        code: 1,
+        error: "push_topic",
+      });
+    } finally {
+      await receiver.close();
+    }
   });
 });
 

@@ -14,6 +14,7 @@ import {
 import type { DelayQueue } from "../../queue";
 import type { TokenSet } from "../auth";
 import type { AppEnv } from "../context";
+import { type PushOptions, pushSoon } from "./push";
 
 export type CompatOptions = {
   queue: DelayQueue;
@@ -22,6 +23,8 @@ export type CompatOptions = {
   maxRequestBytes?: number;
   /** Where bugs are logged (never with the token). @default one JSON line on stderr */
   log?: Logger;
+  /** Push delivery: a job pushed here to a push topic and due soon is delivered promptly. */
+  push?: PushOptions;
 };
 
 export const OUQIANG_BASE = "/compat/ouqiang";
@@ -43,7 +46,11 @@ export function compatRoutes(app: OpenAPIHono<AppEnv>, options: CompatOptions): 
           return answer(c, failure(unauthorized()));
         }
         const input = await readJson(c.req.raw, maxBytes);
-        const queue = options.queue.withScope(principal.scope);
+        const onPushed = options.push && pushSoon(options.push);
+        const queue = options.queue.view({
+          scope: principal.scope,
+          onPushed: onPushed && ((pushed) => onPushed(c, pushed)),
+        });
         const envelope = await runOuqiang(queue, endpoint, input, c.req.raw.signal);
         if (envelope.error && ERROR_STATUS[envelope.error] >= 500) {
           log({
