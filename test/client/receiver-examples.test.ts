@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type * as expressExample from "../../examples/receiver-express";
 import type * as honoExample from "../../examples/receiver-hono";
 import { SIGNATURE_HEADER, verifySignature } from "../../src/client";
+import { testPushApp } from "../support/push";
 
 const root = join(import.meta.dirname, "..", "..");
 const SECRET = "whsec_receiver_example_0123456789";
@@ -88,6 +89,24 @@ describe.each(Object.keys(examples))("examples/%s", (file) => {
       dueAt: 1,
     });
     expect((await deliver(receiver.url, big, sign(big))).status).toBe(200);
+  }, 30_000);
+
+  it("settles delayq's own push delivery: the job is finished", async () => {
+    const receiver = await start(file);
+    const t = testPushApp();
+    const put = await t.call("PUT", "/v1/topics/payments", {
+      body: { push: { url: receiver.url, secret: SECRET } },
+    });
+    expect(put.status).toBe(200);
+    const body = '{"order":"1042","tx":4200001234567890123}';
+    await t.call("POST", "/v1/jobs", {
+      body: `{"topic":"payments","id":"order-1042","body":${body}}`,
+    });
+    // Due now, so the add delivers it itself.
+    while (t.background.length > 0) await Promise.all(t.background.splice(0));
+    const { job } = (await t.call("GET", "/v1/jobs/order-1042")).json;
+    expect(job).toMatchObject({ state: "finished", lastDelivery: { status: 200 } });
+    expect(receiver.output()).toContain("job order-1042 of payments, attempt 1");
   }, 30_000);
 
   it("refuses an unsigned, forged, altered or stale delivery with 401", async () => {
