@@ -20,18 +20,18 @@ const BODY_PATHS: Record<string, readonly Path[]> = {
 export function keepRawBodies(path: string, text: string, parsed: unknown): boolean {
   const patterns = BODY_PATHS[path];
   if (!patterns) return false;
-  const matches = (at: Path) =>
-    patterns.some(
-      (pattern) =>
-        pattern.length === at.length &&
-        pattern.every((part, i) => part === at[i] || (part === "*" && typeof at[i] === "number")),
-    );
+  const fits = (pattern: Path, at: Path) =>
+    at.every((part, i) => pattern[i] === part || (pattern[i] === "*" && typeof part === "number"));
   const found: { at: Path; text: string }[] = [];
   const scanner = new Scanner(text);
   scanner.value([], (at, start, end) => {
-    if (!matches(at)) return false;
-    found.push({ at, text: text.slice(start, end) });
-    return true;
+    if (patterns.some((pattern) => pattern.length === at.length && fits(pattern, at))) {
+      found.push({ at, text: text.slice(start, end) });
+      return true;
+    }
+    // Walk into a container only on the way to a body: anything else is passed over without
+    // recursion, however deeply it nests.
+    return !patterns.some((pattern) => pattern.length > at.length && fits(pattern, at));
   });
   for (const { at, text: raw } of found) {
     let node: unknown = parsed;
@@ -53,7 +53,7 @@ class Scanner {
   /**
    * Walks the value at the current position. `visit(path, start, end)` is called for each value
    * once its end is known; when it returns true for a container, nothing inside is visited (the
-   * walk still has to pass over it).
+   * walk passes over it without recursion).
    */
   value(path: Path, visit: (path: Path, start: number, end: number) => boolean): void {
     this.space();

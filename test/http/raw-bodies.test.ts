@@ -67,3 +67,15 @@ describe("job bodies over HTTP", () => {
     expect(JSON.parse(got.text).job.body).toEqual(JSON.parse(tricky));
   });
 });
+
+describe("the body scan", () => {
+  it("passes over deeply nested JSON outside the bodies without recursion", async () => {
+    const { app } = testApp();
+    const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`;
+    const outside = await send(app, "POST", "/v1/jobs", `{"topic":"t","x":${deep}}`);
+    expect(outside.status).toBe(400); // the unknown field, not a crash
+    const inside = await send(app, "POST", "/v1/jobs", `{"topic":"t","id":"deep","body":${deep}}`);
+    expect(inside.status).toBe(201);
+    expect((await send(app, "GET", "/v1/jobs/deep")).text).toContain(`"body":${deep}`);
+  });
+});

@@ -49,13 +49,16 @@ final class PendingRoutesTest extends ServiceTestCase
         self::assertNotSame($secret, $config['push']['secret'] ?? null, 'a given secret is never echoed');
         self::assertStringNotContainsString($secret, (string) json_encode($dq->topic($topic)));
         $this->assertDelayqError('push_topic', 409, fn () => $dq->pop($topic));
-        // a generated secret is shown once, then masked
-        $generated = $dq->configureTopic($topic, ['push' => ['url' => 'http://127.0.0.1:9/hook']])['push']['secret'];
-        self::assertGreaterThanOrEqual(16, strlen($generated));
-        self::assertNotSame($generated, $dq->topic($topic)['config']['push']['secret'] ?? null);
+        // sent again without a secret, the stored one is kept (still masked)
+        $kept = $dq->configureTopic($topic, ['push' => ['url' => 'http://127.0.0.1:9/hook']])['push']['secret'];
+        self::assertSame('…' . substr($secret, -4), $kept);
         // push null: pulled again
         self::assertNull($dq->configureTopic($topic, ['push' => null])['push'] ?? null);
         self::assertSame([], $dq->pop($topic));
+        // a topic with no secret yet gets a generated one, shown once, then masked
+        $generated = $dq->configureTopic($topic, ['push' => ['url' => 'http://127.0.0.1:9/hook']])['push']['secret'];
+        self::assertGreaterThanOrEqual(16, strlen($generated));
+        self::assertNotSame($generated, $dq->topic($topic)['config']['push']['secret'] ?? null);
     }
 
     public function testAPushDeliveryVerifiesWithWebhookVerify(): void
