@@ -30,7 +30,7 @@ function properties(doc: Doc): Property[] {
       : undefined;
   const walk = (node: unknown, where: string, inherited: unknown) => {
     if (Array.isArray(node)) {
-      node.forEach((item, i) => walk(item, `${where}[${i}]`, inherited));
+      for (const [i, item] of node.entries()) walk(item, `${where}[${i}]`, inherited);
       return;
     }
     if (node === null || typeof node !== "object") return;
