@@ -16,6 +16,8 @@ export type ServiceOptions = {
   vars: Record<string, string>;
   /** Where wrangler keeps its env file and local state. */
   stateDir: string;
+  /** The wrangler config, relative to the repository. @default "wrangler.toml" */
+  wranglerConfig?: string;
   /** @default "inherit" */
   stdio?: "inherit" | "ignore";
   /** @default 90000 */
@@ -51,18 +53,17 @@ export async function startService(options: ServiceOptions): Promise<ServiceProc
     // reads request.cf, so the built-in placeholder serves (unless the caller chose otherwise).
     if (env.CLOUDFLARE_CF_FETCH_ENABLED === undefined && env.CLOUDFLARE_CF_FETCH_PATH === undefined)
       env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+    // The variables reach the worker through this file only: wrangler reads it even if the
+    // caller's environment says otherwise, and no more of the environment than the file holds.
+    env.CLOUDFLARE_LOAD_DEV_VARS_FROM_DOT_ENV = "true";
+    env.CLOUDFLARE_INCLUDE_PROCESS_ENV = "false";
+    delete env.DOTENV_KEY; // else dotenv looks for an encrypted worker.env.vault first
     const envFile = join(options.stateDir, "worker.env");
-    writeFileSync(
-      envFile,
-      Object.entries(options.vars)
-        .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
-        .join("\n"),
-      { mode: 0o600 },
-    );
+    writeFileSync(envFile, formatEnvFile(options.vars), { mode: 0o600 });
     const args = [
       "dev",
       "-c",
-      "wrangler.toml",
+      options.wranglerConfig ?? "wrangler.toml",
       "--env-file",
       envFile,
       "--ip",
@@ -90,6 +91,55 @@ export async function startService(options: ServiceOptions): Promise<ServiceProc
     throw error;
   }
   return service;
+}
+
+/** A variable that wrangler's env file cannot carry; the message names it, never its value. */
+export class EnvFileError extends Error {}
+
+/**
+ * The env file handed to `wrangler dev --env-file`, which wrangler 4.86 reads back exactly as
+ * `vars`. Its reader is dotenv 16.3.1 then dotenv-expand 12.0.2 (both bundled): quotes are
+ * stripped with no unescaping, except that in "…" `\n` and `\r` become line breaks; a line break
+ * is kept only inside quotes, and CR is read as LF; `$NAME` and `${NAME}` are expanded in every
+ * value, and `\$` is read as `$`. Throws EnvFileError for a value no quoting carries.
+ */
+export function formatEnvFile(vars: Record<string, string>): string {
+  return Object.entries(vars)
+    .map(([name, value]) => {
+      const line = envFileLine(name, value);
+      if (line === undefined) {
+        throw new EnvFileError(
+          /^[A-Za-z_][\w.-]*$/.test(name)
+            ? `${name} cannot be passed to wrangler dev: its env file has no way to write a value ` +
+                "that holds ' and ` together with \" or a line break or #, or that ends in a " +
+                "backslash on more than one line. Change the value, or run the stack on Node: " +
+                "npm run dev -- --node"
+            : `${JSON.stringify(name)} is not a variable name wrangler dev can read: use ` +
+                "letters, digits and _ . - (not starting with a digit)",
+        );
+      }
+      return `${line}\n`;
+    })
+    .join("");
+}
+
+/** One `NAME=value` entry (perhaps over several lines) for formatEnvFile, or undefined. */
+export function envFileLine(name: string, value: string): string | undefined {
+  if (!/^[A-Za-z_][\w.-]*$/.test(name)) return undefined;
+  // dotenv-expand reads `\$` as `$` and expands no `$` after a backslash: every `$` escaped.
+  const text = value.replaceAll("$", "\\$");
+  // dotenv reads a closing quote after a backslash as part of the value.
+  const quotable = !value.endsWith("\\") && !value.includes("\r");
+  if (quotable && !value.includes("'")) return `${name}='${text}'`;
+  if (quotable && !value.includes("`")) return `${name}=\`${text}\``;
+  // Double quotes turn `\n` and `\r` into line breaks, so they carry CR but no backslash-n.
+  if (!value.endsWith("\\") && !value.includes('"') && !/\\[nr]/.test(value)) {
+    return `${name}="${text.replaceAll("\n", "\\n").replaceAll("\r", "\\r")}"`;
+  }
+  // Bare: one line, no comment sign, nothing trim() removes, no opening quote.
+  if (/^[^\s'"`#][^\r\n\u2028\u2029#]*$/.test(value) && !/\s$/.test(value))
+    return `${name}=${text}`;
+  return undefined;
 }
 
 /** Starts a child in its own process group, so that stopping it stops its children too. */

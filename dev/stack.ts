@@ -1,15 +1,21 @@
-// `npm run dev`: the whole local stack — redis-server, the Upstash-REST bridge, and the worker in
-// `wrangler dev` (or `--node`: functions/node.ts) with a local cron — until Ctrl-C.
+// `npm run dev`: the whole local stack — redis-server, the Upstash-REST bridge, the QStash stand-in,
+// the Alipay and WeChat Pay sandboxes, and the worker in `wrangler dev` (or `--node`:
+// functions/node.ts) with a local cron — until Ctrl-C.
 import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { startAlipaySandbox } from "./alipay-sandbox";
 import { startBridge } from "./bridge";
+import { startQStash } from "./qstash";
 import { portInUse, RedisNotInstalledError, startRedisServer } from "./redis-server";
-import { startService } from "./service-process";
+import { EnvFileError, formatEnvFile, startService } from "./service-process";
+import { startWechatPaySandbox } from "./wechatpay-sandbox";
 
 const root = join(import.meta.dirname, "..");
 /** Where the stack keeps its Redis data and stack.json; DQ_DEV_DIR moves it (the e2e test does). */
 const stateDir = process.env.DQ_DEV_DIR ?? join(root, ".dev");
 const DEV_TOKEN = "dev-token";
+/** The name of the sandboxes' accounts in DQ_ALIPAY_ACCOUNTS / DQ_WECHATPAY_ACCOUNTS. */
+const SANDBOX_ACCOUNT = "sandbox";
 
 type Part = { name: string; stop(): Promise<void> };
 
@@ -114,6 +120,50 @@ async function checkPorts(ports: { name: string; port: number; variable: string 
   }
 }
 
+/**
+ * The accounts already given in `variable` (a JSON object keyed by account name), to which the
+ * stack adds its sandbox's. Said plainly when unusable; the value holds keys, so it is never quoted
+ * (nor is JSON.parse's message, which may quote it).
+ */
+function givenAccounts(variable: string, provider: string): Record<string, unknown> {
+  const text = process.env[variable];
+  if (text === undefined || text.trim() === "") return {};
+  const shape = `an object keyed by account name, e.g. ${variable}='{"shop": {...}}'`;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    const at = /at position (\d+)/.exec(error instanceof Error ? error.message : "")?.[1];
+    throw new StackError(
+      [
+        `${variable} is not valid JSON${at === undefined ? "" : ` (at character ${Number(at) + 1})`}.`,
+        `Give ${shape}, or unset it: the dev stack adds its ${provider} sandbox's account`,
+        `("${SANDBOX_ACCOUNT}") to the accounts given there.`,
+      ].join("\n"),
+    );
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new StackError(`${variable} must be ${shape}.`);
+  }
+  if (Object.hasOwn(parsed, SANDBOX_ACCOUNT)) {
+    throw new StackError(
+      [
+        `${variable} already has an account named "${SANDBOX_ACCOUNT}", the name the dev stack`,
+        `gives its ${provider} sandbox's account. Rename yours and run npm run dev again.`,
+      ].join("\n"),
+    );
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/**
+ * The given accounts and the sandbox's, as the JSON text of the accounts variable. `'` is written
+ * \u0027 (the same JSON), so that wrangler's env file can always single-quote the value.
+ */
+function withSandbox(given: Record<string, unknown>, account: unknown): string {
+  return JSON.stringify({ ...given, [SANDBOX_ACCOUNT]: account }).replaceAll("'", "\\u0027");
+}
+
 async function main(): Promise<void> {
   const mode = process.argv.includes("--node") ? "node" : "wrangler";
   const parts: Part[] = [];
@@ -142,8 +192,27 @@ async function main(): Promise<void> {
     const bridgePort = Number(process.env.BRIDGE_PORT ?? 0);
     const apiTokens = process.env.DQ_TOKENS ?? DEV_TOKEN;
     const apiToken = (apiTokens.split(",")[0] ?? "").split(":")[0]?.trim() || DEV_TOKEN;
+    // Every DQ_* setting reaches the service (DQ_DEV_DIR is the stack's own).
+    const given: Record<string, string> = {};
+    for (const [name, value] of Object.entries(process.env)) {
+      if (name.startsWith("DQ_") && name !== "DQ_DEV_DIR" && value !== undefined)
+        given[name] = value;
+    }
+    const alipayGiven = givenAccounts("DQ_ALIPAY_ACCOUNTS", "Alipay");
+    const wechatpayGiven = givenAccounts("DQ_WECHATPAY_ACCOUNTS", "WeChat Pay");
+    if (mode === "wrangler") {
+      // A value wrangler's env file cannot carry stops the start here, before anything runs (the
+      // accounts are rewritten below, in a form it always can).
+      const { DQ_ALIPAY_ACCOUNTS: _alipay, DQ_WECHATPAY_ACCOUNTS: _wechatpay, ...rest } = given;
+      try {
+        formatEnvFile(rest);
+      } catch (error) {
+        if (error instanceof EnvFileError) throw new StackError(error.message);
+        throw error;
+      }
+    }
 
-    // Both checks come before anything starts, so a refused start leaves a running stack as is.
+    // These checks come before anything starts, so a refused start leaves a running stack as is.
     mkdirSync(stateDir, { recursive: true });
     lock = lockStateDir(join(stateDir, "stack.pid"));
     await checkPorts([
@@ -175,16 +244,41 @@ async function main(): Promise<void> {
     });
     parts.push({ name: "bridge", stop: bridge.close });
 
-    // The worker's environment: the bridge as its Upstash database, plus any DQ_* settings.
+    // Started side by side (each sandbox makes its RSA keys first); each is stopped with the rest.
+    const [qstash, alipay, wechatpay] = await Promise.all([
+      startQStash().then((qstash) => {
+        parts.push({ name: "QStash stand-in", stop: qstash.close });
+        return qstash;
+      }),
+      startAlipaySandbox().then((sandbox) => {
+        parts.push({ name: "Alipay sandbox", stop: () => sandbox.close() });
+        return sandbox;
+      }),
+      startWechatPaySandbox({ mode: "publicKey" }).then((sandbox) => {
+        parts.push({ name: "WeChat Pay sandbox", stop: () => sandbox.close() });
+        return sandbox;
+      }),
+    ]);
+
+    const apiUrl = `http://127.0.0.1:${apiPort}`;
+    // The worker's environment: the bridge as its Upstash database, QStash on (the stand-in, with
+    // the API's own URL for its callbacks), then the DQ_* settings given, which win; the
+    // sandboxes' accounts are added to any given.
     const vars: Record<string, string> = {
       UPSTASH_REDIS_REST_URL: bridge.url,
       UPSTASH_REDIS_REST_TOKEN: bridgeToken,
+      QSTASH_URL: qstash.url,
+      QSTASH_TOKEN: qstash.token,
+      QSTASH_CURRENT_SIGNING_KEY: qstash.currentSigningKey,
+      QSTASH_NEXT_SIGNING_KEY: qstash.nextSigningKey,
+      DQ_PUBLIC_URL: apiUrl,
       DQ_TOKENS: apiTokens,
+      ...given,
+      DQ_ALIPAY_ACCOUNTS: withSandbox(alipayGiven, alipay.account),
+      DQ_WECHATPAY_ACCOUNTS: withSandbox(wechatpayGiven, wechatpay.account),
     };
-    for (const [name, value] of Object.entries(process.env)) {
-      if (name.startsWith("DQ_") && name !== "DQ_DEV_DIR" && value !== undefined)
-        vars[name] = value;
-    }
+    // On Node a REDIS_URL from the shell would win over the bridge; empty means unset there.
+    if (mode === "node") vars.REDIS_URL = "";
     const service = await startService({ mode, port: apiPort, vars, stateDir });
     parts.push({ name: `service (${mode})`, stop: service.stop });
     service.child.once("exit", (code) => {
@@ -214,17 +308,32 @@ async function main(): Promise<void> {
       bridgeUrl: bridge.url,
       bridgeToken,
       redisPort: redis.port,
+      qstashUrl: qstash.url,
+      qstashToken: qstash.token,
+      qstashCurrentSigningKey: qstash.currentSigningKey,
+      qstashNextSigningKey: qstash.nextSigningKey,
+      alipaySandboxUrl: alipay.url,
+      wechatpaySandboxUrl: wechatpay.url,
     };
     // Written last, once everything answers: a reader never finds ports that are not up.
-    writeFileSync(stackFile, `${JSON.stringify(stack, null, 2)}\n`);
+    writeFileSync(stackFile, `${JSON.stringify(stack, null, 2)}\n`, { mode: 0o600 });
     wroteStackFile = true;
+    // Only the dev default token is shown; one given in DQ_TOKENS stays out of the terminal.
+    const token =
+      apiTokens === DEV_TOKEN ? `bearer token: ${DEV_TOKEN}` : "bearer token in stack.json";
+    const control = "control API at /__sandbox/trades";
     console.log(
       [
         "",
-        `delayq API     ${service.url}   (bearer token: ${apiToken}; docs at ${service.url}/docs)`,
-        `  runs in      ${mode === "node" ? "Node (functions/node.ts)" : "wrangler dev (workerd), cron every minute"}`,
-        `Upstash bridge ${bridge.url}   (token in stack.json)`,
-        `redis-server   127.0.0.1:${redis.port}   (data in ${join(stateDir, "redis")}, append-only)`,
+        `delayq API         ${service.url}   (${token})`,
+        `  runs in          ${mode === "node" ? "Node (functions/node.ts)" : "wrangler dev (workerd), cron every minute"}`,
+        `  dashboard        ${service.url}/dashboard`,
+        `  docs             ${service.url}/docs`,
+        `QStash stand-in    ${qstash.url}   (QStash's /v2 API; token and signing keys in stack.json)`,
+        `Alipay sandbox     ${alipay.url}   (account "${SANDBOX_ACCOUNT}", classic and v3; ${control})`,
+        `WeChat Pay sandbox ${wechatpay.url}   (account "${SANDBOX_ACCOUNT}", public-key mode; ${control})`,
+        `Upstash bridge     ${bridge.url}   (token in stack.json)`,
+        `redis-server       127.0.0.1:${redis.port}   (data in ${join(stateDir, "redis")}, append-only)`,
         `wrote ${stackFile}; Ctrl-C stops everything`,
         "",
       ].join("\n"),

@@ -57,7 +57,7 @@ describe("npm run dev offline", () => {
         // stopped already
       }
     }
-    expect(output).toContain("runs in      wrangler dev (workerd)");
+    expect(output).toMatch(/\n {2}runs in +wrangler dev \(workerd\)/);
     expect(output).not.toContain("Request.cf");
     expect(output).not.toMatch(/ENOTFOUND|ECONNREFUSED/);
     expect(output).not.toMatch(/\n\s+at /);
