@@ -69,13 +69,20 @@ const ticker = setInterval(() => {
   });
 }, tickEveryMs);
 
-function shutdown() {
+async function stop(): Promise<void> {
   clearInterval(ticker);
   server.close();
-  void ticking
-    .then(() => Promise.allSettled([...deliveries]))
-    .finally(() => (tcp ? tcp.quit() : undefined))
-    .finally(() => process.exit(0));
+  try {
+    await ticking;
+    await Promise.allSettled([...deliveries]);
+    await tcp?.quit();
+  } finally {
+    process.exit(0);
+  }
+}
+
+function shutdown() {
+  void stop();
 }
 process.on("SIGINT", shutdown);
 process.on("SIGTERM", shutdown);

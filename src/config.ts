@@ -54,6 +54,10 @@ const common = {
   QSTASH_TOKEN: z.string().min(1, "QSTASH_TOKEN is empty").optional(),
   QSTASH_CURRENT_SIGNING_KEY: z.string().min(1, "QSTASH_CURRENT_SIGNING_KEY is empty").optional(),
   QSTASH_NEXT_SIGNING_KEY: z.string().min(1, "QSTASH_NEXT_SIGNING_KEY is empty").optional(),
+  // Payment accounts (DESIGN §4): JSON objects keyed by account name, parsed by
+  // src/payments/accounts.ts (which names the variable and account in its errors).
+  DQ_ALIPAY_ACCOUNTS: z.string().optional(),
+  DQ_WECHATPAY_ACCOUNTS: z.string().optional(),
   DQ_SUBREQUESTS: whole("DQ_SUBREQUESTS", 10, 100_000, 1000),
 };
 

@@ -3,16 +3,19 @@
 
 import type { Context } from "hono";
 import { parseConfig, type ServiceConfig } from "./config";
-import { createDispatcher } from "./dispatch/dispatcher";
+import { createDispatcher, DIRECT_WINDOW_MS } from "./dispatch/dispatcher";
 import { createQStash, type QStash } from "./dispatch/qstash";
 import { DelayqError } from "./domain/errors";
 import { createApp } from "./http/app";
 import { parseTokens } from "./http/auth";
-import { jsonLogger, type Logger } from "./log";
+import { jsonLogger, type Logger, messageOf } from "./log";
 import { metricsMaxTopics } from "./metrics/collect";
 import { type Counters, countedStep, createCounters } from "./metrics/counters";
+import { parseAlipayAccounts, parseWechatPayAccounts } from "./payments/accounts";
+import { createPayments, type Payments } from "./payments/watches";
 import { DelayQueue } from "./queue";
-import { REDIS_CLIENT_OPTIONS, type RedisClient } from "./redis/runner";
+import { PAYMENTS_TOPIC } from "./redis/lua/scripts/payments";
+import { createScriptRunner, REDIS_CLIENT_OPTIONS, type RedisClient } from "./redis/runner";
 import { createScheduler, drainStep, type Scheduler } from "./scheduler";
 import { pushStep } from "./scheduler/push";
 
@@ -84,19 +87,46 @@ export function buildService(
           log,
         });
   const counters = createCounters();
+  const accounts = accountsOf(config);
+  // Payment polls are jobs of an internal push topic, handed by the dispatcher to the poller.
+  let payments: Payments | undefined;
   const dispatcher = createDispatcher({
+    internal: { "internal:payments": (meta, body) => (payments as Payments).poll(meta, body) },
     redis,
     prefix: config.DQ_PREFIX,
     retentionMs: config.DQ_RETENTION_SECONDS * 1000,
     qstash: qstashOf(config),
     publicUrl: config.DQ_PUBLIC_URL,
     log,
-    count: (name, labels) =>
+    count: (_name, labels) =>
       counters.inc("delayq_deliveries_total", {
         topic: labels.topic ?? "",
         outcome: labels.outcome === "fail" ? "failed" : (labels.outcome ?? ""),
       }),
     subrequests: config.DQ_SUBREQUESTS,
+  });
+  payments = createPayments({
+    scripts: createScriptRunner(redis, config.DQ_PREFIX, config.DQ_RETENTION_SECONDS * 1000),
+    clock: Date.now,
+    alipay: accounts.alipay,
+    wechatpay: accounts.wechatpay,
+    defaults: { ttrMs: config.DQ_DEFAULT_TTR * 1000, maxAttempts: config.DQ_DEFAULT_MAX_ATTEMPTS },
+    log,
+    count: (provider, outcome) => counters.inc("delayq_polls_total", { provider, outcome }),
+    pollSoon: () =>
+      dispatcher.run({
+        now: Date.now(),
+        horizon: Date.now() + DIRECT_WINDOW_MS,
+        topic: PAYMENTS_TOPIC,
+      }),
+    // Outcomes to push topics go out at once, not at the next tick.
+    onOutcome: (topics) => {
+      for (const topic of new Set(topics)) {
+        void dispatcher.run({ now: Date.now(), topic }).catch((error: unknown) => {
+          log({ level: "error", event: "push_failed", topic, message: messageOf(error) });
+        });
+      }
+    },
   });
   const queue = new DelayQueue({
     redis,
@@ -117,6 +147,13 @@ export function buildService(
     log,
     counters,
     metricsMaxTopics: metricsMaxTopics(env),
+    payments: {
+      payments,
+      background: inBackground,
+      alipayAccounts: accounts.alipay,
+      wechatpayAccounts: accounts.wechatpay,
+      log,
+    },
     push: {
       dispatcher,
       publicUrl: config.DQ_PUBLIC_URL,
@@ -134,6 +171,18 @@ export function buildService(
     log,
   });
   return { config, queue, app, scheduler, log, counters };
+}
+
+/** The payment accounts; a bad value stops the service with a message naming the variable. */
+function accountsOf(config: ServiceConfig) {
+  try {
+    return {
+      alipay: parseAlipayAccounts(config.DQ_ALIPAY_ACCOUNTS),
+      wechatpay: parseWechatPayAccounts(config.DQ_WECHATPAY_ACCOUNTS),
+    };
+  } catch (error) {
+    throw new DelayqError("internal_error", `delayq is misconfigured: ${messageOf(error)}`);
+  }
 }
 
 /** QStash, when its four settings are all set (topics may then push via QStash). */

@@ -4,7 +4,7 @@ import type { PushConfig } from "../domain/push";
 import { type Logger, messageOf } from "../log";
 import { CLAIM_AHEAD_MS } from "../redis/lua/lib/transitions";
 import { claim, notices, published, renotice, settle } from "../redis/lua/scripts/push";
-import { splitRecord } from "../redis/record";
+import { type RecordMeta, splitRecord } from "../redis/record";
 import { createScriptRunner, type RedisClient } from "../redis/runner";
 import { type Attempt, deliverDirect, type Parcel, type Post, sendNotice } from "./delivery";
 import type { QStash } from "./qstash";
@@ -33,6 +33,11 @@ export type DispatcherOptions = {
   subrequests?: number;
   /** Most jobs one claim takes. @default 500 */
   batch?: number;
+  /**
+   * Handlers of delayq's own push topics, by their push url (`internal:<name>`): payment polls.
+   * A handler settles its job itself.
+   */
+  internal?: Record<string, (meta: RecordMeta, body: string) => Promise<void>>;
 };
 
 export type DispatchReport = {
@@ -83,6 +88,17 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     return true;
   }
 
+  /** Runs `work` at `due` (never before), logging instead of throwing. */
+  async function runAt(due: number, work: () => Promise<void>, id: string): Promise<void> {
+    const wait = due - clock();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    try {
+      await work();
+    } catch (error) {
+      log({ level: "error", event: "internal_job_failed", id, message: messageOf(error) });
+    }
+  }
+
   async function deliverAt(parcel: Parcel, report: DispatchReport): Promise<void> {
     const wait = parcel.meta.due - clock();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
@@ -120,6 +136,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       const claimed = await scripts.run(claim, now, [horizon, most, 100, nonce, topic ?? ""]);
       const direct: Parcel[] = [];
       const viaQStash: Parcel[] = [];
+      const internal: Promise<void>[] = [];
       for (const group of claimed) {
         const push = (JSON.parse(group.config) as { push?: PushConfig }).push;
         for (const raw of group.records) {
@@ -127,6 +144,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           report.claimed += 1;
           if (!push) continue; // un-pushed since: its lease brings it back to the pulled topic
           const parcel = { meta, body, push };
+          const handler = (push.via as string) === "internal" && options.internal?.[push.url];
+          if (handler) {
+            internal.push(runAt(meta.due, () => handler(meta, body), meta.id));
+            continue;
+          }
           if (push.via === "qstash" && options.qstash && options.publicUrl) viaQStash.push(parcel);
           else {
             if (push.via === "qstash" && !warnedNoQStash) {
@@ -173,7 +195,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           }),
         );
       }
-      await Promise.all(work);
+      await Promise.all([...work, ...internal]);
       return report;
     },
     settle: settleOne,

@@ -4,10 +4,12 @@ import type { z } from "zod";
 /** Every error code delayq answers with, and the HTTP status that goes with it. */
 export const ERROR_STATUS = {
   invalid_request: 400,
+  unknown_account: 400,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
   job_not_found: 404,
+  payment_not_found: 404,
   method_not_allowed: 405,
   job_exists: 409,
   job_reserved: 409,

@@ -33,11 +33,12 @@ export const BACKOFF_SCHEDULES = {
 export type ScheduleName = keyof typeof BACKOFF_SCHEDULES;
 
 // "." and ".." are refused: in a URL path they would be resolved away ("/v1/topics/./jobs").
+// Names starting with "__" are delayq's own (its payment polls live in "__payments").
 export const TopicName = z
   .string()
   .regex(
-    /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,100}$/,
-    'must be 1-100 characters of A-Z a-z 0-9 _ . : - (and not "." or "..")',
+    /^(?!\.\.?$)(?!__)[A-Za-z0-9_.:-]{1,100}$/,
+    'must be 1-100 characters of A-Z a-z 0-9 _ . : - (not "." or "..", and not starting with "__", which is delayq\'s own)',
   );
 export const JobId = z
   .string()

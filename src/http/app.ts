@@ -13,6 +13,7 @@ import { commandRoutes } from "./routes/command";
 import { compatRoutes } from "./routes/compat";
 import { jobRoutes } from "./routes/jobs";
 import { opsRoutes } from "./routes/ops";
+import { notifyRoutes, type PaymentRouteOptions, paymentRoutes } from "./routes/payments";
 import { type PushOptions, pushRoutes, pushSoon } from "./routes/push";
 import { systemRoutes } from "./routes/system";
 import { topicRoutes } from "./routes/topics";
@@ -34,6 +35,8 @@ export type AppOptions = {
   paymentWatches?: PaymentWatchSource;
   /** Push delivery: the QStash callback route, and prompt delivery of jobs due soon. */
   push?: PushOptions;
+  /** Payment watches: /v1/payments and the providers' notifications. */
+  payments?: PaymentRouteOptions;
 };
 
 /** Builds the app from its dependencies; it holds no state of its own. */
@@ -51,6 +54,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
 
   // Before the bearer auth: QStash authenticates its callbacks with their signature.
   if (options.push) pushRoutes(app, options.push);
+  if (options.payments) notifyRoutes(app, options.payments);
   app.use(
     "/v1/*",
     bearerAuth(options.tokens, options.queue, options.push && pushSoon(options.push)),
@@ -62,6 +66,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   jobRoutes(app);
   topicRoutes(app, { qstashReady: options.push?.qstashReady ?? false });
   commandRoutes(app);
+  if (options.payments) paymentRoutes(app, options.payments);
   opsRoutes(app, { ...options, log });
   compatRoutes(app, { ...options, log });
   return app;

@@ -11,6 +11,7 @@ const BODY_PATHS: Record<string, readonly Path[]> = {
   "/v1/jobs": [["body"]],
   "/v1/jobs/batch": [["jobs", "*", "body"]],
   "/v1/command": [["body"], ["*", "body"]],
+  "/v1/payments": [["metadata"]],
 };
 
 /**

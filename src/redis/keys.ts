@@ -45,6 +45,11 @@ export const KEY_LAYOUT = {
   claims: "push:claims",
   /** list: ids of push jobs that died, whose topic's failureUrl is still to be told. */
   notices: "push:notices",
+  /**
+   * hash: a payment watch (spec, state, polls, lastAnswer, outcome, ...); its polls are a job of
+   * the internal topic \`__payments\` with the id \`pay:<watch id>\`.
+   */
+  watch: "pay:<id>",
 } as const;
 
 export type KeyName = keyof typeof KEY_LAYOUT;

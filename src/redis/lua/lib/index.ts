@@ -3,6 +3,7 @@ import { LUA_CODES } from "../../codes";
 import { LUA_KEYS } from "../../keys";
 import { LUA_RECORD } from "../../record";
 import { LUA_ACCESS } from "./access";
+import { LUA_JOBS } from "./jobs";
 import { LUA_SLOTS, SLOT_MS } from "./slots";
 import { LUA_TRANSITIONS } from "./transitions";
 
@@ -15,7 +16,7 @@ export { SLOT_MS };
  *   ARGV[2]  now, unix ms (the caller's clock; scripts never read the time)
  *   ARGV[3]  how long finished and deleted records are kept, ms
  * and takes its own arguments from ARGV[4] on. Helpers come in dependency order: the record
- * codec, the slot lists, the transitions, access checks.
+ * codec, the slot lists, the transitions, access checks, jobs written by other scripts.
  */
 export const LUA_LIB = `
 local rcall = redis.call
@@ -29,4 +30,5 @@ ${LUA_RECORD}
 ${LUA_SLOTS}
 ${LUA_TRANSITIONS}
 ${LUA_ACCESS}
+${LUA_JOBS}
 `;

@@ -6,6 +6,7 @@ import { deleteDead, kick } from "./dead-letter";
 import { deleteJob } from "./delete";
 import { bury, finish, release, touch } from "./held";
 import { list } from "./list";
+import { watchPolled, watchRead, watchStart, watchStop } from "./payments";
 import { pop } from "./pop";
 import { claim, notices, published, renotice, settle } from "./push";
 import { tick } from "./tick";
@@ -31,6 +32,10 @@ export const SCRIPTS = {
   published,
   notices,
   renotice,
+  watchStart,
+  watchRead,
+  watchPolled,
+  watchStop,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -1,0 +1,160 @@
+// Payment watches (DESIGN §4): what starts one, what it reads as, and the outcome it fans out.
+import { z } from "zod";
+import { Backoff, Timestamp, TopicName } from "./schemas";
+
+export const PROVIDERS = ["alipay", "wechatpay"] as const;
+export type ProviderName = (typeof PROVIDERS)[number];
+
+/** The default poll schedule of each provider (a named backoff). */
+export const DEFAULT_SCHEDULE: Record<ProviderName, Backoff> = {
+  wechatpay: "wechatpay",
+  alipay: "alipay",
+};
+
+/** How long a watch runs without an outcome when no deadline is given: 24 h. */
+export const DEFAULT_WATCH_MS = 24 * 3600_000;
+
+export const MAX_NOTIFY_TOPICS = 10;
+
+export const ProviderField = z.enum(PROVIDERS).meta({
+  description: "The payment provider.",
+  example: "wechatpay",
+});
+export const AccountName = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]{1,64}$/, "must be 1-64 characters of A-Z a-z 0-9 _ . -")
+  .meta({
+    description: "An account name from DQ_ALIPAY_ACCOUNTS / DQ_WECHATPAY_ACCOUNTS.",
+    example: "shop",
+  });
+export const OutTradeNo = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9_*|.:-]{1,64}$/,
+    "must be 1-64 characters of A-Z a-z 0-9 _ * | . : - (the merchant's order number)",
+  )
+  .meta({ description: "The merchant's order number (out_trade_no).", example: "order-1042" });
+
+export const WatchInput = z
+  .strictObject({
+    provider: ProviderField,
+    account: AccountName,
+    outTradeNo: OutTradeNo,
+    schedule: Backoff.optional().meta({
+      description:
+        "When to poll: the first poll comes this backoff's first step after the watch starts, " +
+        "each later one the next step after the previous poll (the last step repeats). " +
+        "Default: the provider's (wechatpay: 5 s, 30 s, 1 min, 3 min, ...; alipay: 4 min, 10 min, ...).",
+      example: [5, 30, 60],
+    }),
+    deadline: Timestamp.optional().meta({
+      description: "Stop polling then, unix ms or ISO-8601 (default 24 h after the start).",
+      example: 1_800_086_400_000,
+    }),
+    closeOnDeadline: z.boolean().optional().meta({
+      description: "At the deadline, close the order at the provider (then query it once more).",
+      example: false,
+    }),
+    notify: z
+      .array(TopicName)
+      .min(1)
+      .max(MAX_NOTIFY_TOPICS)
+      .meta({
+        description: "1-10 topics that each get the outcome as a job (pull, or push to webhooks).",
+        example: ["payment-results"],
+      }),
+    metadata: z
+      .unknown()
+      .optional()
+      .meta({
+        description: "Any JSON, echoed in the outcome as sent.",
+        example: { orderId: 1042 },
+      }),
+  })
+  .meta({ id: "WatchPayment" });
+export type WatchInput = z.input<typeof WatchInput>;
+
+export const WatchState = z.enum(["polling", "paid", "closed", "failed", "expired", "stopped"]);
+export type WatchState = z.output<typeof WatchState>;
+
+export const OutcomeEvent = z.enum([
+  "payment.paid",
+  "payment.closed",
+  "payment.failed",
+  "payment.expired",
+]);
+export type OutcomeEvent = z.output<typeof OutcomeEvent>;
+
+export const Payment = z
+  .object({
+    provider: ProviderField,
+    account: z.string().meta({ description: "The account.", example: "shop" }),
+    outTradeNo: z
+      .string()
+      .meta({ description: "The merchant's order number.", example: "order-1042" }),
+    state: WatchState.meta({
+      description: "polling until an outcome; stopped once deleted.",
+      example: "polling",
+    }),
+    polls: z.number().meta({ description: "Queries made so far.", example: 3 }),
+    nextPollAt: z
+      .number()
+      .optional()
+      .meta({ description: "When the next query is due, unix ms.", example: 1_800_000_030_000 }),
+    lastAnswer: z
+      .object({
+        tradeState: z
+          .string()
+          .meta({ description: "The provider's own word, or the error.", example: "NOTPAY" }),
+        at: z
+          .number()
+          .meta({ description: "When it was answered, unix ms.", example: 1_800_000_005_000 }),
+      })
+      .optional()
+      .meta({
+        description: "The last answer (or error) seen.",
+        example: { tradeState: "NOTPAY", at: 1_800_000_005_000 },
+      }),
+    outcome: z
+      .unknown()
+      .optional()
+      .meta({
+        description: "The outcome sent to the notify topics (see the outcome event).",
+        example: {
+          event: "payment.paid",
+          tradeState: "SUCCESS",
+          amount: { total: 1999, currency: "CNY" },
+        },
+      }),
+    createdAt: z
+      .number()
+      .meta({ description: "When the watch started, unix ms.", example: 1_800_000_000_000 }),
+    deadline: z
+      .number()
+      .meta({ description: "When polling stops, unix ms.", example: 1_800_086_400_000 }),
+    notify: z
+      .array(z.string())
+      .meta({ description: "The topics told of the outcome.", example: ["payment-results"] }),
+    metadata: z
+      .unknown()
+      .optional()
+      .meta({ description: "As given at the start, byte for byte.", example: { orderId: 1042 } }),
+  })
+  .meta({
+    id: "Payment",
+    description: "A payment watch: the order, its polls, and its outcome once it has one.",
+    example: {
+      provider: "wechatpay",
+      account: "shop",
+      outTradeNo: "order-1042",
+      state: "polling",
+      polls: 1,
+      nextPollAt: 1_800_000_035_000,
+      lastAnswer: { tradeState: "NOTPAY", at: 1_800_000_005_000 },
+      createdAt: 1_800_000_000_000,
+      deadline: 1_800_086_400_000,
+      notify: ["payment-results"],
+      metadata: { orderId: 1042 },
+    },
+  });
+export type Payment = z.output<typeof Payment>;

@@ -1,0 +1,185 @@
+// Payment watches over HTTP: start, read and stop a watch (bearer token), and the providers'
+// asynchronous notifications (no token: their signature is the authentication).
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { ProviderName } from "../../domain/payments";
+import { Payment, ProviderField, WatchInput } from "../../domain/payments";
+import { type Logger, messageOf } from "../../log";
+import { verifyAlipayNotification } from "../../payments/alipay";
+import type { Payments } from "../../payments/watches";
+import { verifyWechatPayNotification } from "../../payments/wechatpay";
+import { requestJson } from "../body";
+import type { AppEnv } from "../context";
+import { jsonBody } from "../json";
+import { body, errors, json, SECURED } from "../schemas";
+
+export type PaymentRouteOptions = {
+  payments: Payments;
+  alipayAccounts: ReadonlyMap<string, unknown>;
+  wechatpayAccounts: ReadonlyMap<string, unknown>;
+  log: Logger;
+  /** Keeps work going after the answer (the first poll, when it is due within seconds). */
+  background?: (c: Context<AppEnv>, work: Promise<unknown>) => void;
+};
+
+const PaymentAnswer = z
+  .object({
+    created: z
+      .boolean()
+      .meta({ description: "false when the order was watched already.", example: true }),
+    payment: Payment,
+  })
+  .meta({ id: "PaymentAnswer" });
+
+const WatchParams = z.object({
+  provider: ProviderField.meta({ param: { name: "provider", in: "path" } }),
+  account: z
+    .string()
+    .min(1)
+    .max(64)
+    .meta({ param: { name: "account", in: "path" }, example: "shop" }),
+  outTradeNo: z
+    .string()
+    .min(1)
+    .max(64)
+    .meta({ param: { name: "outTradeNo", in: "path" }, example: "order-1042" }),
+});
+
+/** POST/GET/DELETE /v1/payments: behind the bearer auth. */
+export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOptions): void {
+  const tags = ["payments"];
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/payments",
+      tags,
+      security: SECURED,
+      summary: "Watch an order at Alipay or WeChat Pay until it is paid, closed or failed",
+      description:
+        "delayq queries the provider on the schedule (signed requests, verified answers) until " +
+        "an outcome or the deadline, and adds the outcome as a job to each notify topic, once. " +
+        "Idempotent by (provider, account, outTradeNo): a second call answers the watch as it is.",
+      request: { body: body(WatchInput, true) },
+      responses: {
+        201: json(PaymentAnswer, "Watching"),
+        200: json(PaymentAnswer, "The order was watched already: the watch as it is"),
+        ...errors(403),
+      },
+    }),
+    async (c) => {
+      const input = requestJson(c, c.req.valid("json"));
+      const result = await options.payments.start(input, c.var.queue.scope);
+      if (result.created && options.background) {
+        options.background(c, options.payments.pollSoon());
+      }
+      return result.created ? jsonBody(c, result, 201) : jsonBody(c, result, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/payments/{provider}/{account}/{outTradeNo}",
+      tags,
+      security: SECURED,
+      summary: "A payment watch: its state, polls, last answer and outcome",
+      request: { params: WatchParams },
+      responses: {
+        200: json(z.object({ payment: Payment }), "The watch"),
+        ...errors(404),
+      },
+    }),
+    async (c) => {
+      const { provider, account, outTradeNo } = c.req.valid("param");
+      const payment = await options.payments.get(provider, account, outTradeNo, c.var.queue.scope);
+      return jsonBody(c, { payment }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "delete",
+      path: "/v1/payments/{provider}/{account}/{outTradeNo}",
+      tags,
+      security: SECURED,
+      summary: "Stop watching an order (it reads stopped while it is retained)",
+      request: { params: WatchParams },
+      responses: {
+        200: json(
+          z.object({ deleted: z.literal(true).meta({ description: "Stopped.", example: true }) }),
+          "Stopped",
+        ),
+        ...errors(404),
+      },
+    }),
+    async (c) => {
+      const { provider, account, outTradeNo } = c.req.valid("param");
+      await options.payments.stop(provider, account, outTradeNo, c.var.queue.scope);
+      return c.json({ deleted: true as const }, 200);
+    },
+  );
+}
+
+/** The notification endpoints: register before the bearer auth (they have no token). */
+export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOptions): void {
+  const { payments, log } = options;
+  const notified = async (
+    provider: ProviderName,
+    account: string,
+    outTradeNo: string,
+    answer: Parameters<Payments["notified"]>[3],
+  ) => {
+    try {
+      await payments.notified(provider, account, outTradeNo, answer);
+      return true;
+    } catch (error) {
+      log({ level: "error", event: "notify_failed", provider, account, message: messageOf(error) });
+      return false;
+    }
+  };
+
+  app.post("/v1/notify/alipay/:account", async (c) => {
+    const name = c.req.param("account");
+    const account = options.alipayAccounts.get(name) as
+      | Parameters<typeof verifyAlipayNotification>[0]
+      | undefined;
+    // Alipay reads the text "success"; anything else makes it send again later.
+    if (!account) return c.text("fail", 404);
+    const form = new URLSearchParams(await c.req.text());
+    const result = await verifyAlipayNotification(account, form);
+    if (!result.ok) {
+      log({
+        level: "warn",
+        event: "notify_refused",
+        provider: "alipay",
+        account: name,
+        reason: result.reason,
+      });
+      return c.text("fail", 400);
+    }
+    const taken = await notified("alipay", name, result.outTradeNo, result.answer);
+    return taken ? c.text("success") : c.text("fail", 503);
+  });
+
+  app.post("/v1/notify/wechatpay/:account", async (c) => {
+    const name = c.req.param("account");
+    const account = options.wechatpayAccounts.get(name) as
+      | Parameters<typeof verifyWechatPayNotification>[0]
+      | undefined;
+    if (!account) return c.json({ code: "FAIL", message: `no account "${name}"` }, 404);
+    const raw = await c.req.text();
+    const result = await verifyWechatPayNotification(account, c.req.raw.headers, raw, Date.now());
+    if (!result.ok) {
+      log({
+        level: "warn",
+        event: "notify_refused",
+        provider: "wechatpay",
+        account: name,
+        reason: result.reason,
+      });
+      return c.json({ code: "FAIL", message: result.reason }, 401);
+    }
+    const taken = await notified("wechatpay", name, result.outTradeNo, result.answer);
+    return taken ? c.body(null, 204) : c.json({ code: "FAIL", message: "try again" }, 503);
+  });
+}

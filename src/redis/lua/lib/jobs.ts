@@ -1,0 +1,28 @@
+// Lua: adding a job from a script other than add (payment watches add their polls and outcomes).
+
+/** Needs the record codec, `config`, `enqueue`, `bump` and `key` in scope. */
+export const LUA_JOBS = `
+-- Adds one job as the add script would: ttr, max attempts and backoff from the arguments, else
+-- from the topic's config, else from \`defaults\` ({ttr = ms, maxAttempts = n}); indexed by its due
+-- time (claimable when the topic is pushed). An id that exists is left alone: returns false.
+-- Cost: SET NX, GET (config), enqueue's, ZADD NX (topics), INCR (seq).
+local function addJob(id, topic, due, body, ttr, maxAttempts, backoffSpec, defaults)
+  local cfg = config(topic)
+  local meta = {
+    id = id, topic = topic, state = "waiting", due = due, attempts = 0, createdAt = NOW,
+    ttr = ttr or (cfg.ttr and cfg.ttr * 1000) or defaults.ttr,
+    maxAttempts = maxAttempts or cfg.maxAttempts or defaults.maxAttempts,
+  }
+  if backoffSpec then
+    meta.backoff = backoffSpec
+  elseif cfg.backoff ~= nil then
+    meta.backoff = cjson.encode(cfg.backoff)
+  end
+  if not rcall("SET", key.job(id), encode(meta) .. "\\n" .. body, "NX") then return false end
+  enqueue(id, topic, due)
+  -- delayq's own topics (__payments) are not listed among the users' topics.
+  if string.sub(topic, 1, 2) ~= "__" then rcall("ZADD", key.topics, "NX", 0, topic) end
+  bump(topic)
+  return true
+end
+`;

@@ -1,0 +1,212 @@
+// watchStart, watchRead, watchPolled, watchStop: the transitions of a payment watch. A watch is a
+// hash (keys.ts: watch); its polls are a job of the internal push topic __payments, claimed and
+// delivered to the poller like a push job; its outcome is a job added to each notify topic.
+import { defineScript, list } from "../script";
+import { jsonText } from "./topics";
+
+/** The internal topic whose jobs are payment polls. */
+export const PAYMENTS_TOPIC = "__payments";
+
+/** The config of the internal topic: pushed, to delayq's own poller. */
+export const PAYMENTS_TOPIC_CONFIG = JSON.stringify({
+  push: { url: "internal:payments", via: "internal", timeout: 60 },
+});
+
+/** Lua: makes sure __payments is a push topic (its polls are claimed like push jobs). */
+const ENSURE_TOPIC = `
+local function ensurePaymentsTopic()
+  if rcall("SET", key.config("${PAYMENTS_TOPIC}"), ARGV[#ARGV], "NX") then
+    rcall("ZADD", key.pushTopics, 0, "${PAYMENTS_TOPIC}")
+    pushed["${PAYMENTS_TOPIC}"] = true
+  end
+end
+`;
+
+/** A watch as stored: its hash's fields, and when its next poll is due. */
+export type WatchRecord = {
+  fields: Record<string, string>;
+  nextPollAt?: number;
+};
+
+function readWatch(flat: readonly unknown[]): WatchRecord {
+  const [nextPollAt, ...pairs] = flat;
+  const fields: Record<string, string> = {};
+  for (let i = 0; i + 1 < pairs.length; i += 2) fields[String(pairs[i])] = jsonText(pairs[i + 1]);
+  const next = Number(nextPollAt);
+  return next >= 0 ? { fields, nextPollAt: next } : { fields };
+}
+
+/** Lua: the watch's fields and its poll's due time (-1 when none waits). */
+const READ = `
+local function readWatch(watchId)
+  local fields = rcall("HGETALL", key.watch(watchId))
+  local nextAt = -1
+  local meta = load("pay:" .. watchId)
+  if meta and meta.state == "waiting" then nextAt = meta.due end
+  local out = {nextAt}
+  for _, value in ipairs(fields) do out[#out + 1] = value end
+  return out
+end
+`;
+
+export const watchStart = defineScript<{ created: boolean; watch: WatchRecord }>({
+  name: "watchStart",
+  lua: `
+--[[ watchStart: starts watching an order, idempotently by watch id.
+  ARGV[4] watch id   ARGV[5] spec JSON (provider, account, outTradeNo, schedule, deadline,
+  closeOnDeadline, notify, createdAt; it is the poll job's body)   ARGV[6] deadline (ms)
+  ARGV[7] first poll due (ms)   ARGV[8] the schedule as backoff JSON   ARGV[9] the notify
+  topics, a JSON array   ARGV[10] metadata, JSON text kept byte for byte (Lua never parses it)
+  ARGV[11] the internal topic's config JSON (set once)
+  A watch that exists is answered as it is. A new one is the hash (state polling, polls 0)
+  and its poll job pay:<id> in __payments, due at the first poll.
+  Returns {1 if created else 0, then what watchRead returns}.
+  Cost: EXISTS; when new HSET, and the poll job's add (SET NX, GET, ZADD, ZADD LT x2, ZADD NX,
+  INCR), plus SET NX for the internal topic; then HGETALL, GET.
+]]
+${ENSURE_TOPIC}
+${READ}
+local watchId = ARGV[4]
+local created = 0
+if rcall("EXISTS", key.watch(watchId)) == 0 then
+  ensurePaymentsTopic()
+  rcall("HSET", key.watch(watchId), "spec", ARGV[5], "notify", ARGV[9], "metadata", ARGV[10],
+    "state", "polling", "polls", 0, "createdAt", NOW, "deadline", ARGV[6])
+  addJob("pay:" .. watchId, "${PAYMENTS_TOPIC}", tonumber(ARGV[7]), ARGV[5], 60000, 1000000,
+    ARGV[8], {})
+  created = 1
+end
+local out = readWatch(watchId)
+table.insert(out, 1, created)
+return out
+`,
+  parse(reply) {
+    const [created, ...rest] = list(reply, "watchStart");
+    return { created: Number(created) === 1, watch: readWatch(rest) };
+  },
+});
+
+export const watchRead = defineScript<WatchRecord | undefined>({
+  name: "watchRead",
+  lua: `
+--[[ watchRead: a watch's fields and when its next poll is due.
+  ARGV[4] watch id
+  Returns {next poll (ms, or -1), field, value, ...}, or {} when there is no such watch.
+  Cost: HGETALL, GET.
+]]
+${READ}
+if rcall("EXISTS", key.watch(ARGV[4])) == 0 then return {} end
+return readWatch(ARGV[4])
+`,
+  parse(reply) {
+    const flat = list(reply, "watchRead");
+    return flat.length === 0 ? undefined : readWatch(flat);
+  },
+});
+
+/** What the poller or a notification learned, as watchPolled takes it. */
+export type PolledKind = "pending" | "transient" | "outcome";
+
+export const watchPolled = defineScript<{ applied: boolean; state: string }>({
+  name: "watchPolled",
+  lua: `
+--[[ watchPolled: applies a poll's answer, or a provider's notification, to a watch: the one
+  transition from polling to an outcome, shared by polls and notifications.
+  ARGV[4] watch id   ARGV[5] the poll job's receipt, or "" for a notification
+  ARGV[6] pending | transient | outcome   ARGV[7] the answer's trade state (or the error)
+  ARGV[8] the outcome state (paid | closed | failed | expired), for an outcome
+  ARGV[9] the outcome job's body up to its metadata: JSON text ending in "metadata": (the stored
+          metadata text and "}" complete it)
+  ARGV[10] default ttr (ms)   ARGV[11] default max attempts   (for the outcome jobs)
+  Only a watch still polling changes; a poll applies only under the reservation it was claimed
+  with (a poller that lost its lease changes nothing). pending: the next poll is the schedule's
+  next step (at the deadline at the latest); transient: soon (5 s, doubling, at most 60 s, and
+  never later than the schedule's next step);
+  outcome: the state and outcome are stored, the poll job finishes and each notify topic gets
+  the outcome as the job pay:<watch id>:<n> (exactly once: the same atomic step).
+  Returns {1, new state} or {0, state as it was} when nothing applied.
+  Cost: HMGET; for a poll, GET (the job); HSET; pending/transient: the release's commands;
+  outcome: the job's finish, per topic the add's, PEXPIRE.
+]]
+local watchId, receipt, kind = ARGV[4], ARGV[5], ARGV[6]
+local wkey = key.watch(watchId)
+local state, notify, deadline, metadata = unpack(rcall("HMGET", wkey, "state", "notify",
+  "deadline", "metadata"))
+if not state then return {0, ""} end
+if state ~= "polling" then return {0, state} end
+local jobId = "pay:" .. watchId
+local meta, body, code = nil, nil, CODE.ok
+if receipt ~= "" then
+  meta, body, code = held(jobId, receipt, "")
+  if code ~= CODE.ok then return {0, state} end
+  rcall("HINCRBY", wkey, "polls", 1)
+end
+rcall("HSET", wkey, "lastAnswer", cjson.encode({tradeState = ARGV[7], at = NOW}))
+if kind ~= "outcome" then
+  if receipt == "" then return {1, state} end
+  rcall("ZREM", key.reserved(meta.topic), jobId)
+  local wait = nil
+  if kind == "transient" then
+    local streak = rcall("HINCRBY", wkey, "streak", 1)
+    wait = math.min(5000 * 2 ^ (streak - 1), 60000, backoff(meta.backoff, meta.attempts))
+  else
+    rcall("HDEL", wkey, "streak")
+    wait = backoff(meta.backoff, meta.attempts)
+  end
+  wait = math.max(0, math.min(wait, tonumber(deadline) - NOW))
+  retry(jobId, meta, body, wait)
+  return {1, state}
+end
+-- An outcome: the watch ends, its poll job with it, and each notify topic is told once.
+local outcome = ARGV[9] .. (metadata or "null") .. "}"
+rcall("HSET", wkey, "state", ARGV[8], "outcome", outcome, "endedAt", NOW)
+if not meta then meta, body = load(jobId) end
+if meta and meta.state ~= "finished" and meta.state ~= "deleted" then
+  unindex(jobId, meta)
+  meta.state, meta.endedAt, meta.leaseEnd = "finished", NOW, nil
+  save(jobId, meta, body)
+end
+local defaults = {ttr = tonumber(ARGV[10]), maxAttempts = tonumber(ARGV[11])}
+for n, topic in ipairs(cjson.decode(notify)) do
+  addJob(jobId .. ":" .. n, topic, NOW, outcome, nil, nil, nil, defaults)
+end
+rcall("PEXPIRE", wkey, RETENTION)
+return {1, ARGV[8]}
+`,
+  parse(reply) {
+    const [applied, state] = list(reply, "watchPolled");
+    return { applied: Number(applied) === 1, state: String(state ?? "") };
+  },
+});
+
+export const watchStop = defineScript<{ found: boolean; state: string }>({
+  name: "watchStop",
+  lua: `
+--[[ watchStop: stops a watch (DELETE). A polling watch reads "stopped" from then on and its
+  poll job is deleted; one that has an outcome keeps it. Kept RETENTION ms either way.
+  ARGV[4] watch id
+  Returns {1, state} or {0, ""} when there is no such watch.
+  Cost: HGET, GET; for a polling watch HSET, the job's unindex and SET; PEXPIRE (x2).
+]]
+local wkey = key.watch(ARGV[4])
+local state = rcall("HGET", wkey, "state")
+if not state then return {0, ""} end
+if state == "polling" then
+  state = "stopped"
+  rcall("HSET", wkey, "state", state, "endedAt", NOW)
+  local jobId = "pay:" .. ARGV[4]
+  local meta, body = load(jobId)
+  if meta and meta.state ~= "deleted" and meta.state ~= "finished" then
+    unindex(jobId, meta)
+    meta.state, meta.endedAt, meta.leaseEnd = "deleted", NOW, nil
+    save(jobId, meta, body)
+  end
+end
+rcall("PEXPIRE", wkey, RETENTION)
+return {1, state}
+`,
+  parse(reply) {
+    const [found, state] = list(reply, "watchStop");
+    return { found: Number(found) === 1, state: String(state ?? "") };
+  },
+});

@@ -1,0 +1,406 @@
+// Payment watches end to end: the service as buildService wires it (the real bridge, real Redis),
+// the Alipay and WeChat Pay sandboxes on the wire (they verify every signed request), and the
+// outcome read back from the notify topics.
+import { Redis } from "@upstash/redis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type AlipaySandbox, startAlipaySandbox } from "../../dev/alipay-sandbox";
+import { startWechatPaySandbox, type WechatPaySandbox } from "../../dev/wechatpay-sandbox";
+import { buildService, type Service } from "../../src/service";
+
+let alipay: AlipaySandbox;
+let wechat: WechatPaySandbox;
+let service: Service;
+const TOKEN = "pay-admin";
+const SHOP = "pay-shop";
+
+beforeAll(async () => {
+  alipay = await startAlipaySandbox();
+  wechat = await startWechatPaySandbox();
+  const label = crypto.randomUUID().slice(0, 8);
+  service = buildService(
+    {
+      UPSTASH_REDIS_REST_URL: inject("bridgeUrl"),
+      UPSTASH_REDIS_REST_TOKEN: `${inject("bridgeToken")}:${label}`,
+      DQ_TOKENS: `${TOKEN},${SHOP}:shop.*`,
+      DQ_PREFIX: `pay${label}`,
+      DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
+      DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
+    },
+    (settings) => new Redis({ url: settings.url, token: settings.token, ...settings.options }),
+    { log: () => {} },
+  );
+}, 30_000);
+
+afterAll(async () => {
+  await alipay?.close();
+  await wechat?.close();
+});
+
+async function call(method: string, path: string, body?: unknown, token = TOKEN) {
+  const res = await service.app.request(path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
+}
+
+/** Runs the polls that are due (what the tick and the requests' background work do). */
+async function pollNow() {
+  await service.scheduler.tick({ now: Date.now() });
+}
+
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  ms = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await pollNow();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function watchState(provider: string, no: string, state: string) {
+  return until(`${provider}/${no} ${state}`, async () => {
+    const got = await call("GET", `/v1/payments/${provider}/sandbox/${no}`);
+    return got.json?.payment?.state === state ? got.json.payment : undefined;
+  });
+}
+
+/** The outcome jobs of a pull topic (popped and finished). */
+async function outcomes(topic: string): Promise<{ text: string; json: any }[]> {
+  const popped = await call("POST", `/v1/topics/${topic}/pop`, { count: 100 });
+  const jobs = popped.json.jobs as { id: string; receipt: string }[];
+  for (const job of jobs) await call("POST", `/v1/jobs/${job.id}/finish`, { receipt: job.receipt });
+  // The raw text of each body: the metadata is echoed byte for byte.
+  return jobs.map((_job, n) => {
+    const text = popped.text.split('"body":')[n + 1] ?? "";
+    return { text, json: (popped.json.jobs[n] as { body: unknown }).body };
+  });
+}
+
+const uid = () => crypto.randomUUID().slice(0, 8);
+
+describe("a WeChat Pay watch", () => {
+  it("polls on its schedule until paid, then tells each notify topic once, metadata as sent", async () => {
+    const no = `wx-${uid()}`;
+    const topics = [`results-${uid()}`, `audit-${uid()}`];
+    wechat.createTrade(no, { total: 1999 });
+    const started = await call(
+      "POST",
+      "/v1/payments",
+      `{"provider":"wechatpay","account":"sandbox","outTradeNo":"${no}","schedule":[0.2],"notify":${JSON.stringify(topics)},"metadata":{"orderId":4200001234567890123}}`,
+    );
+    expect(started.status).toBe(201);
+    expect(started.json.payment).toMatchObject({ state: "polling", polls: 0, notify: topics });
+    expect(started.text).toContain('"metadata":{"orderId":4200001234567890123}');
+    // Idempotent: watching it again answers the watch as it is.
+    const again = await call("POST", "/v1/payments", {
+      provider: "wechatpay",
+      account: "sandbox",
+      outTradeNo: no,
+      notify: topics,
+    });
+    expect(again.status).toBe(200);
+    expect(again.json.created).toBe(false);
+    // Polled while unpaid (NOTPAY): still polling, the answer recorded.
+    const polling = await until("a poll", async () => {
+      const got = (await call("GET", `/v1/payments/wechatpay/sandbox/${no}`)).json.payment;
+      return got.polls >= 1 ? got : undefined;
+    });
+    expect(polling.lastAnswer.tradeState).toBe("NOTPAY");
+    wechat.pay(no);
+    const paid = await watchState("wechatpay", no, "paid");
+    expect(paid.outcome).toMatchObject({
+      event: "payment.paid",
+      provider: "wechatpay",
+      account: "sandbox",
+      outTradeNo: no,
+      tradeState: "SUCCESS",
+      amount: { total: 1999, currency: "CNY" },
+      source: "poll",
+    });
+    expect(paid.outcome.tradeNo).toBe(wechat.trade(no)?.transactionId);
+    expect(typeof paid.outcome.paidAt).toBe("number");
+    for (const topic of topics) {
+      const [outcome, ...more] = await outcomes(topic);
+      expect(more).toEqual([]);
+      expect(outcome?.json).toMatchObject({ event: "payment.paid", outTradeNo: no });
+      expect(outcome?.text).toContain('"metadata":{"orderId":4200001234567890123}}');
+    }
+    // No poll after the outcome.
+    const requests = wechat.requests().length;
+    await new Promise((r) => setTimeout(r, 500));
+    await pollNow();
+    expect(wechat.requests().length).toBe(requests);
+  });
+
+  it.each([
+    ["CLOSED", "closed", "payment.closed"],
+    ["REVOKED", "closed", "payment.closed"],
+    ["PAYERROR", "failed", "payment.failed"],
+    ["REFUND", "paid", "payment.paid"],
+  ] as const)("maps %s to %s", async (tradeState, state, event) => {
+    const no = `wx-${uid()}`;
+    const topic = `r-${uid()}`;
+    wechat.createTrade(no);
+    wechat.setState(no, tradeState);
+    await call("POST", "/v1/payments", {
+      provider: "wechatpay",
+      account: "sandbox",
+      outTradeNo: no,
+      schedule: [0.1],
+      notify: [topic],
+    });
+    const watch = await watchState("wechatpay", no, state);
+    expect(watch.outcome).toMatchObject({ event, tradeState });
+    expect((await outcomes(topic)).map((o) => o.json.event)).toEqual([event]);
+  });
+
+  it("keeps polling through transient errors, and never takes an unverified answer", async () => {
+    const no = `wx-${uid()}`;
+    wechat.createTrade(no);
+    wechat.pay(no);
+    wechat.inject("badSignature", 1);
+    wechat.inject("5xx", 1);
+    await call("POST", "/v1/payments", {
+      provider: "wechatpay",
+      account: "sandbox",
+      outTradeNo: no,
+      schedule: [0.1],
+      notify: [`r-${uid()}`],
+    });
+    const paid = await watchState("wechatpay", no, "paid");
+    expect(paid.polls).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe("an Alipay watch", () => {
+  it("ends closed when the trade is closed, and the outcome's amount is in fen", async () => {
+    const no = `ali-${uid()}`;
+    const topic = `r-${uid()}`;
+    alipay.createTrade(no, { totalAmount: "12.30" });
+    await call("POST", "/v1/payments", {
+      provider: "alipay",
+      account: "sandbox",
+      outTradeNo: no,
+      schedule: [0.1],
+      notify: [topic],
+    });
+    await until("a poll", async () => {
+      const got = (await call("GET", `/v1/payments/alipay/sandbox/${no}`)).json.payment;
+      return got.polls >= 1 ? got : undefined;
+    });
+    alipay.pay(no);
+    const paid = await watchState("alipay", no, "paid");
+    expect(paid.outcome).toMatchObject({
+      tradeState: "TRADE_SUCCESS",
+      amount: { total: 1230, currency: "CNY" },
+    });
+  });
+
+  it("closes the order at the deadline when asked, and ends expired", async () => {
+    const no = `ali-${uid()}`;
+    const topic = `r-${uid()}`;
+    alipay.createTrade(no);
+    await call("POST", "/v1/payments", {
+      provider: "alipay",
+      account: "sandbox",
+      outTradeNo: no,
+      schedule: [0.2],
+      deadline: Date.now() + 700,
+      closeOnDeadline: true,
+      notify: [topic],
+    });
+    const expired = await watchState("alipay", no, "expired");
+    expect(expired.outcome.event).toBe("payment.expired");
+    expect(alipay.trade(no)?.status).toBe("TRADE_CLOSED");
+  });
+
+  it("queries again when the close is refused because the order was paid", async () => {
+    const no = `ali-${uid()}`;
+    alipay.createTrade(no);
+    await call("POST", "/v1/payments", {
+      provider: "alipay",
+      account: "sandbox",
+      outTradeNo: no,
+      schedule: [60],
+      deadline: Date.now() + 500,
+      closeOnDeadline: true,
+      notify: [`r-${uid()}`],
+    });
+    alipay.pay(no);
+    const paid = await watchState("alipay", no, "paid");
+    expect(paid.outcome.event).toBe("payment.paid");
+    expect(alipay.trade(no)?.status).toBe("TRADE_SUCCESS");
+  });
+});
+
+describe("notifications", () => {
+  it("a verified Alipay notification settles the watch at once; a repeat and a later poll add nothing", async () => {
+    const no = `ali-${uid()}`;
+    const topic = `r-${uid()}`;
+    alipay.createTrade(no, { totalAmount: "5.00" });
+    await call("POST", "/v1/payments", {
+      provider: "alipay",
+      account: "sandbox",
+      outTradeNo: no,
+      schedule: [3600],
+      notify: [topic],
+    });
+    alipay.pay(no);
+    const target = "http://delayq.test/v1/notify/alipay/sandbox";
+    const sent = await alipayNotify(no, target);
+    expect(sent).toEqual({ status: 200, text: "success" });
+    const paid = (await call("GET", `/v1/payments/alipay/sandbox/${no}`)).json.payment;
+    expect(paid).toMatchObject({
+      state: "paid",
+      polls: 0,
+      outcome: { source: "notify", amount: { total: 500 } },
+    });
+    expect(await alipayNotify(no, target)).toEqual({ status: 200, text: "success" });
+    expect((await outcomes(topic)).length).toBe(1);
+  });
+
+  it("refuses a tampered notification, and a WeChat signature probe", async () => {
+    const no = `wx-${uid()}`;
+    wechat.createTrade(no);
+    await call("POST", "/v1/payments", {
+      provider: "wechatpay",
+      account: "sandbox",
+      outTradeNo: no,
+      schedule: [3600],
+      notify: [`r-${uid()}`],
+    });
+    wechat.pay(no);
+    const target = "http://delayq.test/v1/notify/wechatpay/sandbox";
+    expect((await wechatNotify(no, target, { tamper: true })).status).toBe(401);
+    expect((await wechatNotify(no, target, { probe: true })).status).toBe(401);
+    expect((await call("GET", `/v1/payments/wechatpay/sandbox/${no}`)).json.payment.state).toBe(
+      "polling",
+    );
+    expect(await wechatNotify(no, target)).toMatchObject({ status: 204 });
+    expect((await call("GET", `/v1/payments/wechatpay/sandbox/${no}`)).json.payment.state).toBe(
+      "paid",
+    );
+  });
+});
+
+describe("watch input and lifecycle", () => {
+  it("stops a watch on DELETE: it reads stopped and is polled no more", async () => {
+    const no = `wx-${uid()}`;
+    wechat.createTrade(no);
+    await call("POST", "/v1/payments", {
+      provider: "wechatpay",
+      account: "sandbox",
+      outTradeNo: no,
+      schedule: [0.3],
+      notify: [`r-${uid()}`],
+    });
+    expect((await call("DELETE", `/v1/payments/wechatpay/sandbox/${no}`)).json).toEqual({
+      deleted: true,
+    });
+    expect((await call("GET", `/v1/payments/wechatpay/sandbox/${no}`)).json.payment.state).toBe(
+      "stopped",
+    );
+    const before = wechat.requests().filter((r) => r.path.includes(no)).length;
+    await new Promise((r) => setTimeout(r, 500));
+    await pollNow();
+    expect(wechat.requests().filter((r) => r.path.includes(no)).length).toBe(before);
+  });
+
+  it.each([
+    [
+      { provider: "alipay", account: "nope", outTradeNo: "o1", notify: ["t"] },
+      400,
+      "unknown_account",
+    ],
+    [
+      { provider: "paypal", account: "sandbox", outTradeNo: "o1", notify: ["t"] },
+      400,
+      "invalid_request",
+    ],
+    [
+      { provider: "alipay", account: "sandbox", outTradeNo: "o 1", notify: ["t"] },
+      400,
+      "invalid_request",
+    ],
+    [
+      { provider: "alipay", account: "sandbox", outTradeNo: "o1", notify: [] },
+      400,
+      "invalid_request",
+    ],
+    [
+      { provider: "alipay", account: "sandbox", outTradeNo: "o1", notify: ["__payments"] },
+      400,
+      "invalid_request",
+    ],
+    [
+      {
+        provider: "alipay",
+        account: "sandbox",
+        outTradeNo: "o1",
+        notify: ["t"],
+        schedule: "weekly",
+      },
+      400,
+      "invalid_request",
+    ],
+    [
+      { provider: "alipay", account: "sandbox", outTradeNo: "o1", notify: ["t"], deadline: 1_000 },
+      400,
+      "invalid_request",
+    ],
+  ])("refuses %j", async (input, status, code) => {
+    const res = await call("POST", "/v1/payments", input);
+    expect(res.status).toBe(status);
+    expect(res.json.error.code).toBe(code);
+  });
+
+  it("keeps scoped tokens to their topics, and 404s an unknown watch", async () => {
+    const refused = await call(
+      "POST",
+      "/v1/payments",
+      { provider: "alipay", account: "sandbox", outTradeNo: "o-scope", notify: ["other"] },
+      SHOP,
+    );
+    expect(refused.status).toBe(403);
+    const missing = await call("GET", "/v1/payments/alipay/sandbox/never-watched");
+    expect(missing.status).toBe(404);
+    expect(missing.json.error.code).toBe("payment_not_found");
+  });
+});
+
+/** Sends the Alipay sandbox's signed notification through the app (not over the network). */
+async function alipayNotify(no: string, target: string) {
+  return sendVia(target, () => alipay.notify(no, target));
+}
+
+async function wechatNotify(
+  no: string,
+  target: string,
+  opts: { tamper?: boolean; probe?: boolean } = {},
+) {
+  return sendVia(target, () => wechat.notify(no, target, opts));
+}
+
+/** Routes the sandbox's POST to `target` into the app by swapping the global fetch meanwhile. */
+async function sendVia(target: string, send: () => Promise<{ status: number; text: string }>) {
+  const real = globalThis.fetch;
+  globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = String(input instanceof Request ? input.url : input);
+    if (url === target) return service.app.request(new URL(url).pathname, init);
+    return real(input, init);
+  }) as typeof fetch;
+  try {
+    return await send();
+  } finally {
+    globalThis.fetch = real;
+  }
+}
