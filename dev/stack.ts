@@ -137,8 +137,8 @@ function givenAccounts(variable: string, provider: string): Record<string, unkno
     throw new StackError(
       [
         `${variable} is not valid JSON${at === undefined ? "" : ` (at character ${Number(at) + 1})`}.`,
-        `Give ${shape}, or unset it: the dev stack adds its ${provider} sandbox's account`,
-        `("${SANDBOX_ACCOUNT}") to the accounts given there.`,
+        `Give ${shape}, or unset it:`,
+        `the dev stack adds its ${provider} sandbox's account ("${SANDBOX_ACCOUNT}") to those given there.`,
       ].join("\n"),
     );
   }
