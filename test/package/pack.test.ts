@@ -311,7 +311,7 @@ export async function use(url: string): Promise<string> {
       expect(`${result.stdout}${result.stderr}`).toBe("");
       expect(result.code).toBe(0);
     },
-    60_000,
+    120_000,
   );
 });
 
