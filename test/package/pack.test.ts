@@ -73,8 +73,11 @@ beforeAll(async () => {
     cpSync(join(root, name), join(source, name), { recursive: true });
   symlinkSync(join(root, "node_modules"), join(source, "node_modules"), "dir");
   await succeed("npm", ["pack", "--pack-destination", work], source);
+  const { version } = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as {
+    version: string;
+  };
   const packed = readdirSync(work).filter((name) => name.endsWith(".tgz"));
-  expect(packed).toEqual(["delayq-0.1.0.tgz"]);
+  expect(packed).toEqual([`delayq-${version}.tgz`]);
   tarball = join(work, packed[0] ?? "");
 
   // The consumer's lockfile pins the package's dependencies to the checkout's versions (the
