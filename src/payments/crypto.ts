@@ -9,7 +9,7 @@ export type CryptoKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
 
 const RSA = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;
 const encoder = new TextEncoder();
-const decoder = new TextDecoder("utf-8", { fatal: true });
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 
 /** A private RSA key (PEM or bare base64, PKCS#8 or PKCS#1) as a signing CryptoKey. */
 export async function importPrivateKey(pemOrBase64: string): Promise<CryptoKey> {
