@@ -29,6 +29,14 @@ export function toJsonText(value: unknown): string {
   return text.replace(/"\\u0000raw(\d+)\\u0000"/g, (_, i: string) => raws[Number(i)] ?? "null");
 }
 
+/** `arb` about once in `n` draws, else undefined (fc.option's `freq` is the other way round). */
+export function sometimes<T>(arb: fc.Arbitrary<T>, n: number): fc.Arbitrary<T | undefined> {
+  return fc.oneof(
+    { weight: n - 1, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: arb },
+  );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Arbitraries: ids, topics, path segments
 
@@ -37,7 +45,9 @@ export const ID_RE = /^[A-Za-z0-9_.:@~+=-]{1,128}$/;
 
 /** "." and ".." are refused: a URL path resolves them away. */
 const notDots = (s: string) => s !== "." && s !== "..";
-export const validTopicArb = fc.stringMatching(TOPIC_RE).filter(notDots);
+/** A topic name: TOPIC_RE, not "." or "..", and not starting with "__" (delayq's own topics). */
+export const isTopicName = (s: string) => TOPIC_RE.test(s) && notDots(s) && !s.startsWith("__");
+export const validTopicArb = fc.stringMatching(TOPIC_RE).filter(isTopicName);
 export const validIdArb = fc.stringMatching(ID_RE).filter(notDots);
 
 /** Strings that are not valid ids or topics, of every kind. */
@@ -261,31 +271,99 @@ export function bodyArb(marker?: string): fc.Arbitrary<unknown> {
   );
 }
 
-/** A valid AddJob (topic and id from the given arbitraries). */
+/**
+ * When a job is due, as unix ms or ISO-8601 (`runAt`): mostly after the fixed now, sometimes
+ * before it (due at once; with a push topic, delivered by the request that added it), and the
+ * smallest number taken as milliseconds (10^11; below it a time reads as seconds).
+ */
+const runAtArb: fc.Arbitrary<unknown> = fc.oneof(
+  { weight: 4, arbitrary: fc.integer({ min: FIXED_NOW, max: MAX_TIMESTAMP }) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .integer({ min: 0, max: MAX_DELAY_SECONDS * 1000 })
+      .map((ms) => new Date(FIXED_NOW + ms).toISOString()),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(100_000_000_000, 1_700_000_000_000, "2024-01-15T08:00:00+08:00"),
+  },
+);
+
+/** A valid AddJob (topic and id from the given arbitraries); `delay` or `runAt`, not both. */
 export function validAddArb(
   topic: fc.Arbitrary<string>,
   id: fc.Arbitrary<string>,
   marker?: string,
 ): fc.Arbitrary<Record<string, unknown>> {
-  return fc.record(
-    {
-      topic,
-      id,
-      body: bodyArb(marker),
-      delay: fc.oneof(
-        fc.integer({ min: 0, max: MAX_DELAY_SECONDS }),
-        fc.double({ min: 0, max: MAX_DELAY_SECONDS, noNaN: true, noDefaultInfinity: true }),
+  return fc
+    .tuple(
+      fc.record(
+        {
+          topic,
+          id,
+          body: bodyArb(marker),
+          delay: fc.oneof(
+            fc.integer({ min: 0, max: MAX_DELAY_SECONDS }),
+            fc.double({ min: 0, max: MAX_DELAY_SECONDS, noNaN: true, noDefaultInfinity: true }),
+          ),
+          ttr: fc.integer({ min: 1, max: MAX_TTR_SECONDS }),
+          maxAttempts: fc.integer({ min: 1, max: MAX_ATTEMPTS }),
+          backoff: validBackoffArb,
+          // Never before the job is due: at least a year from the fixed now.
+          deadline: fc.oneof(
+            fc.integer({ min: FIXED_NOW + MAX_DELAY_SECONDS * 1000, max: MAX_TIMESTAMP }),
+            fc.constant("5000-01-01T00:00:00Z"),
+          ),
+          replace: fc.boolean(),
+        },
+        { requiredKeys: ["topic"] },
       ),
-      ttr: fc.integer({ min: 1, max: MAX_TTR_SECONDS }),
-      maxAttempts: fc.integer({ min: 1, max: MAX_ATTEMPTS }),
-      backoff: validBackoffArb,
-      // Never before the job is due: at least a year from the fixed now.
-      deadline: fc.integer({ min: FIXED_NOW + MAX_DELAY_SECONDS * 1000, max: MAX_TIMESTAMP }),
-      replace: fc.boolean(),
-    },
-    { requiredKeys: ["topic"] },
-  );
+      sometimes(runAtArb, 4),
+    )
+    .map(([job, runAt]) => {
+      if (runAt === undefined) return job;
+      const { delay: _, ...rest } = job;
+      return { ...rest, runAt };
+    });
 }
+
+/** Header names a push config may set: not content-type, delayq-*, upstash-* or HTTP's own. */
+const RESERVED_HEADER =
+  /^(content-type|content-length|host|connection|transfer-encoding|te|upgrade|keep-alive|expect|delayq-.*|upstash-.*)$/i;
+const pushHeaderNameArb = fc
+  .stringMatching(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,30}$/)
+  .filter((name) => !RESERVED_HEADER.test(name));
+
+/** A webhook URL: http or https, with a host. */
+export const pushUrlArb: fc.Arbitrary<string> = fc.oneof(
+  fc.constantFrom(
+    "https://shop.example/hooks/delayq",
+    "http://127.0.0.1:8080/hook",
+    "https://shop.example:8443/a/b?c=d&e=%20f",
+    "http://[::1]:3000/x",
+  ),
+  fc
+    .webUrl({ validSchemes: ["http", "https"], withQueryParameters: true })
+    .filter((url) => url.length <= 2000 && new URL(url).hostname !== ""),
+);
+
+/** A valid push config (any of its optional fields); secrets 16-60 characters. */
+export const validPushArb: fc.Arbitrary<Record<string, unknown>> = fc.record(
+  {
+    url: pushUrlArb,
+    via: fc.constantFrom("direct", "qstash"),
+    secret: fc.string({ minLength: 16, maxLength: 60 }),
+    timeout: fc.integer({ min: 1, max: 60 }),
+    failureUrl: pushUrlArb,
+    headers: fc.dictionary(
+      pushHeaderNameArb,
+      fc.string({ maxLength: 40 }).map((v) => v.replace(/[\r\n]/g, "")),
+      { maxKeys: 3 },
+    ),
+  },
+  { requiredKeys: ["url"] },
+);
 
 export const validTopicConfigArb = fc.record(
   {
@@ -293,6 +371,22 @@ export const validTopicConfigArb = fc.record(
     maxAttempts: fc.integer({ min: 1, max: MAX_ATTEMPTS }),
     backoff: validBackoffArb,
     paused: fc.boolean(),
+    push: fc.oneof(
+      { weight: 3, arbitrary: validPushArb },
+      { weight: 1, arbitrary: fc.constant(null) },
+    ),
+  },
+  { requiredKeys: [] },
+);
+
+/** A PATCH of a topic config: the fields given replace the stored ones, null removes one. */
+export const validTopicPatchArb = fc.record(
+  {
+    ttr: fc.option(fc.integer({ min: 1, max: MAX_TTR_SECONDS }), { nil: null }),
+    maxAttempts: fc.option(fc.integer({ min: 1, max: MAX_ATTEMPTS }), { nil: null }),
+    backoff: fc.option(validBackoffArb, { nil: null }),
+    paused: fc.option(fc.boolean(), { nil: null }),
+    push: fc.option(validPushArb, { nil: null }),
   },
   { requiredKeys: [] },
 );

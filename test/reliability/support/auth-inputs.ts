@@ -2,7 +2,7 @@
 import fc from "fast-check";
 import type { DelayQueue } from "../../../src/index";
 import {
-  TOPIC_RE,
+  isTopicName,
   toJsonText,
   validAddArb,
   validIdArb,
@@ -271,7 +271,7 @@ const foreignTopicArb = fc
     validTopicArb.map((s) => `SHOP-A.${s}`),
   )
   .map((t) => t.slice(0, 100))
-  .filter((t) => TOPIC_RE.test(t) && t !== "." && t !== ".." && !matchesScope(t));
+  .filter((t) => isTopicName(t) && !matchesScope(t));
 
 /** A request naming a foreign topic: over HTTP, in a batch, or as a command. */
 export const foreignTopicRequestArb = foreignTopicArb.chain((topic) =>

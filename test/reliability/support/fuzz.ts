@@ -1,10 +1,21 @@
 // Shared by the HTTP fuzzers: a private stack with a fixed clock, the runner and the invariants.
+import { createHmac } from "node:crypto";
 import fc from "fast-check";
 import { expect } from "vitest";
 import { type CountedStack, startCountedStack } from "../../../dev/counted-stack";
+import { freePort } from "../../../dev/redis-server";
+import { createDispatcher, type Dispatcher } from "../../../src/dispatch/dispatcher";
+import { createQStash } from "../../../src/dispatch/qstash";
 import { createApp } from "../../../src/http/app";
 import { parseTokens } from "../../../src/http/auth";
 import { DelayQueue, ERROR_STATUS, type ErrorCode } from "../../../src/index";
+import { type Counters, createCounters } from "../../../src/metrics/counters";
+import { claim, type SettleOutcome, settle } from "../../../src/redis/lua/scripts/push";
+import { splitRecord } from "../../../src/redis/record";
+import { createScriptRunner } from "../../../src/redis/runner";
+import { parseMetrics } from "../../ops/prometheus-lint";
+import { type Receiver, startReceiver } from "../../support/push";
+import { type SignatureKind, signCallback } from "./qstash-signature";
 
 /** The queue's clock never moves: nothing becomes due or expires between two digests. */
 export const FIXED_NOW = 1_800_000_000_000;
@@ -20,10 +31,25 @@ export const MAX_BODY_BYTES = 16 * 1024;
 /** Requests over this are refused (413) before they are parsed. */
 export const MAX_REQUEST_BYTES = 256 * 1024;
 
+/** The service's public URL: QStash callbacks are signed for URLs under it. */
+export const PUBLIC_URL = "https://delayq.fuzz.example";
+/** QStash's signing keys of the target (the callback route verifies against them). */
+export const QSTASH_KEYS = {
+  current: "sig_fuzzCurrent7b3e9a1c5d2f8e4b6a0c",
+  next: "sig_fuzzNext2d8f6b4a9e1c3d5f7a0b",
+};
+/** The dashboard's session cookie (src/http/pages/session.ts). */
+export const SESSION_COOKIE = "delayq_dashboard";
+
 export const CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
 const CODE_PATTERN = new RegExp(`^(${CODES.join("|")}): .`, "s");
 /** A V8 stack frame: "at fn (/path/file.ts:1:2)", "at file:///x.js:3:4", "at node:internal/…". */
 const STACK_FRAME = /\bat\s+(?:\S+\s+\()?(?:file:\/\/|node:|\/|[A-Za-z]:\\)[^\s)]*:\d+(?::\d+)?/;
+
+/** The CSRF value of a dashboard session, computed with node:crypto (not delayq's code). */
+export function csrfOf(token: string): string {
+  return createHmac("sha256", token).update("delayq dashboard csrf v1").digest("hex");
+}
 
 // ---------------------------------------------------------------------------------------------
 // The stack under test
@@ -47,11 +73,35 @@ export type FuzzRequest = {
   body?: string | Uint8Array;
 };
 
+/** What a seed function may use besides the queue: push claims and settlements at FIXED_NOW. */
+export type SeedTools = {
+  /** The URL of the local receiver every delivery goes to. */
+  receiverUrl: string;
+  /** The process counters /metrics shows. */
+  counters: Counters;
+  /** Claims a push topic's jobs due by FIXED_NOW (as a tick would): ids and receipts. */
+  claim(topic: string): Promise<{ id: string; receipt: string }[]>;
+  /** Settles a claimed job as a delivery's answer would. */
+  settle(
+    id: string,
+    receipt: string,
+    outcome: SettleOutcome,
+    status: number,
+    delayMs?: number,
+  ): Promise<void>;
+};
+
 export type Target<S> = {
   app: ReturnType<typeof createApp>;
+  /** The same service without QStash settings: its callback route answers 404 not_found. */
+  appWithoutQStash: ReturnType<typeof createApp>;
   stack: CountedStack;
   /** Entries the app logged (only 5xx are logged). */
   logs: Record<string, unknown>[];
+  /** Entries push delivery logged (deliveries made by requests that wrote push jobs). */
+  pushLogs: Record<string, unknown>[];
+  /** Where every push delivery of the target goes (whatever URL the topic has). */
+  receiver: Receiver;
   /** What the last seeding returned (receipts and the like). */
   seeded(): S;
   /** DEBUG DIGEST of the whole dataset. */
@@ -64,8 +114,12 @@ export type Target<S> = {
   fresh(): Promise<string>;
   /** Tells fresh() what the dataset is now, saving a digest. */
   observed(digest: string): void;
-  /** Sends one request straight to app.fetch (no server); substitutes @@RECEIPT:<id>@@. */
-  send(request: FuzzRequest): Promise<FuzzResponse>;
+  /**
+   * Sends one request straight to app.fetch (no server); substitutes @@RECEIPT:<id>@@ (path and
+   * body) and signs a QStash callback whose Upstash-Signature reads @@SIGN:<kind>@@. Push
+   * deliveries the request started in the background are awaited before it resolves.
+   */
+  send(request: FuzzRequest, options?: { withoutQStash?: boolean }): Promise<FuzzResponse>;
   /** Requests sent so far. */
   requests: number;
   stop(): Promise<void>;
@@ -73,14 +127,47 @@ export type Target<S> = {
 
 /**
  * A private redis-server (DEBUG enabled) and bridge, one DelayQueue with a fixed clock, and the
- * app on top. `seed` fills the empty dataset through the unscoped queue.
+ * app on top, with push delivery as the service wires it: a dispatcher (QStash configured with
+ * QSTASH_KEYS, so the callback route verifies signatures) whose deliveries go to a local
+ * receiver. `seed` fills the empty dataset through the unscoped queue.
  */
 export async function startTarget<S extends { receipts: Record<string, string> }>(options: {
   tokens: string;
   prefix: string;
-  seed: (queue: DelayQueue) => Promise<S>;
+  seed: (queue: DelayQueue, tools: SeedTools) => Promise<S>;
 }): Promise<Target<S>> {
   const stack = await startCountedStack({ extraArgs: ["--enable-debug-command", "yes"] });
+  const receiver = await startReceiver();
+  const logs: Record<string, unknown>[] = [];
+  const pushLogs: Record<string, unknown>[] = [];
+  const counters = createCounters();
+  // Nothing listens there: a publish to QStash fails at once (and is logged), as when QStash is
+  // down; the claimed jobs come back when their leases run out.
+  const qstashUrl = `http://127.0.0.1:${await freePort()}`;
+  const dispatcherOf = (withQStash: boolean): Dispatcher =>
+    createDispatcher({
+      redis: stack.client(),
+      prefix: options.prefix,
+      retentionMs: 3_600_000,
+      qstash: withQStash
+        ? createQStash({
+            url: qstashUrl,
+            token: "fuzz-qstash-token",
+            currentSigningKey: QSTASH_KEYS.current,
+            nextSigningKey: QSTASH_KEYS.next,
+          })
+        : undefined,
+      publicUrl: withQStash ? PUBLIC_URL : undefined,
+      // Fuzzed configs name any URL; every delivery goes to the local receiver instead (no DNS).
+      fetch: (_url, init) => fetch(`${receiver.url}/deliveries`, init),
+      log: (entry) => pushLogs.push(entry),
+      count: (_name, labels) =>
+        counters.inc("delayq_deliveries_total", {
+          topic: labels.topic ?? "",
+          outcome: labels.outcome ?? "",
+        }),
+    });
+  const dispatcher = dispatcherOf(true);
   const queue = new DelayQueue({
     redis: stack.client(),
     prefix: options.prefix,
@@ -88,14 +175,54 @@ export async function startTarget<S extends { receipts: Record<string, string> }
     maxBodyBytes: MAX_BODY_BYTES,
     // Long-polls end when the request's signal aborts (send() aborts after 50 ms); no polling.
     pollIntervalMs: 60_000,
+    // As the service has it: job bodies are answered as the text they were sent as.
+    rawBodies: true,
+    cancelDelivery: (messageId) => dispatcher.cancel(messageId),
   });
-  const logs: Record<string, unknown>[] = [];
-  const app = createApp({
-    queue,
-    tokens: parseTokens(options.tokens),
-    log: (entry) => logs.push(entry),
-    maxRequestBytes: MAX_REQUEST_BYTES,
-  });
+  const background: Promise<unknown>[] = [];
+  const appOf = (withQStash: boolean) =>
+    createApp({
+      queue,
+      tokens: parseTokens(options.tokens),
+      log: (entry) => logs.push(entry),
+      maxRequestBytes: MAX_REQUEST_BYTES,
+      counters,
+      push: {
+        dispatcher: withQStash ? dispatcher : dispatcherOf(false),
+        publicUrl: withQStash ? PUBLIC_URL : undefined,
+        qstashReady: withQStash,
+        background: (_c, work) => background.push(work),
+        log: (entry) => pushLogs.push(entry),
+      },
+    });
+  const app = appOf(true);
+  const appWithoutQStash = appOf(false);
+  const scripts = createScriptRunner(stack.client(), options.prefix, 3_600_000);
+  const tools: SeedTools = {
+    receiverUrl: receiver.url,
+    counters,
+    async claim(topic) {
+      const groups = await scripts.run(claim, FIXED_NOW, [FIXED_NOW, 100, 10, "seed", topic]);
+      return groups.flatMap((group) =>
+        group.records.map((raw) => {
+          const { meta } = splitRecord(raw);
+          return { id: meta.id, receipt: meta.receipt ?? "" };
+        }),
+      );
+    },
+    async settle(id, receipt, outcome, status, delayMs) {
+      const error = status >= 200 && status < 300 ? "" : `HTTP ${status}`;
+      const reply = await scripts.run(settle, FIXED_NOW, [
+        id,
+        receipt,
+        outcome,
+        delayMs ?? "",
+        status,
+        error,
+      ]);
+      if (reply.code !== "ok") throw new Error(`seed: settle of ${id} answered ${reply.code}`);
+    },
+  };
   const digest = async () => {
     const reply = await stack.raw("DEBUG", "DIGEST");
     if (reply.type !== "bulk" && reply.type !== "status") {
@@ -108,15 +235,18 @@ export async function startTarget<S extends { receipts: Record<string, string> }
   let current = "";
   const reseed = async () => {
     await stack.raw("FLUSHALL");
-    seeded = await options.seed(queue);
+    seeded = await options.seed(queue, tools);
     baseline = await digest();
     current = baseline;
   };
   await reseed();
   const target: Target<S> = {
     app,
+    appWithoutQStash,
     stack,
     logs,
+    pushLogs,
+    receiver,
     seeded: () => seeded,
     digest,
     async fresh() {
@@ -126,24 +256,39 @@ export async function startTarget<S extends { receipts: Record<string, string> }
     observed(value) {
       current = value;
     },
-    async send(request) {
+    async send(request, { withoutQStash = false } = {}) {
       target.requests++;
       const receipts = seeded.receipts;
       const fill = (text: string) =>
         text.replace(/@@RECEIPT:([^@]*)@@/g, (_, id: string) => receipts[id] ?? "no-receipt");
       const hasBody = request.body !== undefined && !["GET", "HEAD"].includes(request.method);
       const body = hasBody && typeof request.body === "string" ? fill(request.body) : request.body;
+      const url = `http://localhost${fill(request.path)}`;
+      const headers = { ...request.headers };
+      // A QStash callback to sign: over the URL and body as sent (receipts filled in).
+      const sign = /^@@SIGN:([a-z-]+)@@$/.exec(headers["upstash-signature"] ?? "");
+      if (sign) {
+        const { pathname, search } = new URL(url);
+        headers["upstash-signature"] = signCallback(
+          sign[1] as SignatureKind,
+          QSTASH_KEYS,
+          `${PUBLIC_URL}${pathname}${search}`,
+          typeof body === "string" ? body : "",
+        );
+      }
       const abort = new AbortController();
       const timer = setTimeout(() => abort.abort(), 50);
       try {
-        const req = new Request(`http://localhost${request.path}`, {
+        const req = new Request(url, {
           method: request.method,
-          headers: request.headers,
+          headers,
           body: hasBody ? (body as string | Uint8Array<ArrayBuffer>) : undefined,
           signal: abort.signal,
         });
-        const res = await app.fetch(req);
+        const res = await (withoutQStash ? appWithoutQStash : app).fetch(req);
         const text = await res.text();
+        // Deliveries the request started (a push job due soon) settle before the next digest.
+        while (background.length > 0) await Promise.all(background.splice(0));
         let json: unknown;
         let isJson = false;
         try {
@@ -156,7 +301,10 @@ export async function startTarget<S extends { receipts: Record<string, string> }
       }
     },
     requests: 0,
-    stop: () => stack.stop(),
+    stop: async () => {
+      await receiver.close();
+      await stack.stop();
+    },
   };
   return target;
 }
@@ -197,6 +345,40 @@ export function describeRequest(request: FuzzRequest): string {
   return `${request.method} ${path}${body}`;
 }
 
+/**
+ * Which part of the service a path reaches, as Hono routes it (the URL's path, percent-decoded
+ * as decodeURI does, %2F kept): the JSON API (/v1, /health, /openapi.json and every unknown
+ * path), or one of the routes that do not answer JSON errors.
+ */
+export type RouteClass = "api" | "docs" | "metrics" | "dashboard" | "compat";
+
+export function routeClass(path: string): RouteClass {
+  let pathname: string;
+  try {
+    pathname = new URL(`http://localhost${path}`).pathname;
+  } catch {
+    return "api";
+  }
+  try {
+    pathname = decodeURI(pathname);
+  } catch {}
+  if (pathname === "/docs") return "docs";
+  if (pathname === "/metrics") return "metrics";
+  if (pathname === "/dashboard" || pathname.startsWith("/dashboard/")) return "dashboard";
+  // An empty token ("/compat/ouqiang/", "/compat/ouqiang//push") matches none of its routes.
+  if (pathname === "/compat/ouqiang" || /^\/compat\/ouqiang\/[^/]/.test(pathname)) return "compat";
+  return "api";
+}
+
+/** The path of a request without its query, as the routes see it. */
+function pathOf(request: FuzzRequest): string {
+  try {
+    return new URL(`http://localhost${request.path}`).pathname;
+  } catch {
+    return request.path.split(/[?#]/)[0] ?? "";
+  }
+}
+
 /** A message a client may see: non-empty, no stack frame, none of the secrets. */
 export function expectCleanMessage(message: unknown, secrets: readonly string[], where: string) {
   expect(typeof message, `${where}: message type`).toBe("string");
@@ -204,7 +386,7 @@ export function expectCleanMessage(message: unknown, secrets: readonly string[],
   expect(text.length, `${where}: empty message`).toBeGreaterThan(0);
   expect(STACK_FRAME.test(text), `${where}: stack frame in "${text}"`).toBe(false);
   for (const secret of secrets) {
-    expect(text.includes(secret), `${where}: message contains a token`).toBe(false);
+    expect(text.includes(secret), `${where}: message contains a secret`).toBe(false);
   }
 }
 
@@ -235,24 +417,46 @@ export function expectErrorBody(
   return code;
 }
 
-/** One `{success, error, id?, value?}` of the command protocol. Returns its error code, if any. */
+/**
+ * One `{success, error, id?, value?, created?, receipt?}` of the command protocol, answering
+ * `command` (the request's command, when it was an object with a name). Returns its error code.
+ * `created` answers a successful add (true or false), `receipt` a pop that handed a job out.
+ */
 export function expectCommandResult(
   result: unknown,
   secrets: readonly string[],
   where: string,
+  command?: unknown,
 ): ErrorCode | undefined {
   expect(result !== null && typeof result === "object" && !Array.isArray(result), where).toBe(true);
   const r = result as Record<string, unknown>;
   for (const key of Object.keys(r)) {
-    expect(["success", "error", "id", "value"], `${where}: field ${key}`).toContain(key);
+    expect(
+      ["success", "error", "id", "value", "created", "receipt"],
+      `${where}: field ${key}`,
+    ).toContain(key);
   }
   expect(typeof r.success, `${where}: success`).toBe("boolean");
   expect(typeof r.error, `${where}: error`).toBe("string");
   if (r.id !== undefined) expect(typeof r.id, `${where}: id`).toBe("string");
+  const name =
+    command !== null && typeof command === "object" && !Array.isArray(command)
+      ? (command as { command?: unknown }).command
+      : undefined;
   if (r.success) {
     expect(r.error, `${where}: error of a success`).toBe("");
+    if (name === "add") expect(typeof r.created, `${where}: created of an add`).toBe("boolean");
+    else expect(r.created, `${where}: created on a ${String(name)}`).toBeUndefined();
+    if (name === "pop" && r.id !== undefined) {
+      expect(typeof r.receipt, `${where}: receipt of a pop`).toBe("string");
+      expect((r.receipt as string).length, `${where}: empty receipt`).toBeGreaterThan(0);
+    } else {
+      expect(r.receipt, `${where}: receipt on a ${String(name)}`).toBeUndefined();
+    }
     return undefined;
   }
+  expect(r.created, `${where}: created on a failure`).toBeUndefined();
+  expect(r.receipt, `${where}: receipt on a failure`).toBeUndefined();
   const error = r.error as string;
   expect(error, `${where}: envelope error "${error.slice(0, 300)}"`).toMatch(CODE_PATTERN);
   const code = error.slice(0, error.indexOf(":")) as ErrorCode;
@@ -262,24 +466,65 @@ export function expectCommandResult(
   return code;
 }
 
+/**
+ * ouqiang's envelope, `{code, message, data}` (and `error`, delayq's code, on a failure), as the
+ * compatibility routes answer everything. Returns the error code of a failure.
+ */
+export function expectOuqiangEnvelope(
+  res: FuzzResponse,
+  secrets: readonly string[],
+  where: string,
+): ErrorCode | undefined {
+  expect(res.status, `${where}: ouqiang's API answers HTTP 200: ${res.text.slice(0, 300)}`).toBe(
+    200,
+  );
+  expect(res.isJson, `${where}: not JSON: ${res.text.slice(0, 300)}`).toBe(true);
+  const body = res.json as Record<string, unknown>;
+  expect(body !== null && typeof body === "object" && !Array.isArray(body), where).toBe(true);
+  for (const key of Object.keys(body)) {
+    expect(["code", "message", "data", "error"], `${where}: field ${key}`).toContain(key);
+  }
+  expect([0, 1], `${where}: code ${String(body.code)}`).toContain(body.code);
+  expect("data" in body, `${where}: no data`).toBe(true);
+  expectCleanMessage(body.message, secrets, where);
+  if (body.code === 0) {
+    expect(body.error, `${where}: error on a success`).toBeUndefined();
+    return undefined;
+  }
+  expect(body.data, `${where}: data of a failure`).toBeNull();
+  expect(CODES, `${where}: undocumented code ${String(body.error)}`).toContain(body.error);
+  const code = body.error as ErrorCode;
+  // Never a 5xx in disguise: a bug or an outage (Redis is up here).
+  expect(ERROR_STATUS[code], `${where}: ${code}: ${String(body.message)}`).toBeLessThan(500);
+  return code;
+}
+
 export type Verdict = {
   /** The request was refused as a whole: nothing may have changed. */
   rejected: boolean;
-  /** Error codes seen (top level, batch items or command envelopes). */
+  /** Error codes seen (top level, batch items, command envelopes or ouqiang envelopes). */
   codes: ErrorCode[];
+  /** The part of the service the request reached. */
+  route: RouteClass;
 };
 
 /**
  * The invariants every response keeps, whatever the request:
- * - never 5xx;
+ * - never 5xx; no response contains a secret (tokens, push secrets); no stack frame in an error;
  * - HEAD: no body (Hono answers HEAD by running the GET route and dropping the body);
- * - every other non-2xx is `{"error": {"code", "message"}}`, code documented, status = ERROR_STATUS[code];
- * - 2xx is JSON (GET /docs aside: an HTML page), except HEAD;
- * - /v1/command answers envelopes whose errors read "<documented code>: <message>";
+ * - the JSON API (/v1, /health, /openapi.json, unknown paths) and /docs and /metrics: every
+ *   non-2xx is `{"error": {"code", "message"}}`, code documented, status = ERROR_STATUS[code];
+ *   2xx is JSON, except GET /docs (an HTML page) and GET /metrics (Prometheus text, every line
+ *   of the format);
+ * - /v1/command answers envelopes whose errors read "<documented code>: <message>", `created`
+ *   on adds and `receipt` on pops that handed a job out;
  * - /v1/jobs/batch answers `{results}` whose errors are documented codes;
- * - no response contains a secret (the tokens) or a stack frame in a message;
+ * - /dashboard: HTML pages (or its stylesheet and icon), never a <script>; a redirect stays on
+ *   this site under /dashboard;
+ * - /compat/ouqiang: always HTTP 200 with ouqiang's envelope, `code: 1` with a documented error;
  * - a rejected request leaves the dataset digest as it was: any status >= 400, a lone command
- *   answered `success: false`, and a batch whose every item failed.
+ *   answered `success: false`, a batch whose every item failed, an ouqiang `code: 1`, and a
+ *   QStash callback answered `settled: false`.
  */
 export function checkResponse(
   request: FuzzRequest,
@@ -288,34 +533,51 @@ export function checkResponse(
   secrets: readonly string[],
 ): Verdict {
   const where = `${describeRequest(request)} → ${res.status}`;
+  const route = routeClass(request.path);
   expect(res.status, `${where}: ${res.text.slice(0, 500)}`).toBeLessThan(500);
   for (const secret of secrets) {
-    expect(res.text.includes(secret), `${where}: the response contains a token`).toBe(false);
+    expect(res.text.includes(secret), `${where}: the response contains a secret`).toBe(false);
   }
   const codes: ErrorCode[] = [];
   let rejected = res.status >= 400;
   const ok = res.status >= 200 && res.status < 300;
+  const path = pathOf(request);
   if (request.method === "HEAD") {
     expect(res.text, `${where}: HEAD with a body`).toBe("");
+  } else if (route === "dashboard") {
+    checkDashboardPage(res, where);
+  } else if (route === "compat") {
+    const code = expectOuqiangEnvelope(res, secrets, where);
+    if (code) {
+      codes.push(code);
+      rejected = true;
+    }
+    expectNoPathToken(request, res, where);
   } else if (!ok) {
     codes.push(expectErrorBody(res, secrets, where));
+  } else if (request.method === "GET" && route === "docs") {
+    expect(res.headers.get("content-type"), where).toMatch(/^text\/html/);
+  } else if (request.method === "GET" && route === "metrics") {
+    expect(res.headers.get("content-type"), where).toMatch(/^text\/plain; version=0\.0\.4/);
+    // promtool's rules, then a parser that is not ours (test/ops/prometheus-lint.ts).
+    expect(() => parseMetrics(res.text), `${where}: not the Prometheus text format`).not.toThrow();
   } else {
-    const path = request.path.split(/[?#]/)[0];
-    if (request.method === "GET" && path === "/docs") {
-      expect(res.headers.get("content-type"), where).toMatch(/^text\/html/);
-    } else {
-      expect(res.isJson, `${where}: a 2xx that is not JSON: ${res.text.slice(0, 300)}`).toBe(true);
-      expect(res.headers.get("content-type") ?? "", `${where}: content-type`).toMatch(
-        /^application\/json/,
-      );
-    }
+    expect(res.isJson, `${where}: a 2xx that is not JSON: ${res.text.slice(0, 300)}`).toBe(true);
+    expect(res.headers.get("content-type") ?? "", `${where}: content-type`).toMatch(
+      /^application\/json/,
+    );
     if (request.method === "POST" && path === "/v1/command") {
+      let sent: unknown;
+      try {
+        sent = JSON.parse(typeof request.body === "string" ? request.body : "");
+      } catch {}
       const results = Array.isArray(res.json) ? res.json : [res.json];
+      const commands = Array.isArray(res.json) && Array.isArray(sent) ? sent : [sent];
       expect(results.length, where).toBeGreaterThan(0);
-      for (const result of results) {
-        const code = expectCommandResult(result, secrets, where);
+      results.forEach((result, i) => {
+        const code = expectCommandResult(result, secrets, where, commands[i]);
         if (code) codes.push(code);
-      }
+      });
       if (!Array.isArray(res.json) && codes.length > 0) rejected = true;
     }
     if (request.method === "POST" && path === "/v1/jobs/batch") {
@@ -337,11 +599,99 @@ export function checkResponse(
       }
       if (results.length > 0 && failed === results.length) rejected = true;
     }
+    if (request.method === "POST" && path === "/v1/qstash/callback") {
+      expect(res.json, where).toEqual({ settled: expect.any(Boolean) });
+      if ((res.json as { settled: boolean }).settled === false) rejected = true;
+    }
+    if (request.method === "GET" || request.method === "PUT" || request.method === "PATCH") {
+      expectMaskedSecrets(request, res.json, where);
+    }
   }
   if (rejected) {
     expect(digests.after, `${where}: a rejected request changed the dataset`).toBe(digests.before);
   }
-  return { rejected, codes };
+  return { rejected, codes, route };
+}
+
+/** A dashboard answer: a page, an asset, or a redirect that stays on the dashboard. */
+function checkDashboardPage(res: FuzzResponse, where: string): void {
+  const type = res.headers.get("content-type") ?? "";
+  if (res.status >= 300 && res.status < 400) {
+    const location = res.headers.get("location") ?? "";
+    // A path on this site, under /dashboard: never another origin (no open redirect: not
+    // "//host", "/\\host", "https://…" or "javascript:…").
+    expect(location, `${where}: redirect to "${location}"`).toMatch(/^\/dashboard(?:[/?]|$)/);
+    return;
+  }
+  if (res.status === 413) {
+    // hono's bodyLimit, before any page: a short text.
+    expect(type, `${where}: content-type`).toMatch(/^text\/(plain|html)/);
+  } else {
+    expect(type, `${where}: content-type`).toMatch(/^(text\/html|text\/css|image\/svg\+xml)/);
+  }
+  if (type.startsWith("text/html")) {
+    expect(/<script/i.test(res.text), `${where}: a page with a script`).toBe(false);
+  }
+  if (res.status >= 400) {
+    expect(STACK_FRAME.test(res.text), `${where}: stack frame in the page`).toBe(false);
+  }
+}
+
+/** ouqiang's routes carry the token in the path: an answer never repeats a path segment of it. */
+function expectNoPathToken(request: FuzzRequest, res: FuzzResponse, where: string): void {
+  const segment = pathOf(request).split("/")[3];
+  if (segment === undefined) return;
+  let token = segment;
+  try {
+    token = decodeURIComponent(segment);
+  } catch {}
+  if (token.length >= 8 && /^[A-Za-z0-9_-]+$/.test(token)) {
+    expect(res.text.includes(token), `${where}: the answer repeats the path's token`).toBe(false);
+  }
+}
+
+/**
+ * Push secrets in a JSON answer are masked (`…` and the last 4), except the one a PUT or PATCH
+ * generated (its config named no secret), which that answer shows once, in full.
+ */
+export function expectMaskedSecrets(request: FuzzRequest, json: unknown, where: string): void {
+  const configs: unknown[] = [];
+  const visit = (node: unknown, depth: number) => {
+    if (depth > 6 || node === null || typeof node !== "object") return;
+    if (Array.isArray(node)) {
+      for (const item of node) visit(item, depth + 1);
+      return;
+    }
+    const record = node as Record<string, unknown>;
+    if ("config" in record && typeof record.config === "object") configs.push(record.config);
+    if ("topics" in record) visit(record.topics, depth + 1);
+  };
+  visit(json, 0);
+  let sent: { push?: { secret?: unknown } | null } | undefined;
+  try {
+    sent = JSON.parse(typeof request.body === "string" ? request.body : "");
+  } catch {}
+  const mayGenerate =
+    (request.method === "PUT" || request.method === "PATCH") &&
+    sent !== null &&
+    typeof sent === "object" &&
+    typeof sent?.push === "object" &&
+    sent.push !== null &&
+    sent.push.secret === undefined;
+  for (const config of configs) {
+    const push = (config as { push?: { secret?: unknown } }).push;
+    if (push === undefined) continue;
+    expect(typeof push, `${where}: push config`).toBe("object");
+    const secret = (push as { secret?: unknown }).secret;
+    if (secret === undefined) continue;
+    expect(typeof secret, `${where}: push secret`).toBe("string");
+    if (mayGenerate && (secret as string).startsWith("dqwh_")) {
+      expect(secret as string, `${where}: generated secret`).toMatch(/^dqwh_[A-Za-z0-9_-]{43}$/);
+    } else {
+      const masked = (secret as string).startsWith("…") && (secret as string).length === 5;
+      expect(masked, `${where}: a push secret that is not masked: ${String(secret)}`).toBe(true);
+    }
+  }
 }
 
 /**
@@ -352,14 +702,31 @@ export async function exercise<S>(
   target: Target<S>,
   request: FuzzRequest,
   secrets: readonly string[],
+  options: { withoutQStash?: boolean; reseed?: boolean } = {},
 ): Promise<{ res: FuzzResponse; verdict: Verdict; before: string; after: string }> {
-  const before = await target.fresh();
+  // reseed: false keeps what earlier requests wrote (a test that reads back its own writes).
+  const before = options.reseed === false ? await target.digest() : await target.fresh();
   const logged = target.logs.length;
-  const res = await target.send(request);
+  const pushLogged = target.pushLogs.length;
+  const res = await target.send(request, { withoutQStash: options.withoutQStash });
   const after = await target.digest();
   target.observed(after);
   const verdict = checkResponse(request, res, { before, after }, secrets);
   const logs = target.logs.slice(logged);
   expect(logs, `${describeRequest(request)}: logged as an internal error`).toEqual([]);
+  // Push delivery may log failed deliveries and QStash being unreachable (nothing listens at
+  // its URL here); anything else is a bug.
+  const pushLogs = target.pushLogs
+    .slice(pushLogged)
+    .filter(
+      (e) =>
+        !(e.event === "push_failed" && e.level === "warn") && e.event !== "qstash_publish_failed",
+    );
+  expect(pushLogs, `${describeRequest(request)}: push delivery logged`).toEqual([]);
+  for (const entry of target.pushLogs.slice(pushLogged)) {
+    for (const secret of secrets) {
+      expect(JSON.stringify(entry).includes(secret), "a push log line holds a secret").toBe(false);
+    }
+  }
   return { res, verdict, before, after };
 }
