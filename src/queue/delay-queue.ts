@@ -239,7 +239,7 @@ export class DelayQueue {
       const woke = await this.shared.wakeups.wait({
         redis: this.shared.redis,
         topic,
-        seqKey: this.shared.keys.seq(topic),
+        metaKey: this.shared.keys.meta(topic),
         nextAt: reply.nextAt,
         seq: reply.seq,
         giveUpAt,

@@ -122,9 +122,12 @@ export class Wakeups {
           // Another waiter took this due time; it passes a ticket on if there is more.
           wakeAt = Number.POSITIVE_INFINITY;
         }
-        if (Date.now() - state.seqAt >= pollIntervalMs) {
+        // No poll in the wait's last interval: the caller's next pop (which follows at once)
+        // sees any change as soon, for a command less.
+        const last = giveUpAt - Date.now() <= pollIntervalMs;
+        if (!last && Date.now() - state.seqAt >= pollIntervalMs) {
           state.seqAt = Date.now();
-          const current = await readSeq(options.redis, options.seqKey);
+          const current = await readSeq(options.redis, options.metaKey);
           if (current !== seq) {
             const first = current !== state.seq;
             state.seq = current;
@@ -148,8 +151,8 @@ export class Wakeups {
 export type WaitOptions = {
   redis: RedisClient;
   topic: string;
-  /** The topic's change counter key. */
-  seqKey: string;
+  /** The topic's hash, whose `seq` field is its change counter. */
+  metaKey: string;
   /** When something of the topic may become available (unix ms by `clock`); undefined: unknown. */
   nextAt: number | undefined;
   /** The change counter as the pop saw it. */
@@ -163,7 +166,7 @@ export type WaitOptions = {
 
 async function readSeq(redis: RedisClient, key: string): Promise<number> {
   try {
-    return Number((await redis.get(key)) ?? 0);
+    return Number((await redis.hget(key, "seq")) ?? 0);
   } catch (error) {
     throw redisError(error);
   }

@@ -25,10 +25,14 @@ export const KEY_LAYOUT = {
   reserved: "t:<topic>:reserved",
   /** zset: dead jobs, scored by when they died (ms). */
   dead: "t:<topic>:dead",
-  /** string: the topic's config as JSON. */
-  config: "t:<topic>:config",
-  /** integer: bumped whenever jobs of the topic may be available sooner (long-poll signal). */
-  seq: "t:<topic>:seq",
+  /**
+   * hash: the topic's own fields, read in one command by pop and add: \`config\` (JSON), \`seq\`
+   * (bumped whenever jobs may be available sooner: the long-poll signal) and \`next\` (a lower
+   * bound of the earliest time something of the topic needs looking at: a delayed job's due
+   * time, a lease's end, a slot's opening; pop does its upkeep only once it has passed, and the
+   * schedule's entry for the topic is never later than it).
+   */
+  meta: "t:<topic>:meta",
   /** zset: topics with something timed, scored by the earliest time the scheduler must look. */
   schedule: "schedule",
   /** zset: every topic ever used or configured (score 0, listed by name). */

@@ -24,6 +24,21 @@ async function snapshot(redis: Redis, base: string): Promise<Snapshot> {
         out[name] = pairs;
       } else if (type === "list") {
         out[name] = await redis.lrange(key, 0, -1);
+      } else if (type === "hash") {
+        // A topic's hash: its config as JSON, counters and times as numbers.
+        const raw = (await redis.hgetall<Record<string, unknown>>(key)) ?? {};
+        // Without deserialization the client answers HGETALL as a flat [field, value, ...].
+        const fields: Record<string, unknown> = Array.isArray(raw)
+          ? Object.fromEntries(
+              Array.from({ length: raw.length / 2 }, (_, i) => [raw[2 * i], raw[2 * i + 1]]),
+            )
+          : raw;
+        out[name] = Object.fromEntries(
+          Object.entries(fields).map(([field, value]) => [
+            field,
+            field === "config" ? JSON.parse(String(value)) : Number(value),
+          ]),
+        );
       } else {
         const raw = String(await redis.get(key));
         const cut = raw.indexOf("\n");
@@ -82,7 +97,8 @@ describe("keyspace", () => {
       },
       "t:q:delayed": [["a", now + 2000]],
       "t:q:ready": [["b", now]],
-      "t:q:seq": 2,
+      // The topic's hash: the long-poll signal, and when pop must next do its upkeep.
+      "t:q:meta": { seq: 2, next: now + 2000 },
       schedule: [["q", now + 2000]],
       topics: [["q", 0]],
     });
@@ -218,7 +234,9 @@ describe("keyspace", () => {
     expect(keys["t:q:delayed"]).toEqual([["b", now + 60_000]]);
     expect(keys["t:q:ready"]).toBeUndefined();
     expect(keys["t:q:reserved"]).toEqual([["a", now + 31_000]]);
-    expect(keys.schedule).toEqual([["q", now + 1000]]); // a lower bound; the tick tightens it
+    // pop did the topic's upkeep (its next, a's due time, had come), then the lease lowered it.
+    expect(keys.schedule).toEqual([["q", now + 31_000]]);
+    expect(keys["t:q:meta"]).toEqual({ seq: 1, next: now + 31_000 });
   });
 
   it("finish drops the lease and leaves only an expiring record", async () => {
@@ -236,7 +254,8 @@ describe("keyspace", () => {
     expect(keys.schedule).toEqual([["q", t.clock.now + 60_000]]);
     t.clock.advance(60_000);
     expect(await tick(t.queue)).toMatchObject({ promoted: 0, expired: 0 });
-    expect(Object.keys(await state(t)).sort()).toEqual(["j:a", "t:q:seq", "topics"]);
+    expect(Object.keys(await state(t)).sort()).toEqual(["j:a", "t:q:meta", "topics"]);
+    expect((await state(t))["t:q:meta"]).toEqual({ seq: 1 }); // nothing timed: no next
   });
 
   it("an expired lease goes through backoff into the delay bucket, then dead", async () => {
@@ -302,8 +321,7 @@ describe("keyspace", () => {
     const t = testQueue();
     await t.queue.configure("q", { paused: true, backoff: "alipay" });
     expect(await state(t)).toEqual({
-      "t:q:config": { paused: true, backoff: "alipay" },
-      "t:q:seq": 1,
+      "t:q:meta": { config: { paused: true, backoff: "alipay" }, seq: 1 },
       topics: [["q", 0]],
     });
   });

@@ -5,6 +5,7 @@ import { LUA_RECORD } from "../../record";
 import { LUA_ACCESS } from "./access";
 import { LUA_JOBS } from "./jobs";
 import { LUA_SLOTS, SLOT_MS } from "./slots";
+import { LUA_TOPIC } from "./topic";
 import { LUA_TRANSITIONS } from "./transitions";
 
 export { SLOT_MS };
@@ -16,7 +17,8 @@ export { SLOT_MS };
  *   ARGV[2]  now, unix ms (the caller's clock; scripts never read the time)
  *   ARGV[3]  how long finished and deleted records are kept, ms
  * and takes its own arguments from ARGV[4] on. Helpers come in dependency order: the record
- * codec, the slot lists, the transitions, access checks, jobs written by other scripts.
+ * codec, the topic's hash, the slot lists, the transitions, access checks, jobs written by other
+ * scripts.
  */
 export const LUA_LIB = `
 local rcall = redis.call
@@ -27,6 +29,7 @@ local SLOT = ${SLOT_MS}               -- ms: width of a slot list (keys.ts: slot
 ${LUA_KEYS}
 ${LUA_CODES}
 ${LUA_RECORD}
+${LUA_TOPIC}
 ${LUA_SLOTS}
 ${LUA_TRANSITIONS}
 ${LUA_ACCESS}

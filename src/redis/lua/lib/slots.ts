@@ -21,7 +21,7 @@ local function toSlot(topic, slot, ids)
   rcall("RPUSH", slotList(topic, slot), unpack(ids))
   rcall("ZADD", key.slots(topic), slot, slot)
   rcall("INCRBY", key.slotted(topic), #ids)
-  rcall("ZADD", key.schedule, "LT", slot - SLOT, topic)
+  lowerNext(topic, slot - SLOT)
 end
 
 -- Moves up to \`limit\` ids from the topic's open slot lists (oldest slot first, at most 10
@@ -75,7 +75,7 @@ local function migrate(topic, limit)
   if #scored == 0 then return taken, bound end
   local indexed = rcall("ZADD", key.delayed(topic), unpack(scored))
   if indexed > 0 then rcall("DECRBY", key.slotted(topic), indexed) end
-  rcall("ZADD", key.schedule, "LT", earliest, topic)
+  lowerNext(topic, earliest)
   return taken, bound
 end
 `;

@@ -32,15 +32,6 @@ local function claimable(topic, at)
   rcall("ZADD", key.schedule, "LT", at - CLAIM_AHEAD, "~push")
 end
 
-local function config(topic)
-  local raw = rcall("GET", key.config(topic))
-  if raw then return cjson.decode(raw) end
-  return {}
-end
-
--- Tells long-polling consumers that something in the topic may be available sooner.
-local function bump(topic) rcall("INCR", key.seq(topic)) end
-
 local function ms(seconds) return math.floor(seconds * 1000 + 0.5) end
 
 -- How long to wait after the n-th reservation failed (n >= 1), in ms. \`spec\` is the record's
@@ -66,7 +57,7 @@ local function enqueue(id, topic, due)
     toSlot(topic, slotOf(due), {id})
   else
     rcall("ZADD", key.delayed(topic), due, id)
-    rcall("ZADD", key.schedule, "LT", due, topic)
+    lowerNext(topic, due)
   end
   if isPush(topic) then claimable(topic, due) end
 end
@@ -179,20 +170,28 @@ end
 -- an attempt, is leased until now + its ttr and gets the receipt "<nonce>.<n>". A job whose
 -- deadline has passed dies instead, and the next ready one is taken in its place (up to 10
 -- rounds, so a run of expired jobs cannot hold the call long). Returns the reserved records.
--- Cost: per round ZRANGE + ZREM (ready), per job GET + SET; then ZADD (reserved), ZADD LT.
+-- Cost: per round ZPOPMIN, per job GET + SET; then ZADD (reserved), and only when the first
+-- lease ends before the topic's next, HSET and ZADD LT (lowerNext).
 local function reserveReady(topic, count, nonce)
   local out, leases, first = {}, {}, nil
   for _ = 1, 10 do
     local want = count - #out
-    -- Only what is due by this call's own clock: a call that spent long in transit may carry an
-    -- older "now" than the one that promoted a job, and must not hand it out before that time.
-    local ids = rcall("ZRANGE", key.ready(topic), "-inf", NOW, "BYSCORE", "LIMIT", 0, want)
-    if #ids == 0 then break end
-    rcall("ZREM", key.ready(topic), unpack(ids))
-    for _, id in ipairs(ids) do
-      local meta, body = load(id)
+    local popped = rcall("ZPOPMIN", key.ready(topic), want)
+    if #popped == 0 then break end
+    local later = {}
+    for i = 1, #popped, 2 do
+      local id, due = popped[i], tonumber(popped[i + 1])
+      local meta, body = nil, nil
+      -- Only what is due by this call's own clock: a call that spent long in transit may carry
+      -- an older "now" than the one that promoted a job, and must not hand it out before then.
+      if due > NOW then
+        later[#later + 1] = due
+        later[#later + 1] = id
+      else
+        meta, body = load(id)
+      end
       if meta and meta.state == "waiting" and meta.due > NOW then
-        -- Not due by this call's clock (never expected: ready ids are due): put it back.
+        -- Not due by its record (never expected: ready ids are due): put it back in place.
         enqueue(id, topic, meta.due)
       elseif meta and meta.state == "waiting" then
         if meta.deadline and NOW > meta.deadline then
@@ -207,11 +206,15 @@ local function reserveReady(topic, count, nonce)
         end
       end
     end
-    if #out >= count or #ids < want then break end
+    if #later > 0 then
+      rcall("ZADD", key.ready(topic), unpack(later))
+      break
+    end
+    if #out >= count or #popped < 2 * want then break end
   end
   if first ~= nil then
     rcall("ZADD", key.reserved(topic), unpack(leases))
-    rcall("ZADD", key.schedule, "LT", first, topic)
+    lowerNext(topic, first)
   end
   return out
 end
@@ -252,7 +255,7 @@ local function claim(topic, horizon, limit, nonce, out)
   end
   if first ~= nil then
     rcall("ZADD", key.reserved(topic), unpack(leases))
-    rcall("ZADD", key.schedule, "LT", first, topic)
+    lowerNext(topic, first)
   end
   local nextAt = nil
   for _, index in ipairs({key.ready(topic), key.delayed(topic), key.slots(topic)}) do

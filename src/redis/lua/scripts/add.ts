@@ -28,23 +28,28 @@ export const add = defineScript<AddReply>({
     CODE.existing  the id exists in this topic: the stored record, unchanged
     CODE.exists    the id exists in another topic: that record
     CODE.reserved  replace refused, the job is reserved: its record
-  Cost: per job one SET NX (a GET more when the id exists); per topic one GET (config), one
-  ZADD per index written, one ZADD LT to the schedule; per far slot written RPUSH, ZADD,
-  INCRBY, ZADD LT; when a job was written, one ZADD NX to the topic list and one INCR of the
-  topic's seq; for a push topic two ZADD LT more (claims, schedule).
+  Cost: per job one SET NX (a GET more when the id exists); per topic one HMGET (its hash:
+  config, next, seq), one ZADD per index written, HSET + ZADD LT when a delayed job is due
+  before the topic's next; per far slot written RPUSH, ZADD, INCRBY (and the same next check);
+  when a job was written, one HINCRBY of the topic's seq, and ZADD NX to the topic list for a
+  topic written to for the first time; for a push topic two ZADD LT more (claims, schedule).
 ]]
 local DEF_TTR, DEF_MAX = tonumber(ARGV[4]), tonumber(ARGV[5])
 local DEF_BACKOFF = nil
 if ARGV[6] ~= "" then DEF_BACKOFF = ARGV[6] end
 -- Index writes wait until the end, one ZADD per index; \`due[topic][id]\` keeps the last write
 -- for an id, so an id added and then replaced within one batch is indexed once.
-local out, configs, order, ids, due, pushed = {}, {}, {}, {}, {}, {}
+local out, configs, order, ids, due, pushed, fresh = {}, {}, {}, {}, {}, {}, {}
 
 for i = 7, #ARGV, ${ADD_FIELDS} do
   local id, topic, dueAt = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local cfg = configs[topic]
   if not cfg then
-    cfg = config(topic)
+    local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq")
+    cfg = config(topic, meta[1])
+    knowNext(topic, meta[2])
+    -- A topic without a hash has never been written to: it joins the topic list now.
+    fresh[topic] = not meta[1] and not meta[3]
     configs[topic], ids[topic], due[topic] = cfg, {}, {}
     order[#order + 1] = topic
   end
@@ -112,11 +117,11 @@ for _, topic in ipairs(order) do
   if #ready > 0 then rcall("ZADD", key.ready(topic), unpack(ready)) end
   if #delayed > 0 then
     rcall("ZADD", key.delayed(topic), unpack(delayed))
-    rcall("ZADD", key.schedule, "LT", earliest, topic)
+    lowerNext(topic, earliest)
   end
   for _, slot in ipairs(slots) do toSlot(topic, slot, far[slot]) end
   if #ids[topic] > 0 then
-    rcall("ZADD", key.topics, "NX", 0, topic)
+    if fresh[topic] then rcall("ZADD", key.topics, "NX", 0, topic) end
     bump(topic)
     local push = configs[topic].push
     if type(push) == "table" then

@@ -15,7 +15,7 @@ export const PAYMENTS_TOPIC_CONFIG = JSON.stringify({
 /** Lua: makes sure __payments is a push topic (its polls are claimed like push jobs). */
 const ENSURE_TOPIC = `
 local function ensurePaymentsTopic()
-  if rcall("SET", key.config("${PAYMENTS_TOPIC}"), ARGV[#ARGV], "NX") then
+  if rcall("HSETNX", key.meta("${PAYMENTS_TOPIC}"), "config", ARGV[#ARGV]) == 1 then
     rcall("ZADD", key.pushTopics, 0, "${PAYMENTS_TOPIC}")
     pushed["${PAYMENTS_TOPIC}"] = true
   end

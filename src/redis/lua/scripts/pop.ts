@@ -15,9 +15,10 @@ export const pop = defineScript<PopReply>({
   name: "pop",
   lua: `
 --[[ pop: reserves up to count due jobs of a topic, the earliest due first.
-  First takes back the topic's expired reservations (up to 100), moves the ids of its open slots
-  (up to 1000) and promotes its due jobs (up to 1000), so pull consumers never wait for a
-  scheduler tick.
+  Reads the topic's hash once (config, next, seq). When its \`next\` has passed, pop first does
+  the topic's upkeep itself: takes back expired reservations (up to 100), moves the ids of open
+  slots (up to 1000) and promotes due jobs (up to 1000), so pull consumers never wait for a
+  scheduler tick; otherwise it pays nothing for it.
   ARGV[4] topic   ARGV[5] count (1-100)   ARGV[6] receipt nonce, unique per call
   Each reservation counts an attempt, leases the job until now + ttr and gets the receipt
   "<nonce>.<n>". A job whose deadline has passed dies instead of being handed out.
@@ -26,21 +27,27 @@ export const pop = defineScript<PopReply>({
   the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
   the counter; otherwise both are -1. A paused topic reserves nothing and answers next -1. A
   push topic answers {CODE.pushTopic}: its jobs are delivered, not popped.
-  Cost: GET (config), ZRANGE (reserved), ZRANGE (slots), ZRANGE (delayed; ZREM + ZADD when
-  some are due), ZRANGE + ZREM (ready), per job GET + SET, then one ZADD (reserved) and one
-  ZADD LT (schedule). When nothing was reserved: three ZRANGEs and a GET instead, for the hint.
+  Cost: HMGET (meta); ZPOPMIN (ready); per job GET + SET; one ZADD (reserved), and HSET + ZADD
+  LT when the first lease ends before the topic's next. Empty: HMGET and ZPOPMIN only. Upkeep,
+  when next has passed: ZRANGE (reserved), ZRANGE (slots), ZRANGE (delayed; ZREM + ZADD when
+  some are due), three ZRANGEs for the next event, HSET + ZADD.
 ]]
 local topic, count, nonce = ARGV[4], tonumber(ARGV[5]), ARGV[6]
-local function seq() return tonumber(rcall("GET", key.seq(topic)) or "0") end
-local function hint() return {nextEvent(topic), seq()} end
-local cfg = config(topic)
+local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq")
+local cfg = config(topic, meta[1] or false)
+knowNext(topic, meta[2])
+local seq = tonumber(meta[3]) or 0
 if type(cfg.push) == "table" then return {CODE.pushTopic} end
 -- Paused: nothing becomes available until it resumes, which bumps seq.
-if cfg.paused then return {-1, seq()} end
-expire(topic, 100)
-advance(topic, 1000)
+if cfg.paused then return {-1, seq} end
+local upkeep = knownNext(topic)
+if upkeep and upkeep <= NOW then
+  expire(topic, 100)
+  advance(topic, 1000)
+  setNext(topic, nextEvent(topic))
+end
 local out = reserveReady(topic, count, nonce)
-if #out == 0 then return hint() end
+if #out == 0 then return {knownNext(topic) or -1, seq} end
 table.insert(out, 1, -1)
 table.insert(out, 1, -1)
 return out

@@ -26,7 +26,8 @@ export const tick = defineScript<TickReply>({
   Returns {promoted, expired, died, topics visited, 1 if more is due now else 0, 1 if push
   jobs need claiming else 0, 1 if failure notices wait else 0}.
   Cost when idle: this EVALSHA and one ZRANGE, whatever the number of topics. Per topic
-  visited: migrate, promote and expire, three ZRANGEs for the next event and a ZADD or ZREM.
+  visited: migrate, promote and expire, three ZRANGEs for the next event, and HSET + ZADD (or
+  HDEL + ZREM) to set it.
 ]]
 local budget, maxTopics = tonumber(ARGV[4]), tonumber(ARGV[5])
 local topics = rcall("ZRANGE", key.schedule, "-inf", NOW, "BYSCORE", "LIMIT", 0, maxTopics)
@@ -47,12 +48,8 @@ local function visit(topic)
     expired, died, budget = expired + back, died + dead, budget - back
   end
   local nextAt = nextEvent(topic)
-  if nextAt >= 0 then
-    rcall("ZADD", key.schedule, nextAt, topic)
-    if nextAt <= NOW then more = 1 end
-  else
-    rcall("ZREM", key.schedule, topic)
-  end
+  setNext(topic, nextAt)
+  if nextAt >= 0 and nextAt <= NOW then more = 1 end
 end
 
 for _, topic in ipairs(topics) do
