@@ -8,15 +8,29 @@ import {
   validIdArb,
   validTopicArb,
   validTopicConfigArb,
+  validTopicPatchArb,
+  wellFormed,
   wire,
 } from "./arbitraries";
-import type { FuzzRequest } from "./fuzz";
+import { csrfOf, type FuzzRequest, type SeedTools } from "./fuzz";
 
 export const ADMIN = "admin-Tok3n-o9e4";
 export const SHOP = "shop-a-Tok3n-i7k2";
 export const TOKENS = [ADMIN, SHOP];
 /** Every foreign job's body carries this; no response to the scoped token may contain it. */
 export const MARKER = "MARKER-f0reign-7c1d";
+/**
+ * Push secrets of the seeded push topics, foreign and own: no answer to anyone contains one
+ * (they are masked, "…" and the last 4, once set).
+ */
+export const PUSH_SECRETS = [
+  "foreign-push-secret-Kq3w8Zr5",
+  "foreign-push-secret-Lm2x7Yt4",
+  "own-push-secret-Pv6n1Hs9Ja",
+];
+/** Pushed topics outside the scope; their configs (URL, headers, failureUrl) carry MARKER. */
+export const FOREIGN_PUSH_TOPICS = ["shop-b.push", "shopa.push"];
+export const OWN_PUSH_TOPIC = "shop-a.push";
 
 /** Topics the scoped token may not touch, chosen to catch pattern bugs (regex and Lua). */
 const FOREIGN_TOPICS = [
@@ -34,10 +48,15 @@ export const OWN_TOPIC = "shop-a.orders";
 export const matchesScope = (topic: string) => topic.startsWith("shop-a.");
 
 export type Seeded = { receipts: Record<string, string> };
-export const FOREIGN_IDS = FOREIGN_TOPICS.flatMap((t) => [`${t}~d`, `${t}~r`, `${t}~x`]);
-export const OWN_IDS = ["own~d", "own~q", "own~r", "own~x"];
+export const FOREIGN_IDS = [
+  ...FOREIGN_TOPICS.flatMap((t) => [`${t}~d`, `${t}~r`, `${t}~x`]),
+  ...FOREIGN_PUSH_TOPICS.map((t) => `${t}~d`),
+];
+export const OWN_IDS = ["own~d", "own~q", "own~r", "own~x", "own-push~d"];
 
-export async function seed(queue: DelayQueue): Promise<Seeded> {
+export async function seed(queue: DelayQueue, tools: SeedTools): Promise<Seeded> {
+  // A delivery counted for a foreign push topic: /metrics shows it to the admin only.
+  tools.counters.inc("delayq_deliveries_total", { topic: "shop-b.push", outcome: "done" });
   const receipts: Record<string, string> = {};
   const fill = async (topic: string, prefix: string, body: (id: string) => unknown) => {
     await queue.add({ topic, id: `${prefix}~d`, delay: 3600, body: body(`${prefix}~d`) });
@@ -51,6 +70,21 @@ export async function seed(queue: DelayQueue): Promise<Seeded> {
   }
   await fill(OWN_TOPIC, "own", (id) => ({ mine: id }));
   await queue.add({ topic: OWN_TOPIC, id: "own~q", body: "ready" });
+  const push = (topic: string, secret: string, tag: string) =>
+    queue.configure(topic, {
+      push: {
+        url: `https://hooks.example/${tag}/hook`,
+        secret,
+        failureUrl: `https://hooks.example/${tag}/failed`,
+        headers: { "X-Tag": tag },
+      },
+    });
+  for (const [i, topic] of FOREIGN_PUSH_TOPICS.entries()) {
+    await push(topic, PUSH_SECRETS[i] as string, MARKER);
+    await queue.add({ topic, id: `${topic}~d`, delay: 3600, body: { secret: MARKER } });
+  }
+  await push(OWN_PUSH_TOPIC, PUSH_SECRETS[2] as string, "own");
+  await queue.add({ topic: OWN_PUSH_TOPIC, id: "own-push~d", delay: 3600, body: { mine: 1 } });
   if (Object.keys(receipts).length !== 2 * (FOREIGN_TOPICS.length + 1)) {
     throw new Error("seed: pops did not reserve the jobs expected");
   }
@@ -195,7 +229,10 @@ const anyIdArb = fc.oneof(
   fc.constantFrom(...FOREIGN_IDS, ...OWN_IDS),
   validIdArb.map((id) => `new-${id}`),
 );
-const anyTopicArb = fc.oneof(fc.constantFrom(...FOREIGN_TOPICS, OWN_TOPIC), validTopicArb);
+const anyTopicArb = fc.oneof(
+  fc.constantFrom(...FOREIGN_TOPICS, ...FOREIGN_PUSH_TOPICS, OWN_TOPIC, OWN_PUSH_TOPIC),
+  validTopicArb,
+);
 const receiptFor = (id: string) => `@@RECEIPT:${id}@@`;
 
 /** A request to every /v1 route (and unknown /v1 paths), valid as the admin would send it. */
@@ -224,6 +261,10 @@ export const v1RequestArb: fc.Arbitrary<RouteRequest> = fc.oneof(
   fc
     .tuple(anyTopicArb, validTopicConfigArb)
     .map(([t, body]) => ({ method: "PUT", path: `/v1/topics/${t}`, body })),
+  fc
+    .tuple(anyTopicArb, validTopicPatchArb)
+    .map(([t, body]) => ({ method: "PATCH", path: `/v1/topics/${t}`, body })),
+  fc.constant({ method: "GET", path: "/metrics" }),
   anyTopicArb.map((t) => ({ method: "GET", path: `/v1/topics/${t}/jobs?state=reserved` })),
   fc
     .tuple(fc.constantFrom("get", "delete", "finish", "bury", "touch", "release"), anyIdArb)
@@ -262,7 +303,7 @@ export function toRequest(route: RouteRequest, headers: Record<string, string>):
 const foreignTopicArb = fc
   .oneof(
     validTopicArb,
-    fc.constantFrom(...FOREIGN_TOPICS),
+    fc.constantFrom(...FOREIGN_TOPICS, ...FOREIGN_PUSH_TOPICS),
     fc.constantFrom("shop-a", "shop-a-", "shop-", "shopa.", "Shop-a.x", "shop-A.x", "shop-a_x"),
     fc.constantFrom("shop-a:x", "shop-a-.x", ".shop-a.x", "a.shop-a.x", "shop--a.x", "shop-a"),
     validTopicArb.map((s) => `shop-a${s}`),
@@ -314,6 +355,12 @@ export const foreignTopicRequestArb = foreignTopicArb.chain((topic) =>
     validTopicConfigArb.map((body) => ({
       kind: "http" as const,
       method: "PUT",
+      path: `/v1/topics/${topic}`,
+      body,
+    })),
+    validTopicPatchArb.map((body) => ({
+      kind: "http" as const,
+      method: "PATCH",
       path: `/v1/topics/${topic}`,
       body,
     })),
@@ -441,3 +488,139 @@ export const foreignIdProbeArb: fc.Arbitrary<Probe> = foreignIdArb.chain((id) =>
 export const ownTopicArb = fc
   .stringMatching(/^[A-Za-z0-9_.:-]{0,93}$/)
   .map((suffix) => `shop-a.${suffix}`);
+
+// ---------------------------------------------------------------------------------------------
+// The routes that do not take the bearer header: the dashboard (a cookie), ouqiang's API (the
+// token in the path) and the QStash callback (a signature)
+
+/** A token that is not ours, as text (a path segment or a cookie value carries it encoded). */
+const notOursArb = fc
+  .oneof(
+    { weight: 3, arbitrary: nearMissArb(ADMIN) },
+    { weight: 2, arbitrary: nearMissArb(SHOP) },
+    { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 64 }) },
+  )
+  .map(wellFormed)
+  .filter((token) => token !== "" && !TOKENS.includes(token) && token !== "." && token !== "..");
+
+/** Requests a holder of `token` may send to ouqiang's API, on any topic or job. */
+const compatRequestsOf = (token: string): fc.Arbitrary<RouteRequest> =>
+  fc
+    .oneof(
+      validAddArb(anyTopicArb, anyIdArb).map((job) => ({
+        endpoint: "push",
+        body: { topic: job.topic, id: job.id ?? "x", delay: 60, body: "pushed" },
+      })),
+      fc
+        .array(anyTopicArb, { minLength: 1, maxLength: 3 })
+        .map((topics) => ({ endpoint: "pop", body: { topic: topics.join(","), wait: 0 } })),
+      fc
+        .tuple(fc.constantFrom("finish", "delete", "get"), anyIdArb)
+        .map(([endpoint, id]) => ({ endpoint, body: { id, receipt: receiptFor(id) } })),
+    )
+    .map(({ endpoint, body }) => ({
+      method: "POST",
+      path: `/compat/ouqiang/${encodeURIComponent(token)}/${endpoint}`,
+      body: endpoint === "finish" ? body : { ...body, receipt: undefined },
+    }));
+
+/** Dashboard requests a session of `token` may send, on any topic or job. */
+const dashboardRequestsOf = (token: string): fc.Arbitrary<FuzzRequest> => {
+  const cookie = `delayq_dashboard=${encodeURIComponent(token)}`;
+  const page = (path: string): FuzzRequest => ({ method: "GET", path, headers: { cookie } });
+  return fc.oneof(
+    fc.constant(page("/dashboard")),
+    fc.constant(page("/dashboard?limit=100")),
+    anyTopicArb.chain((topic) =>
+      fc
+        .constantFrom("", "?state=dead", "?state=reserved", "?state=delayed")
+        .map((q) => page(`/dashboard/topics/${encodeURIComponent(topic)}${q}`)),
+    ),
+    anyIdArb.map((id) => page(`/dashboard/jobs/${encodeURIComponent(id)}`)),
+    fc
+      .tuple(fc.constantFrom("topic", "job"), fc.oneof(anyTopicArb, anyIdArb))
+      .map(([field, value]) => page(`/dashboard/find?${new URLSearchParams({ [field]: value })}`)),
+    fc
+      .record({
+        action: fc.constantFrom("kick", "kick-dead", "delete", "delete-dead", "bury", "pause"),
+        topic: anyTopicArb,
+        id: anyIdArb,
+      })
+      .map((form) => ({
+        method: "POST",
+        path: "/dashboard/actions",
+        headers: {
+          cookie,
+          "content-type": "application/x-www-form-urlencoded",
+          "sec-fetch-site": "same-origin",
+        },
+        // The CSRF value of this very session, as a page of it would carry.
+        body: new URLSearchParams({ ...form, csrf: csrfOf(token), confirm: "yes" }).toString(),
+      })),
+  );
+};
+
+/** A request with a token that is not ours: a dashboard cookie, or an ouqiang path token. */
+export const badPageRequestArb: fc.Arbitrary<FuzzRequest & { kind: "dashboard" | "compat" }> =
+  notOursArb.chain((token) =>
+    fc.oneof(
+      dashboardRequestsOf(token).map((request) => ({ ...request, kind: "dashboard" as const })),
+      compatRequestsOf(token).map((route) => ({
+        ...toRequest(route, {}),
+        kind: "compat" as const,
+      })),
+    ),
+  );
+
+/**
+ * The scoped token's requests through the routes that are not /v1: its dashboard session, its
+ * ouqiang path, /metrics. They name any topic and job, foreign ones included.
+ */
+export const scopedPageRequestArb: fc.Arbitrary<
+  FuzzRequest & { kind: "dashboard" | "compat" | "metrics" }
+> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: dashboardRequestsOf(SHOP).map((r) => ({ ...r, kind: "dashboard" as const })),
+  },
+  {
+    weight: 4,
+    arbitrary: compatRequestsOf(SHOP).map((route) => ({
+      ...toRequest(route, {}),
+      kind: "compat" as const,
+    })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constant({
+      method: "GET",
+      path: "/metrics",
+      headers: { authorization: `Bearer ${SHOP}` },
+      kind: "metrics" as const,
+    }),
+  },
+);
+
+/**
+ * A QStash callback for a seeded reservation, with a bearer token (ours, the scoped one's, or
+ * not ours) but no valid signature: missing or spoiled.
+ */
+export const unsignedCallbackArb: fc.Arbitrary<FuzzRequest> = fc
+  .record({
+    id: fc.constantFrom(...FOREIGN_IDS.filter((id) => id.endsWith("~r")), ...OWN_IDS),
+    bearer: fc.oneof(fc.constantFrom(...TOKENS), notOursArb.map(wire)),
+    signature: fc.option(
+      fc.constantFrom("wrong-key", "wrong-url", "wrong-body", "expired", "alg-none", "garbage"),
+      { nil: undefined },
+    ),
+    status: fc.constantFrom(200, 500),
+  })
+  .map(({ id, bearer, signature, status }) => ({
+    method: "POST",
+    path: `/v1/qstash/callback?id=${encodeURIComponent(id)}&receipt=${receiptFor(id)}`,
+    headers: {
+      authorization: `Bearer ${bearer}`,
+      ...(signature === undefined ? {} : { "upstash-signature": `@@SIGN:${signature}@@` }),
+    },
+    body: JSON.stringify({ status, body: "" }),
+  }));
