@@ -1,5 +1,6 @@
 // Ending or extending a reservation (finish, touch, release, bury) and its receipts.
 import { describe, expect, it } from "vitest";
+import { tick } from "../../src/index";
 import { expectError } from "../support/expect";
 import { testQueue } from "../support/queue";
 
@@ -52,6 +53,40 @@ describe("finish", () => {
     clock.advance(5000);
     await queue.finish("j", { receipt: job?.receipt });
     expect(await queue.pop("t")).toEqual([]);
+  });
+
+  it("accepts a late finish after the lease was taken back, until another pop reserves the job", async () => {
+    // README, Decisions: a late finish. A tick takes the lease back (the job waits for its
+    // backoff step, far enough to sit in a slot list) and the holder's finish still counts.
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "far", ttr: 1, backoff: 3600 });
+    await queue.add({ topic: "t", id: "near", ttr: 1 });
+    const jobs = await queue.pop("t", { count: 2 });
+    const receipt = (id: string) => jobs.find((job) => job.id === id)?.receipt;
+    clock.advance(5000);
+    expect(await tick(queue)).toMatchObject({ expired: 2 });
+    expect((await queue.topic("t")).counts).toEqual({ delayed: 1, ready: 1, reserved: 0, dead: 0 });
+    await expectError(queue.touch("far", { receipt: receipt("far") }), "not_reserved");
+    await expectError(queue.release("far", { receipt: receipt("far") }), "not_reserved");
+    await expectError(queue.finish("far"), "not_reserved");
+    await expectError(queue.finish("far", { receipt: "other.0" }), "stale_receipt");
+    await queue.finish("far", { receipt: receipt("far") });
+    await queue.finish("near", { receipt: receipt("near") });
+    await queue.finish("near", { receipt: receipt("near") });
+    expect(await queue.get("far")).toMatchObject({ state: "finished", endedAt: clock.now });
+    expect((await queue.topic("t")).counts).toEqual({ delayed: 0, ready: 0, reserved: 0, dead: 0 });
+    clock.advance(7_200_000);
+    expect(await queue.pop("t")).toEqual([]);
+  });
+
+  it("refuses a late finish once the job died", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j", ttr: 1, maxAttempts: 1 });
+    const [job] = await queue.pop("t");
+    clock.advance(5000);
+    await tick(queue);
+    await expectError(queue.finish("j", { receipt: job?.receipt }), "stale_receipt");
+    expect((await queue.get("j")).state).toBe("dead");
   });
 
   it("finishes for whoever holds the job when no receipt is given", async () => {

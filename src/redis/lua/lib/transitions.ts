@@ -94,12 +94,15 @@ end
 
 -- A reservation failed (its lease ran out, or it was released): the job waits \`wait\` ms
 -- (default: its backoff step) and is handed out again, or dies when its attempts are used up
--- or the next attempt would fall after its deadline. The caller has unindexed it.
-local function retry(id, meta, body, wait)
+-- or the next attempt would fall after its deadline. The caller has unindexed it. \`keep\` (a
+-- lease that ran out) keeps the reservation's receipt, so that its holder may still finish the
+-- job until another pop reserves it (scripts/held.ts: finish).
+local function retry(id, meta, body, wait, keep)
   if meta.attempts >= meta.maxAttempts then return kill(id, meta, body, "attempts") end
   local due = NOW + (wait or backoff(meta.backoff, meta.attempts))
   if meta.deadline and due > meta.deadline then return kill(id, meta, body, "deadline") end
-  meta.state, meta.due, meta.leaseEnd, meta.receipt = "waiting", due, nil, nil
+  meta.state, meta.due, meta.leaseEnd = "waiting", due, nil
+  if not keep then meta.receipt = nil end
   meta.messageId = nil
   enqueue(id, meta.topic, due)
   return save(id, meta, body)
@@ -158,7 +161,7 @@ local function expire(topic, limit)
   for _, id in ipairs(ids) do
     local meta, body = load(id)
     if meta and meta.state == "reserved" then
-      retry(id, meta, body)
+      retry(id, meta, body, nil, true)
       if meta.state == "dead" then dead = dead + 1 end
     end
   end

@@ -20,18 +20,25 @@ export const finish = defineScript<HeldReply>({
   lua: `
 --[[ finish: a reserved job is done. Its record is kept RETENTION ms for status queries and
   duplicate adds. Finishing it again with its receipt (or none) answers the same, so a client may
-  retry a finish whose answer it lost.
+  retry a finish whose answer it lost. A late finish — the lease ran out and the job waits for
+  its next attempt, nobody has reserved it since — is accepted with that reservation's receipt
+  (lib/transitions.ts: retry keeps it), sparing a second run.
   ARGV[4] id   ARGV[5] receipt, or "" for whoever holds it   ARGV[6] scope (lib/access.ts)
   Returns {CODE.ok, "finished"}, or {error code, current state} (lib/access.ts: held).
-  Cost: GET, ZREM, SET.
+  Cost: GET, ZREM, SET (a late finish: GET, ZREM, ZREM, SET).
 ]]
 local id, receipt = ARGV[4], ARGV[5]
 local meta, body, code = held(id, receipt, ARGV[6])
 if code == CODE.notReserved and meta.state == "finished" then
   return {CODE.ok, "finished"}
 end
-if code ~= CODE.ok then return {code, meta and stateOf(meta) or ""} end
-rcall("ZREM", key.reserved(meta.topic), id)
+if code == CODE.notReserved and receipt ~= "" and meta.state == "waiting" then
+  unindex(id, meta)
+elseif code ~= CODE.ok then
+  return {code, meta and stateOf(meta) or ""}
+else
+  rcall("ZREM", key.reserved(meta.topic), id)
+end
 meta.state, meta.endedAt, meta.leaseEnd = "finished", NOW, nil
 save(id, meta, body)
 return {CODE.ok, "finished"}
