@@ -101,6 +101,9 @@ describe("the env file for wrangler dev", () => {
         stateDir: join(dir, "state"),
         wranglerConfig: join(dir, "echo.toml"),
         stdio: "ignore",
+        // Inside the test's own time limit: a start that gives up stops wrangler itself, where
+        // a test that timed out first would leave it running after the worker process is gone.
+        healthTimeoutMs: 100_000,
       });
       const env = await (await fetch(`${service.url}/`)).json();
       expect(env).toEqual(vars);
@@ -109,7 +112,7 @@ describe("the env file for wrangler dev", () => {
       else process.env.CLOUDFLARE_INCLUDE_PROCESS_ENV = saved;
       await service?.stop();
     }
-  }, 60_000);
+  }, 150_000);
 });
 
 type Run = { child: ChildProcess; output: () => string; exit: Promise<number | null> };
