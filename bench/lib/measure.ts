@@ -56,6 +56,14 @@ export class CommandCounter {
     return { stats, own };
   }
 
+  /**
+   * Runs a simple command (LLEN, DBSIZE) on this connection; deltas leave it out like INFO, so a
+   * harness can look at Redis without adding to what it measures.
+   */
+  command(...args: string[]): Promise<Reply> {
+    return this.call((args[0] ?? "").toLowerCase(), args);
+  }
+
   /** Sends ECHO with a token: MONITOR sees it after every command executed before it. */
   async echo(token: string): Promise<void> {
     await this.call("echo", ["ECHO", token]);
@@ -220,6 +228,38 @@ export function percentiles(values: readonly number[]): Percentiles {
     p99: rank(0.99),
     max: sorted.length === 0 ? Number.NaN : (sorted[sorted.length - 1] ?? 0),
   };
+}
+
+/** Round-trip times by route (add, pop, finish), as a client sees them. */
+export class Latencies {
+  private readonly byRoute = new Map<string, number[]>();
+
+  record(route: string, ms: number): void {
+    let list = this.byRoute.get(route);
+    if (!list) {
+      list = [];
+      this.byRoute.set(route, list);
+    }
+    list.push(ms);
+  }
+
+  /** Times `work` under `route`; a call that throws is not recorded. */
+  async time<T>(route: string, work: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    const value = await work();
+    this.record(route, performance.now() - started);
+    return value;
+  }
+
+  count(): number {
+    let n = 0;
+    for (const list of this.byRoute.values()) n += list.length;
+    return n;
+  }
+
+  summary(): Record<string, Percentiles> {
+    return Object.fromEntries([...this.byRoute].map(([route, list]) => [route, percentiles(list)]));
+  }
 }
 
 /** Writes a line to stderr, so that progress never mixes with the results on stdout. */
