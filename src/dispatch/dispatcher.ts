@@ -3,7 +3,7 @@
 import type { PushConfig } from "../domain/push";
 import { type Logger, messageOf } from "../log";
 import { CLAIM_AHEAD_MS } from "../redis/lua/lib/transitions";
-import { claim, notices, published, renotice, settle } from "../redis/lua/scripts/push";
+import { claim, notices, published, renotice, settle, stillHeld } from "../redis/lua/scripts/push";
 import { type RecordMeta, splitRecord } from "../redis/record";
 import { createScriptRunner, type RedisClient } from "../redis/runner";
 import { type Attempt, deliverDirect, type Parcel, type Post, sendNotice } from "./delivery";
@@ -99,9 +99,35 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
   }
 
-  async function deliverAt(parcel: Parcel, report: DispatchReport): Promise<void> {
-    const wait = parcel.meta.due - clock();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  /**
+   * Delivers the parcels due at `due` (never before). A claim made ahead of the due time is looked
+   * at again once it comes, in one call for the group: a job deleted (or settled) meanwhile is
+   * not sent, so a delete acknowledged before the due time always wins.
+   */
+  async function deliverGroup(due: number, parcels: Parcel[], report: DispatchReport) {
+    const wait = due - clock();
+    let send = parcels;
+    if (wait > 0) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      const pairs = parcels.flatMap((parcel) => [parcel.meta.id, parcel.meta.receipt ?? ""]);
+      const held = await scripts.run(stillHeld, clock(), pairs);
+      send = parcels.filter((_, i) => held[i]);
+    }
+    await Promise.all(
+      send.map((parcel) =>
+        deliver(parcel, report).catch((error: unknown) => {
+          log({
+            level: "error",
+            event: "push_settle_failed",
+            id: parcel.meta.id,
+            message: messageOf(error),
+          });
+        }),
+      ),
+    );
+  }
+
+  async function deliver(parcel: Parcel, report: DispatchReport): Promise<void> {
     const attempt = await deliverDirect(parcel, { fetch: options.fetch, now: clock });
     if (attempt.settlement.outcome === "fail") {
       report.failed += 1;
@@ -129,8 +155,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         published: 0,
         more: false,
       };
-      // Each direct job costs a delivery and a settle; keep a few requests for the claim itself.
-      const most = Math.max(0, Math.min(batch, Math.floor((budget - 4) / 2)));
+      // Each direct job costs a delivery, a settle and (claimed ahead of its due time) a look
+      // before it is sent; keep a few requests for the claim itself.
+      const most = Math.max(0, Math.min(batch, Math.floor((budget - 4) / 3)));
       if (most === 0) return { ...report, more: true };
       const nonce = randomHex(6);
       const claimed = await scripts.run(claim, now, [horizon, most, 100, nonce, topic ?? ""]);
@@ -166,14 +193,16 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         }
       }
       report.more = report.claimed >= most;
-      const work: Promise<void>[] = direct.map((parcel) =>
-        deliverAt(parcel, report).catch((error: unknown) => {
-          log({
-            level: "error",
-            event: "push_settle_failed",
-            id: parcel.meta.id,
-            message: messageOf(error),
-          });
+      const byDue = new Map<number, Parcel[]>();
+      for (const parcel of direct) {
+        const group = byDue.get(parcel.meta.due);
+        if (group) group.push(parcel);
+        else byDue.set(parcel.meta.due, [parcel]);
+      }
+      const work: Promise<void>[] = [...byDue].map(([due, parcels]) =>
+        deliverGroup(due, parcels, report).catch((error: unknown) => {
+          // Not looked at again (Redis failed): not sent; the leases bring the jobs back.
+          log({ level: "error", event: "push_check_failed", message: messageOf(error) });
         }),
       );
       if (viaQStash.length > 0 && options.qstash && options.publicUrl) {

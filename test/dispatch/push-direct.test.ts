@@ -255,4 +255,25 @@ describe("claiming", () => {
     await new Promise((r) => setTimeout(r, 700));
     expect(app.receiver.received).toHaveLength(0);
   });
+
+  it("never delivers a job deleted after a run claimed it ahead of its due time", async () => {
+    // DESIGN §3: a deleted job is never delivered after its delete was acknowledged. The run
+    // claims the job (reserved until due + ttr) and waits for its due time; the delete comes in
+    // between. Its neighbour, due at the same time and not deleted, is delivered.
+    const app = await setup();
+    await app.queue.add({ topic: "p", id: "gone", delay: 0.6 });
+    await app.queue.add({ topic: "p", id: "kept", delay: 0.6 });
+    const run = app.dispatcher.run({ now: Date.now() });
+    for (let i = 0; i < 100 && (await app.queue.get("gone")).state !== "reserved"; i++) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect((await app.queue.get("gone")).state).toBe("reserved");
+    await app.queue.delete("gone");
+    const deletedAt = Date.now();
+    expect(await run).toMatchObject({ claimed: 2, delivered: 1 });
+    expect(app.receiver.received.map((r) => JSON.parse(r.body).id)).toEqual(["kept"]);
+    expect(app.receiver.received[0]?.at).toBeGreaterThan(deletedAt);
+    expect((await app.queue.get("gone")).state).toBe("deleted");
+    expect((await app.queue.get("kept")).state).toBe("finished");
+  });
 });

@@ -8,7 +8,7 @@ import { bury, finish, release, touch } from "./held";
 import { list } from "./list";
 import { watchPolled, watchRead, watchStart, watchStop } from "./payments";
 import { pop } from "./pop";
-import { claim, notices, published, renotice, settle } from "./push";
+import { claim, notices, published, renotice, settle, stillHeld } from "./push";
 import { tick } from "./tick";
 import { configure, listTopics, topicStats } from "./topics";
 
@@ -30,6 +30,7 @@ export const SCRIPTS = {
   claim,
   settle,
   published,
+  stillHeld,
   notices,
   renotice,
   watchStart,

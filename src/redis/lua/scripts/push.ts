@@ -111,6 +111,29 @@ return {CODE.ok, raw}
   },
 });
 
+export const stillHeld = defineScript<boolean[]>({
+  name: "stillHeld",
+  lua: `
+--[[ stillHeld: whether claimed jobs are still held under their claim's receipt, looked at just
+  before a delivery that waited for its due time (a job deleted or settled meanwhile is not sent).
+  ARGV[4..] pairs: id, receipt
+  Returns 1 or 0 per pair. Changes nothing.
+  Cost: per job GET.
+]]
+local out = {}
+for i = 4, #ARGV, 2 do
+  local meta = load(ARGV[i])
+  if meta and meta.state == "reserved" and meta.receipt == ARGV[i + 1] then
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
+end
+return out
+`,
+  parse: (reply) => list(reply, "stillHeld").map((flag) => Number(flag) === 1),
+});
+
 export const published = defineScript<string[]>({
   name: "published",
   lua: `
