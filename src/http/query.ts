@@ -19,8 +19,10 @@ export function knownQueryOnly(app: OpenAPIHono<AppEnv>): MiddlewareHandler<AppE
     const url = new URL(c.req.url);
     if (url.search.length > 1) {
       known ??= readRegistry(app);
+      // Hono answers a HEAD with the GET route: its parameters are the GET's.
+      const method = c.req.method === "HEAD" ? "get" : c.req.method.toLowerCase();
       const route = known.find(
-        (entry) => entry.method === c.req.method.toLowerCase() && entry.pattern.test(url.pathname),
+        (entry) => entry.method === method && entry.pattern.test(url.pathname),
       );
       if (route) {
         const unknown = [...new Set(url.searchParams.keys())].filter((n) => !route.names.has(n));

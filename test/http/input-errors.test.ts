@@ -1,6 +1,6 @@
 // Input a person gets wrong: every mistake is a 400 that says what to change (issue 8.15, 8.16).
 import { describe, expect, it } from "vitest";
-import { testApp } from "../support/app";
+import { ADMIN, testApp } from "../support/app";
 
 describe("query parameters", () => {
   it("refuses an unknown one, naming it, and does nothing", async () => {
@@ -20,6 +20,16 @@ describe("query parameters", () => {
     );
     // Known ones still work.
     expect((await call("DELETE", "/v1/topics/t/dead?count=1")).json).toEqual({ deleted: 1 });
+  });
+
+  it("refuses them on HEAD as on GET (Hono answers HEAD with the GET route)", async () => {
+    const { app } = testApp();
+    const headers = { authorization: `Bearer ${ADMIN}` };
+    for (const path of ["/v1/topics?cont=1", "/v1/topics/t/jobs?state=dead&limt=5"]) {
+      expect((await app.request(path, { headers })).status, path).toBe(400);
+      expect((await app.request(path, { method: "HEAD", headers })).status, path).toBe(400);
+    }
+    expect((await app.request("/v1/topics?limit=5", { method: "HEAD", headers })).status).toBe(200);
   });
 });
 

@@ -78,6 +78,29 @@ describe("signing in", () => {
     // A forged session cookie is no session.
     const forged = await get(t, "delayq_dashboard=guess", "/dashboard");
     expect(forged.location).toBe("/dashboard/login");
+    // HEAD runs the GET route: the same redirect, not the 401 a stale form post gets.
+    const head = await send(t, "/dashboard/topics/t1", { method: "HEAD" });
+    expect(head.status).toBe(303);
+    expect(head.location).toBe("/dashboard/login");
+  });
+
+  it("refuses a form whose body is not the multipart its Content-Type says: 400, nothing logged", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    for (const path of ["/dashboard/login", "/dashboard/logout", "/dashboard/actions"]) {
+      const res = await t.app.request(path, {
+        method: "POST",
+        headers: {
+          "content-type": "multipart/form-data; boundary=x",
+          cookie,
+          "sec-fetch-site": "same-origin",
+        },
+        body: "token=abc",
+      });
+      expect(res.status, path).toBe(400);
+      expect(await res.text(), path).toContain("could not be read");
+    }
+    expect(t.logs).toEqual([]);
   });
 
   it("keeps the token in an HttpOnly, SameSite=Strict cookie, never in a URL", async () => {

@@ -108,7 +108,7 @@ export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
   app.post("/login", async (c) => {
     if (!fromThisSite(c))
       return c.html(loginPage("Sign-in refused: the form came from another site."), 403);
-    const form = await c.req.parseBody();
+    const form = await readForm(c);
     const token = typeof form.token === "string" ? form.token.trim() : "";
     if (!token || !(await tokens.identify(token))) {
       return c.html(loginPage("That token is not valid. Use one of the API's bearer tokens."), 401);
@@ -119,7 +119,7 @@ export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
 
   app.post("/logout", async (c) => {
     const session = await readSession(c, tokens);
-    const form = await c.req.parseBody();
+    const form = await readForm(c);
     if (session && fromThisSite(c) && sameText(String(form.csrf ?? ""), session.csrf)) {
       endSession(c);
     }
@@ -132,7 +132,7 @@ export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
     async (c: Context<AppEnv>): Promise<Response> => {
       const session = await readSession(c, tokens);
       if (!session) {
-        return c.req.method === "GET"
+        return c.req.method === "GET" || c.req.method === "HEAD"
           ? c.redirect("/dashboard/login", 303)
           : c.html(loginPage("Your session has ended: sign in again."), 401);
       }
@@ -366,9 +366,21 @@ ${watchesPanel(page, queue.clock(), next || undefined)}`;
 
 // ---- actions ----
 
+/** The posted form; a body that is not the form its Content-Type says is a 400, not a 500. */
+async function readForm(c: Context<AppEnv>): Promise<Record<string, unknown>> {
+  try {
+    return await c.req.parseBody();
+  } catch {
+    throw new DelayqError(
+      "invalid_request",
+      "The form could not be read: send it as application/x-www-form-urlencoded or as well-formed multipart/form-data",
+    );
+  }
+}
+
 async function act(view: View): Promise<Response> {
   const { c, session, queue } = view;
-  const form = await c.req.parseBody();
+  const form = await readForm(c);
   const field = (name: string) => (typeof form[name] === "string" ? (form[name] as string) : "");
   if (!fromThisSite(c) || !sameText(field("csrf"), session.csrf)) {
     throw new DelayqError(
