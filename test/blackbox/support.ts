@@ -2,7 +2,16 @@
 // free port, driven over HTTP only; webhook receivers of our own; independent signature checks.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+} from "node:fs";
 import {
   createServer,
   type IncomingHttpHeaders,
@@ -104,19 +113,41 @@ function groupsNaming(text: string): number[] {
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
+ * A copy of what `npm run dev` runs (src, functions, dev and their config; node_modules linked)
+ * as the working tree has it now. wrangler dev reloads the worker whenever a source file changes,
+ * which drops the deliveries waiting in the old isolate's waitUntil; in a checkout others edit
+ * while the suite runs, that would fail timing tests for reasons that are not the product's.
+ */
+function snapshot(into: string): string {
+  mkdirSync(into, { recursive: true });
+  for (const entry of [
+    "src",
+    "functions",
+    "dev",
+    "package.json",
+    "wrangler.toml",
+    "tsconfig.json",
+  ]) {
+    cpSync(join(root, entry), join(into, entry), { recursive: true });
+  }
+  symlinkSync(join(root, "node_modules"), join(into, "node_modules"), "dir");
+  return into;
+}
+
+/**
  * Starts `npm run dev` as the e2e test does (`node --import tsx dev/stack.ts`, its own process
- * group, DQ_DEV_DIR in a temporary folder, PORT free), with `env` added to ours, and waits for
- * stack.json.
+ * group, DQ_DEV_DIR in a temporary folder, PORT free), from a snapshot of the working tree, with
+ * `env` added to ours, and waits for stack.json.
  */
 export async function startStack(env: Record<string, string> = {}): Promise<Stack> {
   const dir = mkdtempSync(join(tmpdir(), "delayq-blackbox-"));
   const port = await freePort();
   const started = Date.now();
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "dev/stack.ts"], {
-    cwd: root,
+    cwd: snapshot(join(dir, "repo")),
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, PORT: String(port), DQ_DEV_DIR: dir, ...env },
+    env: { ...process.env, PORT: String(port), DQ_DEV_DIR: join(dir, "state"), ...env },
   });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk));
@@ -141,7 +172,7 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
     }
     rmSync(dir, { recursive: true, force: true });
   };
-  const file = join(dir, "stack.json");
+  const file = join(dir, "state", "stack.json");
   const deadline = Date.now() + 120_000;
   while (!existsSync(file)) {
     if (child.exitCode !== null || Date.now() > deadline) {
