@@ -352,13 +352,16 @@ describe("payment watches from outside: outcomes by poll", () => {
         expect(watchNow.outcome).toEqual(outcome);
       }
     }
-    // Each first query came a whole step after its watch started, never before.
+    // Each first query came a whole step after its watch started, never before, and on time
+    // without the cron (which comes once a minute).
     for (const o of orders) {
       const first =
         o.provider === "alipay"
           ? alipayRequests(alipay, o.no)[0]
           : wechatRequests(o.account === "shop" ? wechat : wechatCert, o.no)[0];
-      expect(first?.at, o.no).toBeGreaterThanOrEqual((started[o.no]?.createdAt ?? 0) + 1000);
+      const due = (started[o.no]?.createdAt ?? 0) + 1000;
+      expect(first?.at, o.no).toBeGreaterThanOrEqual(due);
+      expect(first?.at, o.no).toBeLessThan(due + 2000);
     }
     // Nothing more in the topics, and no more queries once paid.
     await sleep(1500);
@@ -369,7 +372,7 @@ describe("payment watches from outside: outcomes by poll", () => {
     expect(alipayRequests(alipay, "bb-paid-a")).toHaveLength(polled);
   });
 
-  it("closed and failed: TRADE_CLOSED, CLOSED, REVOKED -> closed; PAYERROR -> failed; a bad app id -> failed", async () => {
+  it("closed, failed, and paid by other words: CLOSED, REVOKED; PAYERROR, a bad app id; REFUND, TRADE_FINISHED", async () => {
     alipay.createTrade("bb-closed-a");
     alipay.close("bb-closed-a");
     for (const no of ["bb-closed-w", "bb-revoked-w", "bb-payerror-w", "bb-refund-w"]) {
@@ -381,12 +384,15 @@ describe("payment watches from outside: outcomes by poll", () => {
     wechat.pay("bb-refund-w");
     wechat.refund("bb-refund-w");
     alipay.createTrade("bb-badapp");
+    alipay.createTrade("bb-finished-a");
+    alipay.pay("bb-finished-a", { finished: true });
     const expected = [
       ["alipay", "shop", "bb-closed-a", "closed", "TRADE_CLOSED"],
       ["wechatpay", "shop", "bb-closed-w", "closed", "CLOSED"],
       ["wechatpay", "shop", "bb-revoked-w", "closed", "REVOKED"],
       ["wechatpay", "shop", "bb-payerror-w", "failed", "PAYERROR"],
       ["wechatpay", "shop", "bb-refund-w", "paid", "REFUND"],
+      ["alipay", "shop", "bb-finished-a", "paid", "TRADE_FINISHED"],
       ["alipay", "badapp", "bb-badapp", "failed", /invalid-app-id|AppID/i],
     ] as const;
     for (const [provider, account, no] of expected) {
@@ -554,6 +560,88 @@ describe("payment watches from outside: notifications", () => {
     // The notification won: the provider was never queried.
     expect(alipayRequests(alipay, "bb-notify-a")).toHaveLength(0);
     expect(wechatRequests(wechat, "bb-notify-w")).toHaveLength(0);
+  });
+
+  it("an order the provider does not know yet is polled again, not failed (a QR trade appears at the scan)", async () => {
+    for (const [provider, no] of [
+      ["alipay", "bb-late-a"],
+      ["wechatpay", "bb-late-w"],
+    ] as const) {
+      await watch({
+        provider,
+        account: "shop",
+        outTradeNo: no,
+        schedule: [1],
+        notify: ["bb-late"],
+      });
+    }
+    for (const [provider, no, word] of [
+      ["alipay", "bb-late-a", /TRADE_NOT_EXIST/],
+      ["wechatpay", "bb-late-w", /ORDER_NOT_EXIST/],
+    ] as const) {
+      const p = await eventually(
+        () => readWatch(provider, "shop", no),
+        (w) => w.polls >= 2,
+        6000,
+      );
+      expect(p.state, no).toBe("polling");
+      expect(p.lastAnswer.tradeState, no).toMatch(word);
+    }
+    alipay.createTrade("bb-late-a");
+    alipay.pay("bb-late-a");
+    wechat.createTrade("bb-late-w");
+    wechat.pay("bb-late-w");
+    for (const [provider, no] of [
+      ["alipay", "bb-late-a"],
+      ["wechatpay", "bb-late-w"],
+    ] as const) {
+      expect((await settled(provider, "shop", no)).state, no).toBe("paid");
+    }
+    expect((await drain("bb-late")).map((j) => j.body.event)).toEqual([
+      "payment.paid",
+      "payment.paid",
+    ]);
+  });
+
+  it("a notification racing the poll: one outcome per order either way", async () => {
+    const orders = Array.from({ length: 6 }, (_, i) => ({
+      provider: i % 2 === 0 ? ("alipay" as const) : ("wechatpay" as const),
+      no: `bb-race-${i}`,
+      offset: 850 + i * 60, // around the first poll, due 1 s after the watch starts
+    }));
+    for (const o of orders) {
+      if (o.provider === "alipay") alipay.createTrade(o.no);
+      else wechat.createTrade(o.no);
+    }
+    await Promise.all(
+      orders.map(async (o) => {
+        await watch({
+          provider: o.provider,
+          account: "shop",
+          outTradeNo: o.no,
+          schedule: [1],
+          notify: ["bb-race"],
+        });
+        if (o.provider === "alipay") alipay.pay(o.no);
+        else wechat.pay(o.no);
+        await sleep(o.offset);
+        const sent =
+          o.provider === "alipay"
+            ? await alipay.notify(o.no, notifyUrl("alipay", "shop"))
+            : await wechat.notify(o.no, notifyUrl("wechatpay", "shop"));
+        expect(sent.status, o.no).toBeLessThan(300);
+      }),
+    );
+    const sources: string[] = [];
+    for (const o of orders) {
+      const p = await settled(o.provider, "shop", o.no);
+      expect(p.state, o.no).toBe("paid");
+      sources.push(p.outcome.source);
+    }
+    await sleep(1500); // a second outcome would be in the topic by now
+    const jobs = await drain("bb-race");
+    expect(jobs.map((j) => j.body.outTradeNo).sort()).toEqual(orders.map((o) => o.no).sort());
+    console.log(`notification vs poll race: outcomes by ${sources.join(", ")}`);
   });
 
   it("a notification for an order nobody watches is acknowledged and ignored", async () => {
