@@ -1,6 +1,10 @@
 // Load with faults — consumers SIGKILLed mid-reservation, three schedulers at once, redis-server
 // killed and restarted (AOF, fsync always), a proxy dropping, delaying and 5xx-ing requests to
-// Redis — then the history checker: nothing lost, early, doubled or accepted stale.
+// Redis — then the history checker: nothing lost, early, doubled or accepted stale. Beside the
+// pulled topic, a push topic delivers to a receiver in the test that answers 2xx most of the
+// time and otherwise 500, late, never or by dropping the connection; the three schedulers run
+// the push step too (deliveries claimed and sent from concurrent ticks and from the requests
+// that add jobs due soon), and the push checker reads the receiver's log against the producer's.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import type { AddressInfo } from "node:net";
@@ -13,14 +17,29 @@ import { type Bridge, startBridge } from "../../dev/bridge";
 import { type FaultProxy, NO_FAULTS, startFaultProxy } from "../../dev/fault-proxy";
 import { type RedisServer, startRedisServer } from "../../dev/redis-server";
 import { createClient } from "../../src/client";
+import { createDispatcher } from "../../src/dispatch/dispatcher";
 import { createApp } from "../../src/http/app";
 import { parseTokens } from "../../src/http/auth";
-import { DelayQueue, REDIS_CLIENT_OPTIONS, tick } from "../../src/index";
-import { checkHistory, type HistoryEvent, parseLog } from "./support/history";
+import { createScheduler, DelayQueue, drainStep, REDIS_CLIENT_OPTIONS } from "../../src/index";
+import type { Logger } from "../../src/log";
+import { pushStep } from "../../src/scheduler/push";
+import {
+  checkHistory,
+  checkPushHistory,
+  type HistoryEvent,
+  type PushEvent,
+  type PushFinal,
+  parseLog,
+} from "./support/history";
+import { type FaultyReceiver, startFaultyReceiver } from "./support/receiver";
 
 const SECONDS = Number(process.env.DQ_RELIABILITY_SECONDS ?? 20);
 const CONSUMERS = 4;
 const TOPIC = "rel";
+const PUSH_TOPIC = "rel-push";
+const PUSH_SECRET = "reliability-push-secret-0123";
+/** Seconds the receiver has to answer: past a lease of 1 s, within one of 3 s. */
+const PUSH_TIMEOUT = 2;
 const TOKEN = "reliability-token";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -49,24 +68,67 @@ describe("faults", () => {
       });
       cleanup.push(() => proxy.close());
 
-      // The service, as functions/node.ts builds it, talking to Redis through the proxy.
-      const queue = (pollIntervalMs = 200) =>
-        new DelayQueue({
-          redis: new Redis({
-            url: proxy.url,
-            token: "bridge",
-            ...REDIS_CLIENT_OPTIONS,
-            retry: { retries: 1, backoff: () => 20 },
-          }),
-          prefix: TOPIC,
-          pollIntervalMs,
+      // The push topic's receiver: 2xx mostly; 500, late, never, or a dropped connection.
+      const receiver: FaultyReceiver = await startFaultyReceiver({
+        secret: PUSH_SECRET,
+        faults: { error: 0.1, slow: 0.05, hang: 0.04, reset: 0.05 },
+        slowMs: [1200, 1800],
+      });
+      cleanup.push(() => receiver.close());
+
+      // The service, as src/service.ts builds it, talking to Redis through the proxy: the queue,
+      // push delivery (a dispatcher), and the app, whose requests deliver push jobs due soon.
+      const redisClient = () =>
+        new Redis({
+          url: proxy.url,
+          token: "bridge",
+          ...REDIS_CLIENT_OPTIONS,
+          retry: { retries: 1, backoff: () => 20 },
         });
-      const app = createApp({ queue: queue(), tokens: parseTokens(TOKEN), log: () => undefined });
+      const pushLogs: Record<string, unknown>[] = [];
+      const pushLog: Logger = (entry) => pushLogs.push(entry);
+      const dispatcher = () =>
+        createDispatcher({
+          redis: redisClient(),
+          prefix: TOPIC,
+          retentionMs: 3_600_000,
+          log: pushLog,
+        });
+      const queue = (pollIntervalMs = 200) =>
+        new DelayQueue({ redis: redisClient(), prefix: TOPIC, pollIntervalMs, rawBodies: true });
+      // Deliveries run after the answers and ticks that start them; the run awaits them at the end.
+      const inFlight = new Set<Promise<unknown>>();
+      const track = (work: Promise<unknown>) => {
+        const tracked = work.catch(() => undefined).finally(() => inFlight.delete(tracked));
+        inFlight.add(tracked);
+      };
+      const app = createApp({
+        queue: queue(),
+        tokens: parseTokens(TOKEN),
+        log: () => undefined,
+        push: {
+          dispatcher: dispatcher(),
+          qstashReady: false,
+          background: (_c, work) => track(work),
+          log: pushLog,
+        },
+      });
       const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
       await new Promise((r) => server.once("listening", r));
       cleanup.push(() => new Promise((r) => server.close(r)));
       const apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const api = createClient({ baseUrl: apiUrl, token: TOKEN, retries: 10, retryDelayMs: 50 });
+      // A short backoff and many attempts: failed deliveries come back soon, none dies.
+      await api.configureTopic(PUSH_TOPIC, {
+        backoff: 0.2,
+        maxAttempts: 100,
+        push: {
+          url: `${receiver.url}/hook`,
+          via: "direct",
+          secret: PUSH_SECRET,
+          timeout: PUSH_TIMEOUT,
+        },
+      });
 
       // Consumers: child processes, each logging to its own file, SIGKILLed now and then.
       const consumers = new Map<string, ChildProcess>();
@@ -97,10 +159,13 @@ describe("faults", () => {
       for (let i = 0; i < CONSUMERS; i++) startConsumer();
 
       const events: HistoryEvent[] = [];
+      const pushEvents: PushEvent[] = [];
       let running = true;
       const acked = new Set<string>();
+      const pushAcked = new Set<string>();
       const ackedBeforeRestart = new Set<string>();
       const deleted = new Set<string>();
+      let apiRequests = 0;
 
       const produce = async () => {
         let n = 0;
@@ -114,6 +179,7 @@ describe("faults", () => {
             maxAttempts: 100,
           }));
           try {
+            apiRequests++;
             const results = await api.addBatch(jobs);
             results.forEach((result, i) => {
               if (!("job" in result)) return;
@@ -136,26 +202,72 @@ describe("faults", () => {
           await sleep(100);
         }
       };
+      // Push jobs due within 2 s, leased 1 s (shorter than the push timeout: a late or missing
+      // answer outlives its lease) or 3 s (longer).
+      const producePush = async () => {
+        let n = 0;
+        while (running) {
+          const jobs = Array.from({ length: 5 }, () => ({
+            topic: PUSH_TOPIC,
+            id: `push-${n++}`,
+            body: { n },
+            delay: Math.random() * 2,
+            ttr: Math.random() < 0.5 ? 1 : 3,
+          }));
+          try {
+            apiRequests++;
+            const results = await api.addBatch(jobs);
+            results.forEach((result, i) => {
+              if (!("job" in result)) return;
+              const job = jobs[i] as (typeof jobs)[number];
+              pushAcked.add(result.job.id);
+              pushEvents.push({
+                type: "push-add",
+                id: result.job.id,
+                dueAt: result.job.createdAt + Math.round(job.delay * 1000),
+                ackAt: Date.now(),
+                ttr: job.ttr * 1000,
+              });
+            });
+          } catch {
+            // unacknowledged: the checker expects nothing of these jobs
+          }
+          await sleep(100);
+        }
+      };
       const deleteSome = async () => {
         while (running) {
           await sleep(150);
-          const candidates = [...acked].filter((id) => !deleted.has(id));
+          // Push jobs: among the latest, mostly claimed for delivery and not yet due.
+          const push = Math.random() < 0.5;
+          const candidates = (push ? [...pushAcked].slice(-30) : [...acked]).filter(
+            (id) => !deleted.has(id),
+          );
           const id = candidates[Math.floor(Math.random() * candidates.length)];
           if (!id) continue;
           const sentAt = Date.now();
           try {
+            apiRequests++;
             await api.delete(id);
             deleted.add(id);
-            events.push({ type: "delete", id, sentAt, ackAt: Date.now() });
+            (push ? pushEvents : events).push({ type: "delete", id, sentAt, ackAt: Date.now() });
           } catch {
             // not acknowledged: it may or may not be deleted; the checker does not count on it
           }
         }
       };
+      // Three schedulers as the service has them (drain, then push), ticking concurrently; the
+      // push step hands its deliveries over (as to a Worker's waitUntil) and returns.
+      let ticking = true;
+      let ticks = 0;
       const schedulers = Array.from({ length: 3 }, async () => {
-        const mine = queue();
-        while (running) {
-          await tick(mine).catch(() => undefined);
+        const scheduler = createScheduler({
+          steps: [drainStep(queue()), pushStep(dispatcher(), pushLog)],
+          log: pushLog,
+        });
+        while (ticking) {
+          ticks++;
+          await scheduler.tick({ defer: track }).catch(() => undefined);
           await sleep(50);
         }
       });
@@ -174,7 +286,7 @@ describe("faults", () => {
       let restarts = 0;
       const restarter = async () => {
         await sleep((SECONDS * 1000) / 2);
-        for (const id of acked) ackedBeforeRestart.add(id);
+        for (const id of [...acked, ...pushAcked]) ackedBeforeRestart.add(id);
         redis.process.kill("SIGKILL");
         await new Promise((r) => redis.process.once("exit", r));
         await sleep(300);
@@ -182,51 +294,100 @@ describe("faults", () => {
         restarts += 1;
       };
 
-      const load = [produce(), deleteSome(), killer(), restarter(), ...schedulers];
+      const started = Date.now();
+      const load = [produce(), producePush(), deleteSome(), killer(), restarter()];
       await sleep(SECONDS * 1000);
       running = false;
       await Promise.all(load);
 
-      // Faults off; the consumers drain what is left.
+      // Faults off (Redis and the receiver); the consumers and the schedulers drain what is left.
       Object.assign(proxy.faults, NO_FAULTS);
+      Object.assign(receiver.faults, { error: 0, slow: 0, hang: 0, reset: 0 });
       const drainUntil = Date.now() + 60_000;
+      const busy = (c: { delayed: number; ready: number; reserved: number }) =>
+        c.delayed + c.ready + c.reserved > 0;
       let counts = (await api.topic(TOPIC)).counts;
-      while (counts.delayed + counts.ready + counts.reserved > 0 && Date.now() < drainUntil) {
+      let pushCounts = (await api.topic(PUSH_TOPIC)).counts;
+      while ((busy(counts) || busy(pushCounts) || inFlight.size > 0) && Date.now() < drainUntil) {
         await sleep(250);
         counts = (await api.topic(TOPIC)).counts;
+        pushCounts = (await api.topic(PUSH_TOPIC)).counts;
       }
+      ticking = false;
+      await Promise.all(schedulers);
+      await Promise.all(inFlight);
       await stopConsumers();
 
       const logs = readdirSync(dir)
         .filter((name) => name.endsWith(".log"))
         .flatMap((name) => parseLog(readFileSync(join(dir, name), "utf8")));
-      // Every add acknowledged before the restart survived it, and the end state agrees.
+      // Each pulled job's end state, read back (a consumer killed after its finish never logs it).
       const states = new Map<string, string>();
       for (const id of acked) states.set(id, (await api.get(id)).state);
       const { violations, counts: figures } = checkHistory([...events, ...logs], states);
       const wrongEnd = [...acked].filter(
         (id) => states.get(id) !== (deleted.has(id) ? "deleted" : "finished"),
       );
-      const lostInRestart = [...ackedBeforeRestart].filter(
-        (id) => !["finished", "deleted"].includes(states.get(id) ?? "missing"),
-      );
+
+      // The push topic: every acknowledged job's record, read back, against the receiver's log.
+      const pushFinals = new Map<string, PushFinal>();
+      for (const id of pushAcked) {
+        const job = await api.get(id);
+        pushFinals.set(id, {
+          state: job.state,
+          attempts: job.attempts,
+          ...(job.lastDelivery ? { lastDelivery: job.lastDelivery } : {}),
+        });
+        states.set(id, job.state);
+      }
+      const push = checkPushHistory([...pushEvents, ...receiver.deliveries], pushFinals);
+      const pushStats = await api.topic(PUSH_TOPIC);
+      // Every add acknowledged before the restart survived it (a push job may end dead, visible).
+      const lostInRestart = [...ackedBeforeRestart].filter((id) => {
+        const ends = pushAcked.has(id) ? ["finished", "deleted", "dead"] : ["finished", "deleted"];
+        return !ends.includes(states.get(id) ?? "missing");
+      });
+      const answers = push.counts.answers;
+      const logged = (event: string) => pushLogs.filter((e) => e.event === event).length;
 
       console.log(
-        `reliability: ${figures.added} jobs, ${figures.deliveries} deliveries ` +
+        `reliability (${((Date.now() - started) / 1000).toFixed(1)} s): ` +
+          `pull: ${figures.added} jobs, ${figures.deliveries} deliveries ` +
           `(${figures.redelivered} redelivered), ${figures.finished} finished, ` +
-          `${figures.deleted} deleted; ${kills} consumers killed, ${restarts} redis restarts, ` +
-          `proxy: ${proxy.stats.droppedBefore} dropped before, ${proxy.stats.droppedAfter} ` +
-          `dropped after, ${proxy.stats.errors} 5xx, ${proxy.stats.delayed} delayed, ` +
-          `${proxy.stats.passed} passed; violations: ${violations.length}`,
+          `${figures.deleted} deleted; push: ${push.counts.added} jobs, ` +
+          `${push.counts.deliveries} deliveries (${answers.ok} 2xx, ${answers.slow} late 2xx, ` +
+          `${answers.error} 500, ${answers.hang} no answer, ${answers.reset} dropped; ` +
+          `${push.counts.redelivered} redelivered, ${push.counts.duplicates} duplicates across ` +
+          `leases), ${push.counts.finished} finished, ${push.counts.dead} dead, ` +
+          `${push.counts.deleted} deleted, ${receiver.badSignatures} bad signatures, ` +
+          `${logged("push_settle_failed")} settlements lost to Redis faults, ` +
+          `${logged("push_failed")} claims or deliveries failed; ` +
+          `${apiRequests} API requests, ${ticks} ticks; faults: ${kills} consumers killed, ` +
+          `${restarts} redis restarts, proxy: ${proxy.stats.droppedBefore} dropped before, ` +
+          `${proxy.stats.droppedAfter} dropped after, ${proxy.stats.errors} 5xx, ` +
+          `${proxy.stats.delayed} delayed, ${proxy.stats.passed} passed; violations: ` +
+          `${violations.length} pull, ${push.violations.length} push; known bug: ` +
+          `${push.knownAfterDelete.length} push deliveries after an acknowledged delete`,
       );
       expect(violations.slice(0, 10)).toEqual([]);
+      expect(push.violations.slice(0, 10)).toEqual([]);
       expect(wrongEnd.slice(0, 10)).toEqual([]);
       expect(lostInRestart).toEqual([]);
       expect(counts).toEqual({ delayed: 0, ready: 0, reserved: 0, dead: 0 });
+      expect(pushCounts).toMatchObject({ delayed: 0, ready: 0, reserved: 0 });
+      expect(receiver.badSignatures).toBe(0);
+      // Every delivery the topic counts reached the receiver (a failed one may not have).
+      expect(pushStats.push?.delivered ?? 0).toBeLessThanOrEqual(push.counts.deliveries);
       expect(figures.added).toBeGreaterThan(500);
+      expect(push.counts.added).toBeGreaterThan(200);
       expect(kills).toBeGreaterThan(3);
       expect(restarts).toBe(1);
       expect(proxy.stats.droppedAfter + proxy.stats.droppedBefore).toBeGreaterThan(10);
+      // Each kind of receiver fault happened, and some leases ended before their answer.
+      for (const answer of ["error", "slow", "hang", "reset"] as const) {
+        expect(answers[answer], `receiver faults: ${answer}`).toBeGreaterThan(0);
+      }
+      expect(push.counts.redelivered).toBeGreaterThan(0);
     },
     (SECONDS + 120) * 1000,
   );

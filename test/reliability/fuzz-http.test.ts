@@ -245,6 +245,24 @@ describe("the invariant checker (so that a broken server would fail the properti
       ),
     ).not.toThrow();
     expect(check(post("/v1/qstash/callback"), json(200, { settled: true }), changed)).not.toThrow();
+    const delivered = { status: 503, at: 1, error: "HTTP 503" };
+    expect(
+      check(
+        get("/v1/jobs/a"),
+        json(200, { job: { id: "a", state: "ready", lastDelivery: delivered } }),
+      ),
+    ).not.toThrow();
+    expect(
+      check(
+        get("/v1/topics/p"),
+        json(200, {
+          topic: "p",
+          counts: {},
+          config: { push: { url: "https://x.example", secret: "…abcd" } },
+          push: { delivered: 1, failed: 0 },
+        }),
+      ),
+    ).not.toThrow();
   });
 
   it.each([
@@ -389,6 +407,30 @@ describe("the invariant checker (so that a broken server would fail the properti
       "an ouqiang answer echoing the path's token",
       post("/compat/ouqiang/tok3n-in-path/get"),
       envelope({ code: 1, message: "bad tok3n-in-path", data: null, error: "unauthorized" }),
+      same,
+    ],
+    [
+      "an internal field on a job",
+      get("/v1/jobs/a"),
+      json(200, { job: { id: "a", topic: "t", state: "ready", messageId: "m1" } }),
+      same,
+    ],
+    [
+      "a last delivery of another shape",
+      get("/v1/jobs/a"),
+      json(200, { job: { id: "a", lastDelivery: { status: 200, at: 1, receipt: "x" } } }),
+      same,
+    ],
+    [
+      "push counts on a pulled topic",
+      get("/v1/topics/t"),
+      json(200, { topic: "t", counts: {}, config: {}, push: { delivered: 0, failed: 0 } }),
+      same,
+    ],
+    [
+      "a push topic without its counts",
+      get("/v1/topics"),
+      json(200, { topics: [{ topic: "p", counts: {}, config: { push: { url: "x" } } }] }),
       same,
     ],
     [

@@ -1,6 +1,14 @@
-// The checker itself: each rule catches the violation it is for, and a clean history passes.
+// The checkers themselves: each rule catches the violation it is for, and a clean history passes.
 import { describe, expect, it } from "vitest";
-import { checkHistory, type HistoryEvent, parseLog } from "./support/history";
+import {
+  checkHistory,
+  checkPushHistory,
+  type HistoryEvent,
+  type PushDelivery,
+  type PushEvent,
+  type PushFinal,
+  parseLog,
+} from "./support/history";
 
 const add = (id: string, dueAt = 100): HistoryEvent => ({ type: "add", id, dueAt, ackAt: 90 });
 const deliver = (id: string, receipt: string, reservedAt: number, until = reservedAt + 1000) =>
@@ -84,5 +92,130 @@ describe("checkHistory", () => {
   it("skips a line torn by a kill", () => {
     const log = `${JSON.stringify(add("a"))}\n{"type":"deliver","id":"a","rec`;
     expect(parseLog(log)).toEqual([add("a")]);
+  });
+});
+
+describe("checkPushHistory", () => {
+  const pushAdd = (id: string, dueAt = 1000, ttr = 1000): PushEvent => ({
+    type: "push-add",
+    id,
+    dueAt,
+    ackAt: 900,
+    ttr,
+  });
+  const got = (
+    id: string,
+    attempt: number,
+    at: number,
+    answer: PushDelivery["answer"] = "ok",
+    dueAt = 1000,
+    endedAt = at + 5,
+  ): PushDelivery => ({ type: "push-deliver", id, attempt, dueAt, at, answer, endedAt });
+  const finished = (attempts: number, status = 200): PushFinal => ({
+    state: "finished",
+    attempts,
+    lastDelivery: { status, at: 0 },
+  });
+  const rules = (events: PushEvent[], finals: Record<string, PushFinal>) =>
+    checkPushHistory(events, new Map(Object.entries(finals))).violations.map((v) => v.rule);
+
+  it("passes a clean history: a 500, then a redelivery answered 2xx; a deleted job", () => {
+    const result = checkPushHistory(
+      [
+        pushAdd("a"),
+        got("a", 1, 1000, "error"),
+        got("a", 2, 1300, "ok", 1200),
+        pushAdd("b"),
+        { type: "delete", id: "b", sentAt: 950, ackAt: 960 },
+      ],
+      new Map<string, PushFinal>([
+        ["a", finished(2)],
+        ["b", { state: "deleted", attempts: 0 }],
+      ]),
+    );
+    expect(result.violations).toEqual([]);
+    expect(result.knownAfterDelete).toEqual([]);
+    expect(result.counts).toMatchObject({
+      added: 2,
+      deleted: 1,
+      deliveries: 2,
+      finished: 1,
+      redelivered: 1,
+      duplicates: 0,
+    });
+  });
+
+  it("notes a duplicate across reservations (a 2xx, then the lease ran out) without flagging it", () => {
+    const result = checkPushHistory(
+      [pushAdd("a"), got("a", 1, 1000, "slow", 1000, 2500), got("a", 2, 2300, "ok", 2200)],
+      new Map([["a", finished(2)]]),
+    );
+    expect(result.violations).toEqual([]);
+    expect(result.counts.duplicates).toBe(1);
+  });
+
+  it("catches a lost job: never finished, or never delivered", () => {
+    expect(rules([pushAdd("a")], { a: { state: "delayed", attempts: 0 } })).toEqual(["lost"]);
+    expect(
+      rules([pushAdd("a"), got("a", 1, 1000, "error")], { a: { state: "ready", attempts: 1 } }),
+    ).toEqual(["lost"]);
+    expect(rules([pushAdd("a")], {})).toEqual(["lost"]);
+    // Dead and visible is not lost.
+    expect(
+      rules([pushAdd("a"), got("a", 1, 1000, "error")], { a: { state: "dead", attempts: 1 } }),
+    ).toEqual([]);
+  });
+
+  it("catches an early delivery, against its own due time and the add's", () => {
+    expect(rules([pushAdd("a"), got("a", 1, 999)], { a: finished(1) })).toContain("early");
+    expect(
+      rules([pushAdd("a", 2000), got("a", 1, 1500, "ok", 1000)], { a: finished(1) }),
+    ).toContain("early");
+  });
+
+  it("catches a delivery after an acknowledged delete, apart from the known bug's", () => {
+    const deleted = { type: "delete" as const, id: "a", sentAt: 900, ackAt: 950 };
+    // Reserved before the delete (attempt 1, counted by the record): the known bug.
+    const known = checkPushHistory(
+      [pushAdd("a"), deleted, got("a", 1, 1000)],
+      new Map([["a", { state: "deleted", attempts: 1 }]]),
+    );
+    expect(known.violations).toEqual([]);
+    expect(known.knownAfterDelete.map((v) => v.rule)).toEqual(["after-delete"]);
+    // A reservation the deleted record never made: a violation.
+    expect(
+      rules([pushAdd("a"), deleted, got("a", 1, 1000)], { a: { state: "deleted", attempts: 0 } }),
+    ).toContain("after-delete");
+  });
+
+  it("catches a reservation delivered twice, and one the record does not count", () => {
+    expect(
+      rules([pushAdd("a"), got("a", 1, 1000), got("a", 1, 1100)], { a: finished(1) }),
+    ).toContain("doubled");
+    expect(rules([pushAdd("a"), got("a", 2, 1000)], { a: finished(1) })).toContain("phantom");
+  });
+
+  it("catches a redelivery while the previous reservation was still held", () => {
+    // Attempt 1 hung until 3000, its lease (ttr 1000) ran until at least 2000.
+    const hung = got("a", 1, 1000, "hang", 1000, 3000);
+    expect(
+      rules([pushAdd("a"), hung, got("a", 2, 1500, "ok", 1400)], { a: finished(2) }),
+    ).toContain("overlap");
+    expect(rules([pushAdd("a"), hung, got("a", 2, 2100, "ok", 2050)], { a: finished(2) })).toEqual(
+      [],
+    );
+  });
+
+  it("catches a job finished by a stale settlement", () => {
+    // The last reservation was answered 500: only the earlier (ended) one said 2xx.
+    expect(
+      rules(
+        [pushAdd("a"), got("a", 1, 1000, "slow", 1000, 2500), got("a", 2, 2300, "error", 2200)],
+        { a: finished(2) },
+      ),
+    ).toContain("stale-settlement");
+    expect(rules([pushAdd("a"), got("a", 1, 1000)], { a: finished(1, 500) })).toContain(
+      "stale-settlement",
+    );
   });
 });

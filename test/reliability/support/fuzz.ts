@@ -606,6 +606,7 @@ export function checkResponse(
     if (request.method === "GET" || request.method === "PUT" || request.method === "PATCH") {
       expectMaskedSecrets(request, res.json, where);
     }
+    expectShapes(res.json, where);
   }
   if (rejected) {
     expect(digests.after, `${where}: a rejected request changed the dataset`).toBe(digests.before);
@@ -647,6 +648,68 @@ function expectNoPathToken(request: FuzzRequest, res: FuzzResponse, where: strin
   } catch {}
   if (token.length >= 8 && /^[A-Za-z0-9_-]+$/.test(token)) {
     expect(res.text.includes(token), `${where}: the answer repeats the path's token`).toBe(false);
+  }
+}
+
+/** The fields a job answer may have (src/domain/schemas.ts: Job): nothing internal leaks. */
+const JOB_FIELDS = new Set([
+  "id",
+  "topic",
+  "state",
+  "body",
+  "dueAt",
+  "ttr",
+  "attempts",
+  "maxAttempts",
+  "backoff",
+  "deadline",
+  "createdAt",
+  "reservedUntil",
+  "receipt",
+  "endedAt",
+  "deadReason",
+  "lastDelivery",
+]);
+
+/**
+ * The jobs and topic stats of a 2xx answer have the documented fields only: a job's
+ * `lastDelivery` is `{status, at, error?}`; a topic's `push` counts `{delivered, failed}` are
+ * there exactly when its config has `push`.
+ */
+export function expectShapes(json: unknown, where: string): void {
+  if (json === null || typeof json !== "object" || Array.isArray(json)) return;
+  const answer = json as Record<string, unknown>;
+  const jobs: unknown[] = [];
+  if (answer.job !== undefined) jobs.push(answer.job);
+  if (Array.isArray(answer.jobs)) jobs.push(...answer.jobs);
+  if (Array.isArray(answer.results)) {
+    for (const result of answer.results) jobs.push((result as { job?: unknown }).job);
+  }
+  for (const job of jobs.filter((j) => j !== undefined)) {
+    expect(typeof job, `${where}: job`).toBe("object");
+    const fields = Object.keys(job as object);
+    for (const field of fields)
+      expect(JOB_FIELDS.has(field), `${where}: job field ${field}`).toBe(true);
+    const last = (job as { lastDelivery?: Record<string, unknown> }).lastDelivery;
+    if (last !== undefined) {
+      expect(Object.keys(last).sort(), `${where}: lastDelivery`).toEqual(
+        "error" in last ? ["at", "error", "status"] : ["at", "status"],
+      );
+      expect(typeof last.status, where).toBe("number");
+      expect(typeof last.at, where).toBe("number");
+      if ("error" in last) expect(typeof last.error, where).toBe("string");
+    }
+  }
+  const stats = Array.isArray(answer.topics) ? answer.topics : "counts" in answer ? [answer] : [];
+  for (const topic of stats as { config?: { push?: unknown }; push?: Record<string, unknown> }[]) {
+    const pushed = topic.config?.push !== undefined;
+    expect(
+      topic.push !== undefined,
+      `${where}: push counts ${pushed ? "missing" : "on a pulled topic"}`,
+    ).toBe(pushed);
+    if (topic.push) {
+      expect(Object.keys(topic.push).sort(), where).toEqual(["delivered", "failed"]);
+    }
   }
 }
 

@@ -160,3 +160,194 @@ export function parseLog(text: string): HistoryEvent[] {
   }
   return events;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Push topics: what the producer saw and what the receiver got
+
+/** How the fault run's receiver answered a delivery. */
+export type ReceiverAnswer = "ok" | "slow" | "error" | "hang" | "reset";
+
+/** One delivery as the receiver got it: the job, its attempt (one per lease), its due time. */
+export type PushDelivery = {
+  type: "push-deliver";
+  id: string;
+  /** The delivery's `attempt`: the reservation it was sent under (each claim counts one). */
+  attempt: number;
+  /** The delivery's `dueAt`, the job's due time for that reservation. */
+  dueAt: number;
+  /** When the request had arrived (its body read). */
+  at: number;
+  answer: ReceiverAnswer;
+  /** When the exchange ended: the answer written, or the connection closed. */
+  endedAt?: number;
+};
+
+export type PushEvent =
+  /** A push job's add the API acknowledged; `dueAt` from the add, `ttr` its lease in ms. */
+  | { type: "push-add"; id: string; dueAt: number; ackAt: number; ttr: number }
+  /** A delete the API acknowledged. */
+  | { type: "delete"; id: string; sentAt: number; ackAt: number }
+  | PushDelivery;
+
+/** A push job's record at the end of the run. */
+export type PushFinal = {
+  state: string;
+  attempts: number;
+  lastDelivery?: { status: number; at: number; error?: string };
+};
+
+export type PushCheckResult = {
+  violations: Violation[];
+  /**
+   * Deliveries after an acknowledged delete whose reservation was made before it (its attempt
+   * is one the deleted record counts): the known bug of known-bugs.test.ts, kept apart.
+   */
+  knownAfterDelete: Violation[];
+  counts: {
+    added: number;
+    deleted: number;
+    deliveries: number;
+    finished: number;
+    dead: number;
+    /** Jobs delivered under more than one reservation. */
+    redelivered: number;
+    /** Jobs whose receiver said 2xx under one reservation and got them again under another. */
+    duplicates: number;
+    /** Deliveries by the receiver's answer. */
+    answers: Record<ReceiverAnswer, number>;
+  };
+};
+
+const isOk = (d: PushDelivery) => d.answer === "ok" || d.answer === "slow";
+
+/**
+ * Checks a push topic's history against delayq's guarantees (DESIGN §3):
+ * - lost: every acknowledged add that was not deleted ends finished (delivered, answered 2xx),
+ *   or dead and visible;
+ * - early: no delivery before its due time, nor the first before the add's due time;
+ * - after-delete: no delivery after the job's delete was acknowledged;
+ * - phantom: no delivery under a reservation the job's record does not count (attempt above
+ *   the record's attempts);
+ * - doubled: no reservation delivered twice (at-least-once means once per reservation);
+ * - overlap: no reservation delivered before the one before it let go (its answer ended, or its
+ *   lease, at least its due time + ttr, ran out);
+ * - stale-settlement: a job ends finished only when the receiver said 2xx under its last
+ *   reservation, and its last delivery records a 2xx: a settlement of an ended reservation
+ *   (a late 2xx, a 500 after the lease ran out) never changes the job.
+ * Deliveries of jobs whose add was not acknowledged are not judged.
+ */
+export function checkPushHistory(
+  events: readonly PushEvent[],
+  finals: ReadonlyMap<string, PushFinal>,
+): PushCheckResult {
+  const violations: Violation[] = [];
+  const knownAfterDelete: Violation[] = [];
+  const flag = (rule: string, id: string, detail: string) => violations.push({ rule, id, detail });
+  const byId = new Map<string, PushEvent[]>();
+  for (const event of events) byId.set(event.id, [...(byId.get(event.id) ?? []), event]);
+  const counts: PushCheckResult["counts"] = {
+    added: 0,
+    deleted: 0,
+    deliveries: 0,
+    finished: 0,
+    dead: 0,
+    redelivered: 0,
+    duplicates: 0,
+    answers: { ok: 0, slow: 0, error: 0, hang: 0, reset: 0 },
+  };
+  for (const [id, list] of byId) {
+    const adds = list.filter((e) => e.type === "push-add");
+    const add = adds[0];
+    if (!add) continue;
+    const deletes = list.filter((e) => e.type === "delete");
+    const delivered = list
+      .filter((e): e is PushDelivery => e.type === "push-deliver")
+      .sort((a, b) => a.attempt - b.attempt || a.at - b.at);
+    const final = finals.get(id);
+    counts.added += 1;
+    if (deletes.length > 0) counts.deleted += 1;
+    counts.deliveries += delivered.length;
+    for (const d of delivered) counts.answers[d.answer] += 1;
+    if (final?.state === "finished") counts.finished += 1;
+    if (final?.state === "dead") counts.dead += 1;
+    const attempts = new Set(delivered.map((d) => d.attempt));
+    if (attempts.size > 1) counts.redelivered += 1;
+    const firstOk = delivered.find(isOk);
+    if (firstOk && delivered.some((d) => d.attempt > firstOk.attempt)) counts.duplicates += 1;
+
+    // lost
+    if (deletes.length === 0) {
+      if (!final || !["finished", "dead"].includes(final.state)) {
+        flag("lost", id, `acknowledged add ends ${final?.state ?? "missing"}`);
+      }
+    } else if (final && !["finished", "dead", "deleted"].includes(final.state)) {
+      flag("lost", id, `deleted (maybe) but ends ${final.state}`);
+    }
+    // early
+    for (const d of delivered) {
+      if (d.at < d.dueAt) flag("early", id, `attempt ${d.attempt} at ${d.at}, due ${d.dueAt}`);
+      if (d.at < add.dueAt)
+        flag("early", id, `attempt ${d.attempt} at ${d.at}, added due ${add.dueAt}`);
+    }
+    // after-delete
+    const ackedDeletes = deletes.map((d) => d.ackAt);
+    const deletedAt = ackedDeletes.length > 0 ? Math.min(...ackedDeletes) : undefined;
+    if (deletedAt !== undefined) {
+      for (const d of delivered) {
+        if (d.at <= deletedAt) continue;
+        const detail = `attempt ${d.attempt} at ${d.at}, delete acknowledged at ${deletedAt}`;
+        if (final && d.attempt <= final.attempts)
+          knownAfterDelete.push({ rule: "after-delete", id, detail });
+        else flag("after-delete", id, detail);
+      }
+    }
+    // phantom
+    if (final) {
+      for (const d of delivered) {
+        if (d.attempt > final.attempts) {
+          flag("phantom", id, `attempt ${d.attempt}, the record counts ${final.attempts}`);
+        }
+      }
+    }
+    // doubled
+    for (let i = 1; i < delivered.length; i++) {
+      const previous = delivered[i - 1] as PushDelivery;
+      const next = delivered[i] as PushDelivery;
+      if (next.attempt === previous.attempt) {
+        flag("doubled", id, `attempt ${next.attempt} delivered at ${previous.at} and ${next.at}`);
+      }
+    }
+    // overlap: the next reservation's delivery waits for the previous one to let go
+    for (const next of delivered) {
+      const previous = delivered.find((d) => d.attempt === next.attempt - 1);
+      if (!previous) continue;
+      const letGo = Math.min(
+        previous.endedAt ?? Number.POSITIVE_INFINITY,
+        previous.dueAt + add.ttr,
+      );
+      if (next.at < letGo) {
+        flag(
+          "overlap",
+          id,
+          `attempt ${next.attempt} at ${next.at} while attempt ${previous.attempt} held it until ${letGo}`,
+        );
+      }
+    }
+    // stale-settlement
+    if (final?.state === "finished") {
+      const last = delivered.filter((d) => d.attempt === final.attempts);
+      if (!last.some(isOk)) {
+        flag(
+          "stale-settlement",
+          id,
+          `finished at attempt ${final.attempts}, answered ${last.map((d) => d.answer).join(", ") || "nothing"} then`,
+        );
+      }
+      const status = final.lastDelivery?.status ?? 0;
+      if (status < 200 || status >= 300) {
+        flag("stale-settlement", id, `finished with last delivery status ${status}`);
+      }
+    }
+  }
+  return { violations, knownAfterDelete, counts };
+}
