@@ -1,20 +1,19 @@
 // Workload W, payment watches (issue 11): watches polled on the WeChat Pay schedule against the
-// WeChat Pay sandbox (its own process), by delayq's own pieces wired as src/service.ts wires them
-// (dispatcher, payments, scheduler) with the cron driven from here and Redis through the bridge
-// (its own process). Time may be compressed: the schedule, the cron, the ramp and the 10 minutes
-// are all divided by `speedup`; lateness stays in real milliseconds.
+// WeChat Pay sandbox (its own process), by delayq's own service (buildService: the payments route,
+// the dispatcher's poller, the scheduler) with the cron driven from here and Redis through the
+// bridge (its own process). Time may be compressed: the schedule, the cron, the ramp and the
+// 10 minutes are all divided by `speedup`; lateness stays in real milliseconds.
 import { Redis } from "@upstash/redis";
 import { startRedisServer } from "../dev/redis-server";
-import { createDispatcher, DIRECT_WINDOW_MS } from "../src/dispatch/dispatcher";
+import { NodeEnvSchema, parseConfig } from "../src/config";
 import { BACKOFF_SCHEDULES } from "../src/domain/schemas";
 import type { Logger } from "../src/log";
-import { parseWechatPayAccounts } from "../src/payments/accounts";
-import { createPayments, type Payments } from "../src/payments/watches";
-import { DelayQueue } from "../src/queue";
+import { scriptText } from "../src/redis/lua/scripts";
 import { PAYMENTS_TOPIC } from "../src/redis/lua/scripts/payments";
-import { createScriptRunner, REDIS_CLIENT_OPTIONS } from "../src/redis/runner";
-import { createScheduler, drainStep } from "../src/scheduler";
-import { pushStep } from "../src/scheduler/push";
+import { claim } from "../src/redis/lua/scripts/push";
+import { splitRecord } from "../src/redis/record";
+import type { RedisClient } from "../src/redis/runner";
+import { buildService } from "../src/service";
 import {
   CommandCounter,
   type CommandStats,
@@ -53,21 +52,58 @@ export const PAYMENTS_DEFAULTS: PaymentsOptions = {
 
 export const PAYMENTS_QUICK: PaymentsOptions = {
   watches: 200,
-  speedup: 30,
+  speedup: 60,
   rampSeconds: 300,
   followSeconds: 600,
   startCostWatches: 20,
   timeoutMs: 60_000,
 };
 
+const API_TOKEN = "bench-api";
 const REDIS_TOKEN = "bench-service";
 const PREFIX = "bench";
 const NOTIFY = "payment-results";
-const RETENTION_MS = 3_600_000;
 /** DQ_SUBREQUESTS' default, and the free plan's limit, for comparison. */
 const SUBREQUEST_BUDGET = 1000;
 const FREE_SUBREQUESTS = 50;
 const TICK_BUDGET_MS = 20_000;
+
+/**
+ * The client delayq gets, unchanged, except that each claim's reply is also read here: for every
+ * poll job claimed (topic __payments), its order and due time go to `onPoll`.
+ */
+function observeClaims(
+  redis: Redis,
+  onPoll: (outTradeNo: string, due: number) => void,
+): RedisClient {
+  const claimText = scriptText(claim);
+  return new Proxy(redis, {
+    get(target, property) {
+      if (property === "createScript") {
+        return (text: string) => {
+          const script = target.createScript(text);
+          if (text !== claimText) return script;
+          return {
+            async exec(keys: string[], args: string[]) {
+              const reply = await script.exec(keys, args);
+              for (const group of claim.parse(reply)) {
+                if (group.topic !== PAYMENTS_TOPIC) continue;
+                for (const raw of group.records) {
+                  const { meta, body } = splitRecord(raw);
+                  const { outTradeNo } = JSON.parse(body) as { outTradeNo: string };
+                  onPoll(outTradeNo, meta.due);
+                }
+              }
+              return reply;
+            },
+          };
+        };
+      }
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  }) as unknown as RedisClient;
+}
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -124,7 +160,8 @@ export type PaymentsResult = {
   };
   ticks: { count: number; maxTickMs: number; carried: number; tickBudgetMs: number };
   byCommand: CommandStats;
-  errors: string[];
+  /** Warnings and errors delayq logged, by event and message, with how often. */
+  errors: Record<string, number>;
 };
 
 /**
@@ -177,85 +214,58 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
     closers.push(() => fetches.uninstall());
 
     const logs: Record<string, unknown>[] = [];
+    const outcomes: Record<string, number> = {};
     const logger: Logger = (entry) => {
+      if (entry.event === "payment_outcome") {
+        const state = String(entry.state);
+        outcomes[state] = (outcomes[state] ?? 0) + 1;
+      }
       if (entry.level !== "info") logs.push({ ...entry, invocation: fetches.current()?.label });
     };
-    const outcomes: Record<string, number> = {};
-    // As src/service.ts wires them, with the poll handler noting each poll job's due time.
-    const redis = new Redis({
-      url: bridge.url,
-      token: REDIS_TOKEN,
-      ...REDIS_CLIENT_OPTIONS,
-      retry: { retries: 1 },
-      signal: () => AbortSignal.timeout(5000),
-    });
-    let payments: Payments | undefined;
-    const dispatcher = createDispatcher({
-      internal: {
-        "internal:payments": (meta, body) => {
-          const { outTradeNo } = JSON.parse(body) as { outTradeNo: string };
-          dueByOrder.set(outTradeNo, meta.due);
-          return (payments as Payments).poll(meta, body);
-        },
-      },
-      redis,
-      prefix: PREFIX,
-      retentionMs: RETENTION_MS,
-      log: logger,
-      subrequests: SUBREQUEST_BUDGET,
-    });
-    payments = createPayments({
-      scripts: createScriptRunner(redis, PREFIX, RETENTION_MS),
-      clock: Date.now,
-      alipay: new Map(),
-      wechatpay: parseWechatPayAccounts({ sandbox: sandbox.account }),
-      defaults: { ttrMs: 60_000, maxAttempts: 10 },
-      log: logger,
-      count: (_provider, outcome) => {
-        outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
-      },
-      pollSoon: () =>
-        dispatcher.run({
-          now: Date.now(),
-          horizon: Date.now() + DIRECT_WINDOW_MS,
-          topic: PAYMENTS_TOPIC,
-        }),
-      onOutcome: (topics) => {
-        for (const topic of new Set(topics)) {
-          void dispatcher.run({ now: Date.now(), topic }).catch(() => undefined);
-        }
-      },
-    });
-    const watching = payments;
-    const queue = new DelayQueue({ redis, prefix: PREFIX, retention: RETENTION_MS / 1000 });
-    const scheduler = createScheduler({
-      steps: [drainStep(queue), pushStep(dispatcher, logger)],
-      budgetMs: TICK_BUDGET_MS,
-      log: logger,
-    });
+    const env = {
+      UPSTASH_REDIS_REST_URL: bridge.url,
+      UPSTASH_REDIS_REST_TOKEN: REDIS_TOKEN,
+      DQ_TOKENS: API_TOKEN,
+      DQ_PREFIX: PREFIX,
+      DQ_SUBREQUESTS: String(SUBREQUEST_BUDGET),
+      DQ_TICK_BUDGET_MS: String(TICK_BUDGET_MS),
+      DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: sandbox.account }),
+    };
+    // The service as functions/node.ts builds it; its Redis client also tells the harness each
+    // claimed poll job's due time (from the claim script's reply), for the lateness.
+    const service = buildService(
+      env,
+      (settings) =>
+        observeClaims(
+          new Redis({ url: settings.url, token: settings.token, ...settings.options }),
+          (outTradeNo, due) => dueByOrder.set(outTradeNo, due),
+        ),
+      { config: parseConfig(env, NodeEnvSchema), log: logger },
+    );
 
     const schedule = BACKOFF_SCHEDULES.wechatpay.map((s) => s / options.speedup);
     const followMs = (options.followSeconds * 1000) / options.speedup;
     const invocations: Tally[] = [];
-    const background: Promise<unknown>[] = [];
-    /** The route's work for one watch: start it, then claim polls due soon in the background. */
-    const start = async (order: string) => {
+    /** POST /v1/payments as one invocation (its background claim of polls due soon included). */
+    const start = async (order: string, watch: { schedule: number[]; deadline: number }) => {
       const tally = fetches.tally(`start ${order}`);
-      invocations.push(tally);
-      await fetches.run(tally, async () => {
-        const { created } = await watching.start(
-          {
-            provider: "wechatpay",
-            account: "sandbox",
-            outTradeNo: order,
-            schedule,
-            deadline: Date.now() + followMs,
-            notify: [NOTIFY],
-          },
-          undefined,
-        );
-        if (created) background.push(watching.pollSoon());
-      });
+      const res = await fetches.run(tally, () =>
+        service.app.fetch(
+          new Request("http://bench/v1/payments", {
+            method: "POST",
+            headers: { authorization: `Bearer ${API_TOKEN}`, "content-type": "application/json" },
+            body: JSON.stringify({
+              provider: "wechatpay",
+              account: "sandbox",
+              outTradeNo: order,
+              notify: [NOTIFY],
+              ...watch,
+            }),
+          }),
+        ),
+      );
+      if (res.status !== 201) throw new Error(`POST /v1/payments: HTTP ${res.status}`);
+      await res.body?.cancel();
       return tally;
     };
     const createTrades = async (prefix: string, n: number) => {
@@ -279,23 +289,10 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
     log(`payments W: creating ${options.watches + options.startCostWatches + 1} trades`);
     await createTrades("cost", options.startCostWatches + 1);
     await createTrades("w", options.watches);
-    const farSchedule = [3600];
     const startFar = async (order: string) => {
-      const tally = fetches.tally(`start ${order}`);
-      await fetches.run(tally, async () => {
-        await watching.start(
-          {
-            provider: "wechatpay",
-            account: "sandbox",
-            outTradeNo: order,
-            schedule: farSchedule,
-            deadline: Date.now() + 7_200_000,
-            notify: [NOTIFY],
-          },
-          undefined,
-        );
-        await watching.pollSoon();
-      });
+      const tally = await start(order, { schedule: [3600], deadline: Date.now() + 7_200_000 });
+      // The route claims polls due soon in the background: let it finish.
+      await sleep(100);
       return tally;
     };
     await startFar(`cost${options.startCostWatches}`); // scripts loaded, topic made
@@ -330,7 +327,7 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
       deferred.push(
         fetches
           .run(tally, () =>
-            scheduler.tick({ now: Date.now(), defer: (work) => deferred.push(work) }),
+            service.scheduler.tick({ now: Date.now(), defer: (work) => deferred.push(work) }),
           )
           .then(() => {
             ticks.push({ label, tickMs: performance.now() - started });
@@ -345,7 +342,10 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
       () => `${polls} polls, ${expired()}/${options.watches} watches ended`,
       5000,
     );
-    const errors: string[] = [];
+    const errors: Record<string, number> = {};
+    const note = (text: string) => {
+      errors[text] = (errors[text] ?? 0) + 1;
+    };
     const rampMs = (options.rampSeconds * 1000) / options.speedup;
     const t0 = Date.now();
     try {
@@ -354,9 +354,11 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
         const at = t0 + (i * rampMs) / options.watches;
         if (at > Date.now()) await sleep(at - Date.now());
         starts.push(
-          start(`w${i}`).catch((error: unknown) => {
-            errors.push(`start w${i}: ${String(error)}`);
-          }),
+          start(`w${i}`, { schedule, deadline: Date.now() + followMs })
+            .then((tally) => invocations.push(tally))
+            .catch((error: unknown) => {
+              note(`start: ${String(error)}`);
+            }),
         );
       }
       await Promise.all(starts);
@@ -367,7 +369,6 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
       clearInterval(ticker);
     }
     await Promise.allSettled(deferred);
-    await Promise.allSettled(background);
     const cpu = process.cpuUsage(cpuBefore);
     const delta = commandDelta(before, await counter.snapshot());
     const redisRequests = (await bridge.stats(REDIS_TOKEN)).requests.total - requestsBefore;
@@ -400,7 +401,9 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
       logs.filter((entry) => entry.event === "push_budget").map((entry) => entry.invocation),
     );
     for (const entry of logs) {
-      if (entry.level === "error") errors.push(`${String(entry.event)}: ${String(entry.message)}`);
+      if (entry.level === "error" || entry.level === "warn") {
+        note(`${String(entry.event)}: ${String(entry.message ?? entry.tradeState ?? "")}`);
+      }
     }
     const late = percentiles(lateness);
     log(`payments W: ${polls} polls, p99 lateness ${Math.round(late.p99)} ms`);
@@ -436,7 +439,7 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
         tickBudgetMs: TICK_BUDGET_MS,
       },
       byCommand: delta.byCommand,
-      errors: errors.slice(0, 20),
+      errors,
     };
   } finally {
     await close();

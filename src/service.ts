@@ -120,13 +120,14 @@ export function buildService(
         topic: PAYMENTS_TOPIC,
       }),
     // Outcomes to push topics go out at once, not at the next tick.
-    onOutcome: (topics) => {
-      for (const topic of new Set(topics)) {
-        void dispatcher.run({ now: Date.now(), topic }).catch((error: unknown) => {
-          log({ level: "error", event: "push_failed", topic, message: messageOf(error) });
-        });
-      }
-    },
+    onOutcome: (topics) =>
+      Promise.all(
+        [...new Set(topics)].map((topic) =>
+          dispatcher.run({ now: Date.now(), topic }).catch((error: unknown) => {
+            log({ level: "error", event: "push_failed", topic, message: messageOf(error) });
+          }),
+        ),
+      ),
   });
   const queue = new DelayQueue({
     redis,

@@ -11,6 +11,8 @@ import type { QStash } from "./qstash";
 
 /** A direct job due this soon after the request that wrote it is delivered by that request. */
 export const DIRECT_WINDOW_MS = 25_000;
+/** Runs one delivery may start for jobs its receivers gave back due soon, one after another. */
+const MAX_FOLLOW_UPS = 5;
 
 export type DispatcherOptions = {
   redis: RedisClient;
@@ -55,8 +57,17 @@ export type Dispatcher = {
    * their due times. Resolves once every claimed job is delivered or published.
    */
   run(options: { now: number; horizon?: number; topic?: string }): Promise<DispatchReport>;
-  /** Settles one delivery by its answer; false when the reservation had ended (ignored). */
-  settle(id: string, receipt: string, attempt: Attempt): Promise<boolean>;
+  /**
+   * Settles one delivery by its answer; false when the reservation had ended (ignored). A job
+   * given back due before the next tick is claimed again at once, its run handed to `defer`
+   * (a request's waitUntil; awaited without one).
+   */
+  settle(
+    id: string,
+    receipt: string,
+    attempt: Attempt,
+    defer?: (work: Promise<unknown>) => void,
+  ): Promise<boolean>;
   /** Sends queued failure notices; answers how many went out. */
   sendNotices(limit?: number): Promise<number>;
   /** Cancels a job's QStash message (a delete does, before it answers). */
@@ -72,7 +83,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const { log } = options;
   let warnedNoQStash = false;
 
-  async function settleOne(id: string, receipt: string, attempt: Attempt): Promise<boolean> {
+  /** Settles a delivery; answers the job's record after it, or undefined (reservation over). */
+  async function settleOne(
+    id: string,
+    receipt: string,
+    attempt: Attempt,
+  ): Promise<RecordMeta | undefined> {
     const { settlement } = attempt;
     const reply = await scripts.run(settle, clock(), [
       id,
@@ -82,10 +98,25 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       attempt.status,
       (attempt.error ?? "").replace(/[|\r\n]+/g, " ").slice(0, 200),
     ]);
-    if (reply.code !== "ok") return false;
+    if (reply.code !== "ok") return undefined;
     const { meta } = splitRecord(reply.value);
     options.count?.("delayq_deliveries_total", { topic: meta.topic, outcome: settlement.outcome });
-    return true;
+    return meta;
+  }
+
+  /**
+   * A job its receiver gave back (retry) due within `window` is claimed again by the run that
+   * settled it, not left for the next tick; at most MAX_FOLLOW_UPS such runs in a chain.
+   */
+  function followUp(meta: RecordMeta | undefined, window: number, depth: number) {
+    if (meta?.state !== "waiting" || depth >= MAX_FOLLOW_UPS) return undefined;
+    const now = clock();
+    if (meta.due > now + window) return undefined;
+    return runDispatch({ now, horizon: now + window, topic: meta.topic }, depth + 1).catch(
+      (error: unknown) => {
+        log({ level: "error", event: "push_failed", topic: meta.topic, message: messageOf(error) });
+      },
+    );
   }
 
   /** Runs `work` at `due` (never before), logging instead of throwing. */
@@ -104,7 +135,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
    * at again once it comes, in one call for the group: a job deleted (or settled) meanwhile is
    * not sent, so a delete acknowledged before the due time always wins.
    */
-  async function deliverGroup(due: number, parcels: Parcel[], report: DispatchReport) {
+  async function deliverGroup(
+    due: number,
+    parcels: Parcel[],
+    report: DispatchReport,
+    depth: number,
+  ) {
     const wait = due - clock();
     let send = parcels;
     if (wait > 0) {
@@ -115,7 +151,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     }
     await Promise.all(
       send.map((parcel) =>
-        deliver(parcel, report).catch((error: unknown) => {
+        deliver(parcel, report, depth).catch((error: unknown) => {
           log({
             level: "error",
             event: "push_settle_failed",
@@ -127,7 +163,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     );
   }
 
-  async function deliver(parcel: Parcel, report: DispatchReport): Promise<void> {
+  async function deliver(parcel: Parcel, report: DispatchReport, depth: number): Promise<void> {
     const attempt = await deliverDirect(parcel, { fetch: options.fetch, now: clock });
     if (attempt.settlement.outcome === "fail") {
       report.failed += 1;
@@ -142,92 +178,105 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     } else {
       report.delivered += 1;
     }
-    await settleOne(parcel.meta.id, parcel.meta.receipt ?? "", attempt);
+    const meta = await settleOne(parcel.meta.id, parcel.meta.receipt ?? "", attempt);
+    await followUp(meta, DIRECT_WINDOW_MS, depth);
+  }
+
+  async function runDispatch(
+    { now, horizon = now + CLAIM_AHEAD_MS, topic }: Parameters<Dispatcher["run"]>[0],
+    depth: number,
+  ): Promise<DispatchReport> {
+    const report: DispatchReport = {
+      claimed: 0,
+      delivered: 0,
+      failed: 0,
+      published: 0,
+      more: false,
+    };
+    // Each direct job costs a delivery, a settle and (claimed ahead of its due time) a look
+    // before it is sent; keep a few requests for the claim itself.
+    const most = Math.max(0, Math.min(batch, Math.floor((budget - 4) / 3)));
+    if (most === 0) return { ...report, more: true };
+    const nonce = randomHex(6);
+    const claimed = await scripts.run(claim, now, [horizon, most, 100, nonce, topic ?? ""]);
+    const direct: Parcel[] = [];
+    const viaQStash: Parcel[] = [];
+    const internal: Promise<void>[] = [];
+    for (const group of claimed) {
+      const push = (JSON.parse(group.config) as { push?: PushConfig }).push;
+      for (const raw of group.records) {
+        const { meta, body } = splitRecord(raw);
+        report.claimed += 1;
+        if (!push) continue; // un-pushed since: its lease brings it back to the pulled topic
+        const parcel = { meta, body, push };
+        const handler = (push.via as string) === "internal" && options.internal?.[push.url];
+        if (handler) {
+          internal.push(runAt(meta.due, () => handler(meta, body), meta.id));
+          continue;
+        }
+        if (push.via === "qstash" && options.qstash && options.publicUrl) viaQStash.push(parcel);
+        else {
+          if (push.via === "qstash" && !warnedNoQStash) {
+            warnedNoQStash = true;
+            log({
+              level: "warn",
+              event: "qstash_not_configured",
+              message:
+                "A topic pushes via QStash, but QSTASH_URL, QSTASH_TOKEN, the signing keys or " +
+                "DQ_PUBLIC_URL are not set: delivering directly",
+            });
+          }
+          direct.push(parcel);
+        }
+      }
+    }
+    report.more = report.claimed >= most;
+    const byDue = new Map<number, Parcel[]>();
+    for (const parcel of direct) {
+      const group = byDue.get(parcel.meta.due);
+      if (group) group.push(parcel);
+      else byDue.set(parcel.meta.due, [parcel]);
+    }
+    const work: Promise<void>[] = [...byDue].map(([due, parcels]) =>
+      deliverGroup(due, parcels, report, depth).catch((error: unknown) => {
+        // Not looked at again (Redis failed): not sent; the leases bring the jobs back.
+        log({ level: "error", event: "push_check_failed", message: messageOf(error) });
+      }),
+    );
+    if (viaQStash.length > 0 && options.qstash && options.publicUrl) {
+      const qstash = options.qstash;
+      work.push(
+        (async () => {
+          const ids = await qstash.publish(viaQStash, options.publicUrl as string, clock());
+          report.published += ids.length;
+          const triples = viaQStash.flatMap((parcel, i) => [
+            parcel.meta.id,
+            parcel.meta.receipt ?? "",
+            ids[i] ?? "",
+          ]);
+          const stale = await scripts.run(published, clock(), triples);
+          for (const messageId of stale) await qstash.cancel(messageId);
+        })().catch((error: unknown) => {
+          // Not published (or not recorded): the leases bring the jobs back for another try.
+          log({ level: "error", event: "qstash_publish_failed", message: messageOf(error) });
+        }),
+      );
+    }
+    await Promise.all([...work, ...internal]);
+    return report;
   }
 
   return {
     qstash: options.qstash,
-    async run({ now, horizon = now + CLAIM_AHEAD_MS, topic }) {
-      const report: DispatchReport = {
-        claimed: 0,
-        delivered: 0,
-        failed: 0,
-        published: 0,
-        more: false,
-      };
-      // Each direct job costs a delivery, a settle and (claimed ahead of its due time) a look
-      // before it is sent; keep a few requests for the claim itself.
-      const most = Math.max(0, Math.min(batch, Math.floor((budget - 4) / 3)));
-      if (most === 0) return { ...report, more: true };
-      const nonce = randomHex(6);
-      const claimed = await scripts.run(claim, now, [horizon, most, 100, nonce, topic ?? ""]);
-      const direct: Parcel[] = [];
-      const viaQStash: Parcel[] = [];
-      const internal: Promise<void>[] = [];
-      for (const group of claimed) {
-        const push = (JSON.parse(group.config) as { push?: PushConfig }).push;
-        for (const raw of group.records) {
-          const { meta, body } = splitRecord(raw);
-          report.claimed += 1;
-          if (!push) continue; // un-pushed since: its lease brings it back to the pulled topic
-          const parcel = { meta, body, push };
-          const handler = (push.via as string) === "internal" && options.internal?.[push.url];
-          if (handler) {
-            internal.push(runAt(meta.due, () => handler(meta, body), meta.id));
-            continue;
-          }
-          if (push.via === "qstash" && options.qstash && options.publicUrl) viaQStash.push(parcel);
-          else {
-            if (push.via === "qstash" && !warnedNoQStash) {
-              warnedNoQStash = true;
-              log({
-                level: "warn",
-                event: "qstash_not_configured",
-                message:
-                  "A topic pushes via QStash, but QSTASH_URL, QSTASH_TOKEN, the signing keys or " +
-                  "DQ_PUBLIC_URL are not set: delivering directly",
-              });
-            }
-            direct.push(parcel);
-          }
-        }
-      }
-      report.more = report.claimed >= most;
-      const byDue = new Map<number, Parcel[]>();
-      for (const parcel of direct) {
-        const group = byDue.get(parcel.meta.due);
-        if (group) group.push(parcel);
-        else byDue.set(parcel.meta.due, [parcel]);
-      }
-      const work: Promise<void>[] = [...byDue].map(([due, parcels]) =>
-        deliverGroup(due, parcels, report).catch((error: unknown) => {
-          // Not looked at again (Redis failed): not sent; the leases bring the jobs back.
-          log({ level: "error", event: "push_check_failed", message: messageOf(error) });
-        }),
-      );
-      if (viaQStash.length > 0 && options.qstash && options.publicUrl) {
-        const qstash = options.qstash;
-        work.push(
-          (async () => {
-            const ids = await qstash.publish(viaQStash, options.publicUrl as string, clock());
-            report.published += ids.length;
-            const triples = viaQStash.flatMap((parcel, i) => [
-              parcel.meta.id,
-              parcel.meta.receipt ?? "",
-              ids[i] ?? "",
-            ]);
-            const stale = await scripts.run(published, clock(), triples);
-            for (const messageId of stale) await qstash.cancel(messageId);
-          })().catch((error: unknown) => {
-            // Not published (or not recorded): the leases bring the jobs back for another try.
-            log({ level: "error", event: "qstash_publish_failed", message: messageOf(error) });
-          }),
-        );
-      }
-      await Promise.all([...work, ...internal]);
-      return report;
+    run: (args) => runDispatch(args, 0),
+    async settle(id, receipt, attempt, defer) {
+      const meta = await settleOne(id, receipt, attempt);
+      // A QStash answer: the job may be due again before the next tick.
+      const again = followUp(meta, CLAIM_AHEAD_MS, 0);
+      if (again !== undefined && defer) defer(again);
+      else await again;
+      return meta !== undefined;
     },
-    settle: settleOne,
     async sendNotices(limit = 50) {
       const taken = await scripts.run(notices, clock(), [limit]);
       const unsent: string[] = [];

@@ -46,8 +46,12 @@ export type PaymentsOptions = {
   log: Logger;
   /** Counts polls: `delayq_polls_total{provider,outcome}`. */
   count?: (provider: string, outcome: string) => void;
-  /** Called with the notify topics after an outcome (to deliver push topics at once). */
-  onOutcome?: (topics: readonly string[]) => void;
+  /**
+   * Called with the notify topics after an outcome, to deliver push topics at once. The work it
+   * answers is awaited by a poll (which runs inside an invocation's waitUntil already) and handed
+   * to a notification's `defer` (the request's waitUntil), so a Worker does not cut it off.
+   */
+  onOutcome?: (topics: readonly string[]) => Promise<unknown>;
   /**
    * Claims and runs the polls due within the next seconds (the dispatcher, for __payments):
    * called after a watch starts and after a poll that did not end it, so that a poll due before
@@ -113,6 +117,7 @@ export function createPayments(options: PaymentsOptions) {
     source: "poll" | "notify",
     conclusion: Conclusion,
     polls: number,
+    defer: (work: Promise<unknown>) => void,
   ): Promise<boolean> {
     const prefix =
       conclusion.kind === "outcome" ? outcomePrefix(spec, source, polls, conclusion) : "";
@@ -136,9 +141,27 @@ export function createPayments(options: PaymentsOptions) {
         tradeState: conclusion.tradeState,
         source,
       });
-      options.onOutcome?.(spec.notify);
+      if (options.onOutcome) defer(options.onOutcome(spec.notify));
     }
     return result.applied;
+  }
+
+  /** A verified notification settles its watch (see Payments.notified). */
+  async function settleByNotification(
+    name: ProviderName,
+    account: string,
+    outTradeNo: string,
+    answer: ProviderAnswer & { kind: "trade" },
+    defer: (work: Promise<unknown>) => void,
+  ): Promise<boolean> {
+    const watchId = await watchIdOf(name, account, outTradeNo);
+    const stored = await scripts.run(watchRead, clock(), [watchId]);
+    if (stored?.fields.state !== "polling") return false;
+    const spec = JSON.parse(stored.fields.spec ?? "{}") as Spec;
+    const conclusion = judge(spec, answer);
+    if (conclusion.kind !== "outcome") return false;
+    const polls = Number(stored.fields.polls ?? 0);
+    return conclude(watchId, spec, "", "notify", conclusion, polls, defer);
   }
 
   /** Queries once more after a close: the order may have been paid meanwhile. */
@@ -292,27 +315,39 @@ export function createPayments(options: PaymentsOptions) {
           tradeState: conclusion.tradeState.slice(0, 200),
         });
       }
-      const applied = await conclude(watchId, spec, receipt, "poll", conclusion, meta.attempts);
+      const outcomes: Promise<unknown>[] = [];
+      const applied = await conclude(
+        watchId,
+        spec,
+        receipt,
+        "poll",
+        conclusion,
+        meta.attempts,
+        (w) => outcomes.push(w),
+      );
+      await Promise.all(outcomes);
       if (applied && conclusion.kind !== "outcome") await options.pollSoon?.();
     },
 
     /**
      * A provider's verified notification about an order: settles its watch through the same
      * transition as a poll (an order nobody watches is ignored). True when it changed the watch.
+     * `defer` takes the outcome's deliveries to push topics (the request's waitUntil); without it
+     * they are awaited before this answers.
      */
     async notified(
       name: ProviderName,
       account: string,
       outTradeNo: string,
       answer: ProviderAnswer & { kind: "trade" },
+      defer?: (work: Promise<unknown>) => void,
     ): Promise<boolean> {
-      const watchId = await watchIdOf(name, account, outTradeNo);
-      const stored = await scripts.run(watchRead, clock(), [watchId]);
-      if (stored?.fields.state !== "polling") return false;
-      const spec = JSON.parse(stored.fields.spec ?? "{}") as Spec;
-      const conclusion = judge(spec, answer);
-      if (conclusion.kind !== "outcome") return false;
-      return conclude(watchId, spec, "", "notify", conclusion, Number(stored.fields.polls ?? 0));
+      const outcomes: Promise<unknown>[] = [];
+      const changed = await settleByNotification(name, account, outTradeNo, answer, (work) =>
+        defer ? defer(work) : outcomes.push(work),
+      );
+      await Promise.all(outcomes);
+      return changed;
     },
 
     provider,

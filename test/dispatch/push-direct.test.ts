@@ -122,14 +122,33 @@ describe("direct delivery", () => {
     expect(stats.push).toEqual(failed ? { delivered: 0, failed: 1 } : { delivered: 1, failed: 0 });
   });
 
+  it("sends a job its receiver gave back due soon again from the same run, not at the next tick", async () => {
+    const app = await setup();
+    let calls = 0;
+    app.receiver.answer(() =>
+      ++calls === 1 ? { status: 200, body: '{"status":"retry","delay":1}' } : { status: 204 },
+    );
+    await app.call("POST", "/v1/jobs", { body: { topic: "p", id: "again" } });
+    await settled(app);
+    const [first, second] = await app.receiver.waitFor(2);
+    expect(JSON.parse(second?.body as string)).toMatchObject({ id: "again", attempt: 2 });
+    expect((second?.at as number) - (first?.at as number)).toBeGreaterThanOrEqual(1000);
+    expect((await app.call("GET", "/v1/jobs/again")).json.job).toMatchObject({
+      state: "finished",
+      attempts: 2,
+    });
+  });
+
   it("counts a receiver that does not answer in time, or drops the connection, as a failed attempt", async () => {
     const app = await setup({ timeout: 1 });
+    // A backoff step past the direct window: the failed attempt waits instead of going out again.
+    await app.call("PATCH", "/v1/topics/p", { body: { backoff: [60] } });
     app.receiver.answer((request) => (request.headers["delayq-id"] === "hang" ? "hang" : "reset"));
     await app.call("POST", "/v1/jobs", { body: { topic: "p", id: "hang" } });
     await app.call("POST", "/v1/jobs", { body: { topic: "p", id: "reset" } });
     await settled(app);
     const hang = (await app.call("GET", "/v1/jobs/hang")).json.job;
-    expect(hang).toMatchObject({ state: "ready", attempts: 1 });
+    expect(hang).toMatchObject({ state: "delayed", attempts: 1 });
     expect(hang.lastDelivery).toMatchObject({ status: 0, error: "no answer within 1 s" });
     const reset = (await app.call("GET", "/v1/jobs/reset")).json.job;
     expect(reset.lastDelivery.status).toBe(0);

@@ -155,6 +155,19 @@ describe("push via QStash", () => {
     expect((await stateOf(app, "b1", "dead")).deadReason).toBe("buried");
   });
 
+  it("publishes a job its receiver gave back due soon again after the callback, not at the next tick", async () => {
+    const app = await setup();
+    let calls = 0;
+    app.receiver.answer(() =>
+      ++calls === 1 ? { status: 200, body: '{"status":"retry","delay":1}' } : { status: 204 },
+    );
+    await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "again" } });
+    const done = await stateOf(app, "again", "finished");
+    expect(done.attempts).toBe(2);
+    expect(app.receiver.received).toHaveLength(2);
+    expect(JSON.parse(app.receiver.received[1]?.body as string)).toMatchObject({ attempt: 2 });
+  });
+
   it("cancels the QStash message when the job is deleted before it is due", async () => {
     const app = await setup();
     await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "d1", delay: 1.5 } });

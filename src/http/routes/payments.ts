@@ -124,13 +124,17 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
 export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOptions): void {
   const { payments, log } = options;
   const notified = async (
+    c: Context<AppEnv>,
     provider: ProviderName,
     account: string,
     outTradeNo: string,
     answer: Parameters<Payments["notified"]>[3],
   ) => {
+    // The outcome's pushes go out after the answer: the providers want one within seconds.
+    const background = options.background;
+    const defer = background && ((work: Promise<unknown>) => background(c, work));
     try {
-      await payments.notified(provider, account, outTradeNo, answer);
+      await payments.notified(provider, account, outTradeNo, answer, defer);
       return true;
     } catch (error) {
       log({ level: "error", event: "notify_failed", provider, account, message: messageOf(error) });
@@ -157,7 +161,7 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
       });
       return c.text("fail", 400);
     }
-    const taken = await notified("alipay", name, result.outTradeNo, result.answer);
+    const taken = await notified(c, "alipay", name, result.outTradeNo, result.answer);
     return taken ? c.text("success") : c.text("fail", 503);
   });
 
@@ -179,7 +183,7 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
       });
       return c.json({ code: "FAIL", message: result.reason }, 401);
     }
-    const taken = await notified("wechatpay", name, result.outTradeNo, result.answer);
+    const taken = await notified(c, "wechatpay", name, result.outTradeNo, result.answer);
     return taken ? c.body(null, 204) : c.json({ code: "FAIL", message: "try again" }, 503);
   });
 }

@@ -88,7 +88,10 @@ export function pushRoutes(app: OpenAPIHono<AppEnv>, options: PushOptions): void
       const attempt = callbackAttempt(raw, Date.now());
       if (!attempt)
         throw new DelayqError("invalid_request", "The callback body is not QStash's JSON");
-      const settled = await dispatcher.settle(id, receipt, attempt);
+      // A job given back due soon is claimed again after the answer (the request's waitUntil).
+      const settled = await dispatcher.settle(id, receipt, attempt, (work) =>
+        options.background(c, work),
+      );
       return c.json({ settled }, 200);
     },
   );
