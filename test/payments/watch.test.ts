@@ -141,6 +141,37 @@ describe("a WeChat Pay watch", () => {
     expect(wechat.requests().length).toBe(requests);
   });
 
+  it("polls on the schedule's next step, and says when, also once a tick claimed that poll ahead", async () => {
+    const no = `wx-${uid()}`;
+    wechat.createTrade(no);
+    const path = `/v1/payments/wechatpay/sandbox/${no}`;
+    const posted = await call("POST", "/v1/payments", {
+      provider: "wechatpay",
+      account: "sandbox",
+      outTradeNo: no,
+      schedule: [0.2, 2],
+      notify: [`r-${uid()}`],
+    });
+    expect(posted.status).toBe(201);
+    const polled = await until("a poll", async () => {
+      const got = (await call("GET", path)).json.payment;
+      return got.polls >= 1 ? got : undefined;
+    });
+    // DESIGN §5: the first poll one step after the start, the next one step further (2 s).
+    expect(polled.nextPollAt - polled.lastAnswer.at).toBeGreaterThanOrEqual(1900);
+    expect(polled.nextPollAt - polled.lastAnswer.at).toBeLessThanOrEqual(2100);
+    // The poll that did not end the watch claimed the next one (due within seconds) and waits
+    // for its time: while the poll job is held ahead of its time, the watch still says when.
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await call("GET", path)).json.payment.nextPollAt).toBe(polled.nextPollAt);
+    const second = await until("the second poll", async () => {
+      const got = (await call("GET", path)).json.payment;
+      return got.polls >= 2 ? got : undefined;
+    });
+    expect(second.lastAnswer.at).toBeGreaterThanOrEqual(polled.nextPollAt);
+    await call("DELETE", path);
+  });
+
   it.each([
     ["CLOSED", "closed", "payment.closed"],
     ["REVOKED", "closed", "payment.closed"],

@@ -42,7 +42,10 @@ local function readWatch(watchId)
   local fields = rcall("HGETALL", key.watch(watchId))
   local nextAt = -1
   local meta = load("pay:" .. watchId)
-  if meta and meta.state == "waiting" then nextAt = meta.due end
+  -- A poll claimed ahead of its due time (the dispatcher's lookahead) is still the next one.
+  if meta and (meta.state == "waiting" or (meta.state == "reserved" and meta.due > NOW)) then
+    nextAt = meta.due
+  end
   local out = {nextAt}
   for _, value in ipairs(fields) do out[#out + 1] = value end
   return out
@@ -145,13 +148,15 @@ rcall("HSET", wkey, "lastAnswer", cjson.encode({tradeState = ARGV[7], at = NOW})
 if kind ~= "outcome" then
   if receipt == "" then return {1, state} end
   rcall("ZREM", key.reserved(meta.topic), jobId)
-  local wait = nil
+  -- This was poll number meta.attempts, which came its schedule's step meta.attempts after the
+  -- one before (the first: that step after the start): the next comes one step further.
+  local step = backoff(meta.backoff, meta.attempts + 1)
+  local wait = step
   if kind == "transient" then
     local streak = rcall("HINCRBY", wkey, "streak", 1)
-    wait = math.min(5000 * 2 ^ (streak - 1), 60000, backoff(meta.backoff, meta.attempts))
+    wait = math.min(5000 * 2 ^ (streak - 1), 60000, step)
   else
     rcall("HDEL", wkey, "streak")
-    wait = backoff(meta.backoff, meta.attempts)
   end
   wait = math.max(0, math.min(wait, tonumber(deadline) - NOW))
   retry(jobId, meta, body, wait)
