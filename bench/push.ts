@@ -59,14 +59,15 @@ export const PUSH_DEFAULTS: PushOptions = {
   timeoutMs: 600_000,
 };
 
+/** A smoke run: a cron every 5 s, delays and due times within the request's own window. */
 export const PUSH_QUICK: PushOptions = {
-  tickMs: 10_000,
-  waves: 4,
-  jobsPerWave: 25,
-  maxDelayMs: 20_000,
+  tickMs: 5_000,
+  waves: 3,
+  jobsPerWave: 20,
+  maxDelayMs: 12_000,
   minuteJobs: 200,
-  scaleJobs: 1_000,
-  scaleDueFromMs: 26_000,
+  scaleJobs: 600,
+  scaleDueFromMs: 5_000,
   scaleSpanMs: 4_000,
   scaleTickMs: 2_000,
   parallel: true,
@@ -381,6 +382,16 @@ export type PushCost = {
   byCommand: CommandStats;
 };
 
+/** Warnings and errors the service logged (failed claims, full claims), by event and message. */
+function loggedOf(stack: PushStack): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const entry of stack.logs) {
+    const text = `${String(entry.event)}${entry.message ? `: ${String(entry.message)}` : ""}`;
+    out[text] = (out[text] ?? 0) + 1;
+  }
+  return out;
+}
+
 export type TickSummary = {
   ticks: number;
   /** Ticks whose claim was full (the dispatcher logged push_budget): work carried onwards. */
@@ -473,6 +484,8 @@ const arrivalsOf = (jobs: readonly Job[], arrivals: Map<string, number[]>) =>
   jobs.reduce((n, job) => n + (arrivals.get(job.id)?.length ?? 0), 0);
 
 export type PushLatenessResult = {
+  /** Warnings and errors the service logged, by event and message, with how often. */
+  logged: Record<string, number>;
   mode: Mode;
   tickMs: number;
   maxDelayMs: number;
@@ -541,6 +554,7 @@ async function pushLateness(
       byDelay,
       cost: await costOf(stack, jobs.length, before, requestsBefore),
       ticks: summarizeTicks(stack),
+      logged: loggedOf(stack),
     };
   } finally {
     await stack.close();
@@ -548,6 +562,8 @@ async function pushLateness(
 }
 
 export type PushMinuteResult = {
+  /** Warnings and errors the service logged, by event and message, with how often. */
+  logged: Record<string, number>;
   mode: Mode;
   tickMs: number;
   /** Jobs due within one tick interval, beginning `tickMs + 10 s` after they were added. */
@@ -591,6 +607,7 @@ async function pushMinute(
       lateness: latenessOf(jobs, stack.arrivals),
       cost: await costOf(stack, jobs.length, before, requestsBefore),
       ticks: summarizeTicks(stack),
+      logged: loggedOf(stack),
     };
   } finally {
     await stack.close();
@@ -598,6 +615,8 @@ async function pushMinute(
 }
 
 export type PushScaleResult = {
+  /** Warnings and errors the service logged, by event and message, with how often. */
+  logged: Record<string, number>;
   mode: Mode;
   jobs: number;
   tickMs: number;
@@ -658,6 +677,7 @@ async function pushScale(options: PushOptions, fetches: FetchCounter): Promise<P
         lastLateMinutes: Math.max(0, ticksNeeded - Math.ceil(options.scaleSpanMs / 60_000) - 1),
       },
       cost: await costOf(stack, jobs.length, before, requestsBefore),
+      logged: loggedOf(stack),
     };
   } finally {
     await stack.close();

@@ -1,17 +1,28 @@
 // The benchmark: delayq (library, HTTP on Node, HTTP in wrangler dev) and its peers (BullMQ,
-// bee-queue, rsmq) on the same workloads, each on a fresh redis-server; then delayq at scale.
-// `npm run bench` (about 10 min) or `npm run bench -- --quick` (under 2 min).
+// bee-queue, rsmq) on the same workloads, each on a fresh redis-server; then delayq at scale; the
+// single-job shape, the herd and idle consumers (with ouqiang/delay-queue when
+// OUQIANG_DELAY_QUEUE_BIN names a built binary); push topics (P); payment watches (W); and the
+// payment providers' signing cost. `npm run bench` (about 30 min) or `npm run bench -- --quick`
+// (about 3 min); `--only delayq,single,push` picks parts; `--readme` rewrites the README's tables.
+import { spawnSync } from "node:child_process";
+import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { delayqHttpNode, delayqHttpWrangler, delayqLibrary } from "./delayq";
 import { log } from "./lib/measure";
 import { machineInfo, markdownTable, methodNotes, resultJson, writeJson } from "./lib/report";
+import { newTables } from "./lib/tables";
 import type { SystemAdapter } from "./lib/types";
 import { type BenchOptions, DEFAULT_OPTIONS, QUICK_OPTIONS, runSystems } from "./lib/workloads";
+import { PAYMENTS_DEFAULTS, PAYMENTS_QUICK, runPayments } from "./payments";
+import { measurePaymentsCrypto } from "./payments-crypto";
 import { beeQueue } from "./peers/bee-queue";
 import { bullmq } from "./peers/bullmq";
 import { rsmq, rsmqFastPoll } from "./peers/rsmq";
+import { PUSH_DEFAULTS, PUSH_QUICK, runPush } from "./push";
+import { updateReadme } from "./readme";
 import { runScale, type ScaleResult } from "./scale";
+import { runIdleSingle, runSingle, SINGLE_DEFAULTS, SINGLE_QUICK } from "./single";
 
 const SYSTEMS: readonly SystemAdapter[] = [
   delayqLibrary,
@@ -33,6 +44,9 @@ const { values } = parseArgs({
     "idle-seconds": { type: "string" },
     only: { type: "string" },
     "no-scale": { type: "boolean", default: false },
+    watches: { type: "string" },
+    speedup: { type: "string" },
+    readme: { type: "boolean", default: false },
   },
 });
 
@@ -57,13 +71,39 @@ const scaleJobs =
       ? 50_000
       : 1_000_000;
 const only = values.only?.split(",");
+/** The parts after the systems' table, each its own name for --only. */
+const PARTS = ["scale", "single", "idle", "push", "payments", "crypto"] as const;
+const wants = (part: (typeof PARTS)[number]) => !only || only.includes(part);
 const systems = only
   ? [...SYSTEMS, ...VARIANTS].filter((system) => only.includes(system.name))
   : SYSTEMS;
-if (systems.length === 0 && !only?.includes("scale")) {
+if (systems.length === 0 && !PARTS.some((part) => only?.includes(part))) {
   const names = [...SYSTEMS, ...VARIANTS].map((system) => system.name).join(", ");
-  throw new Error(`--only matched no system; known: ${names}, scale`);
+  throw new Error(`--only matched nothing; known: ${names}, ${PARTS.join(", ")}`);
 }
+const singleOptions = { ...(values.quick ? SINGLE_QUICK : SINGLE_DEFAULTS) };
+if (values["idle-seconds"] !== undefined) singleOptions.idleMs = options.idleMs;
+const pushOptions = { ...(values.quick ? PUSH_QUICK : PUSH_DEFAULTS) };
+const paymentsOptions = { ...(values.quick ? PAYMENTS_QUICK : PAYMENTS_DEFAULTS) };
+if (values.watches !== undefined) paymentsOptions.watches = positive("watches", values.watches);
+if (values.speedup !== undefined) paymentsOptions.speedup = positive("speedup", values.speedup);
+
+/** The commit measured, and whether the code under test had changes not yet committed. */
+function revision(): { commit: string; uncommittedChanges: boolean } {
+  const git = (...args: string[]) =>
+    spawnSync("git", args, {
+      encoding: "utf8",
+      cwd: fileURLToPath(new URL("..", import.meta.url)),
+    }).stdout?.trim() ?? "";
+  return {
+    commit: git("rev-parse", "--short", "HEAD") || "unknown",
+    uncommittedChanges: git("status", "--porcelain", "--", "src", "functions", "dev") !== "",
+  };
+}
+
+// Every child (redis-server, bridge, service, sandbox) is killed if the benchmark exits early;
+// several stacks run at once, each with its children's exit listeners.
+process.setMaxListeners(100);
 
 // A library that rejects a promise nobody awaits must not end the run for the other systems.
 const strays: string[] = [];
@@ -74,18 +114,51 @@ process.on("unhandledRejection", (reason) => {
 });
 
 const started = Date.now();
+const loadAtStart = loadavg();
 const results = await runSystems(systems, options);
 let scale: ScaleResult | { error: string } | undefined;
-if (!values["no-scale"] && (!only || only.includes("scale"))) {
+if (!values["no-scale"] && wants("scale")) {
   log(`delayq D: ${scaleJobs} delayed jobs`);
   scale = await runScale(scaleJobs).catch((error: unknown) => ({ error: String(error) }));
 }
+const failed = (part: string) => (error: unknown) => {
+  log(`${part} failed: ${String(error)}`);
+  return { error: String(error) };
+};
+const single = wants("single") ? await runSingle(singleOptions).catch(failed("single")) : undefined;
+// Idle consumers cost no CPU to speak of and their counts do not depend on it: they run beside P.
+let idle: Awaited<ReturnType<typeof runIdleSingle>> | { error: string } | undefined;
+const idleRun = async () => {
+  idle = await runIdleSingle(singleOptions).catch(failed("idle"));
+};
+const push = wants("push")
+  ? await runPush(pushOptions, wants("idle") ? idleRun : undefined).catch(failed("push"))
+  : undefined;
+if (!wants("push") && wants("idle")) await idleRun();
+const payments = wants("payments")
+  ? await runPayments(paymentsOptions).catch(failed("payments"))
+  : undefined;
+const crypto = wants("crypto")
+  ? await measurePaymentsCrypto(values.quick ? 100 : 500).catch(failed("crypto"))
+  : undefined;
 const mode = values.quick ? "quick" : "default";
 
 const json: Record<string, unknown> = {};
 for (const result of results) json[result.name] = resultJson(result);
 if (scale) json.scale = scale;
-json.machine = { ...machineInfo(options, mode), scaleJobs, unhandledRejections: strays };
+if (single) json.single = single;
+if (idle) json.idle = idle;
+if (push) json.push = push;
+if (payments) json.payments = payments;
+if (crypto) json.paymentsCrypto = crypto;
+json.machine = {
+  ...machineInfo(options, mode),
+  scaleJobs,
+  unhandledRejections: strays,
+  loadAverage: { atStart: loadAtStart, atEnd: loadavg() },
+  runSeconds: Math.round((Date.now() - started) / 1000),
+  ...revision(),
+};
 writeJson(OUTPUT, json);
 
 console.log(markdownTable(results));
@@ -107,7 +180,10 @@ else if (scale) {
 console.log();
 console.log(methodNotes(results, options));
 for (const stray of strays) console.log(`- unhandled rejection during the run: ${stray}`);
+console.log();
+console.log(newTables(json));
 log(`done in ${Math.round((Date.now() - started) / 1000)} s; wrote ${OUTPUT}`);
+if (values.readme) log(updateReadme(json));
 
 // Only fires when some client was left open and keeps the process alive.
 setTimeout(() => {
