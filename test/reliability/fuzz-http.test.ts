@@ -66,13 +66,6 @@ const tally = { violations: 0 };
 let seen = new Set<string>();
 /** The same over the whole file, with counts. */
 const everSeen = new Map<string, number>();
-/**
- * HEADs that answered otherwise than their GET where the app tests `c.req.method === "GET"`
- * (a HEAD is not "GET" there): known bugs (see known-bugs.test.ts), counted rather than failed.
- * - the unknown-query-parameter check does not run for HEAD (GET 400, HEAD 200 or other);
- * - a dashboard page without a session redirects a GET to the sign-in (303), a HEAD gets 401.
- */
-const headBugs = { unknownQuery: 0, dashboardSignIn: 0 };
 
 /**
  * The property reached these outcomes (with the default number of runs): a fuzzer that only
@@ -93,9 +86,7 @@ afterAll(async () => {
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   console.log(
     `fuzz-http: fuzzed ${target.requests} requests, ${tally.violations} violations, ` +
-      `${target.receiver.received.length} push deliveries made by requests, ` +
-      `HEAD known bugs: ${headBugs.unknownQuery} let an unknown query parameter through, ` +
-      `${headBugs.dashboardSignIn} got 401 for a sign-in redirect ` +
+      `${target.receiver.received.length} push deliveries made by requests ` +
       `(${RUNS} runs per property, ${seconds} s)`,
   );
   await target.stop();
@@ -834,9 +825,7 @@ describe("fuzzing the HTTP API", () => {
           if (verdict.route === "dashboard" && session(request.headers.cookie) === "no") {
             const open =
               /^\/dashboard\/(login|logout|assets\/)/.test(pathname) || res.status === 413;
-            if (!open && request.method === "HEAD" && res.status === 401) {
-              headBugs.dashboardSignIn++; // a GET is redirected (303): the known HEAD bug
-            } else if (!open) {
+            if (!open) {
               const get = request.method === "GET" || request.method === "HEAD";
               expect(res.status, where).toBe(get ? 303 : 401);
               if (get) expect(res.headers.get("location"), where).toBe("/dashboard/login");
@@ -945,7 +934,7 @@ describe("fuzzing the HTTP API", () => {
             const request = { method, path, headers, body };
             const { res, verdict } = await exercise(request);
             if (method === "OPTIONS") {
-              if (verdict.route === "compat" && request.method !== "HEAD") {
+              if (verdict.route === "compat") {
                 expect(res.status, `OPTIONS ${path}`).toBe(200);
                 expect((res.json as { code: number }).code, `OPTIONS ${path}`).toBe(1);
               } else {
@@ -954,25 +943,6 @@ describe("fuzzing the HTTP API", () => {
               return;
             }
             const get = await exercise({ method: "GET", path, headers });
-            const message = (get.res.json as { error?: { message?: string } } | undefined)?.error
-              ?.message;
-            if (
-              get.res.status === 400 &&
-              res.status !== 400 &&
-              message?.startsWith("Unknown query parameter")
-            ) {
-              headBugs.unknownQuery++;
-              return;
-            }
-            if (
-              verdict.route === "dashboard" &&
-              get.res.status === 303 &&
-              get.res.headers.get("location") === "/dashboard/login" &&
-              res.status === 401
-            ) {
-              headBugs.dashboardSignIn++;
-              return;
-            }
             expect(res.status, `HEAD ${path} vs GET`).toBe(get.res.status);
             expect(res.headers.get("content-type"), `HEAD ${path} content-type`).toBe(
               get.res.headers.get("content-type"),

@@ -1,7 +1,6 @@
-// Bugs the reliability suite found in the product, each reduced to its smallest reproduction and
-// marked `it.fails`: the test states the contract and fails today. When one starts passing (the
-// bug is fixed), vitest reports it: drop `.fails` here, and the allowance the fuzzers or the fault
-// run make for it (named in each comment).
+// Bugs the reliability suite found in the product, each reduced to its smallest reproduction;
+// fixed since (2061970, 6c64d1d), kept so that they stay fixed. The fuzzers and the fault run check
+// the same contracts at large, without allowances.
 import { afterEach, describe, expect, it } from "vitest";
 import { ADMIN, testApp } from "../support/app";
 import { type Receiver, startReceiver, testPushApp } from "../support/push";
@@ -12,13 +11,11 @@ afterEach(async () => {
   receivers = [];
 });
 
-describe("known bugs", () => {
+describe("bugs the reliability suite found", () => {
   // DESIGN §3: "A deleted job is never delivered after its delete was acknowledged". A direct
-  // push job due within 25 s is claimed by the request that adds it (or by a tick, 65 s ahead),
-  // and the dispatcher then waits for the due time and POSTs without looking at the job again:
-  // the delete only marks the record. (QStash deliveries are cancelled; direct ones are not.)
-  // Allowance: faults.test.ts counts such deliveries as "after-delete (known bug)".
-  it.fails("a direct push job deleted before it is due is not delivered", async () => {
+  // push job due within 25 s is claimed by the request that adds it (or by a tick, 65 s ahead);
+  // the dispatcher used to wait for the due time and POST without looking at the job again.
+  it("a direct push job deleted before it is due is not delivered", async () => {
     const receiver = await startReceiver();
     receivers.push(receiver);
     const app = testPushApp();
@@ -41,10 +38,10 @@ describe("known bugs", () => {
     expect(receiver.received.filter((r) => r.at > deletedAt)).toEqual([]);
   });
 
-  // knownQueryOnly (src/http/query.ts) matches the route by `c.req.method`, which is "HEAD" for a
-  // HEAD (Hono runs the GET route for it): the parameter check is skipped, so HEAD answers 200
-  // where GET answers 400. Allowance: fuzz-http's HEAD property counts it (headBugs.unknownQuery).
-  it.fails("HEAD refuses an unknown query parameter as GET does", async () => {
+  // knownQueryOnly (src/http/query.ts) matched the route by `c.req.method`, which is "HEAD" for a
+  // HEAD (Hono runs the GET route for it): the parameter check was skipped, HEAD answered 200
+  // where GET answered 400.
+  it("HEAD refuses an unknown query parameter as GET does", async () => {
     const t = testApp();
     const headers = { authorization: `Bearer ${ADMIN}` };
     const get = await t.app.request("/v1/topics?cont=1", { headers });
@@ -53,10 +50,9 @@ describe("known bugs", () => {
     expect(head.status).toBe(400);
   });
 
-  // The dashboard's page wrapper redirects `c.req.method === "GET"` to the sign-in and answers
-  // 401 otherwise; a HEAD is not "GET" there. Allowance: fuzz-http counts it
-  // (headBugs.dashboardSignIn), in its HEAD property and its page property.
-  it.fails("HEAD of a dashboard page without a session answers as GET does (303)", async () => {
+  // The dashboard's page wrapper redirected `c.req.method === "GET"` to the sign-in and answered
+  // 401 otherwise; a HEAD is not "GET" there.
+  it("HEAD of a dashboard page without a session answers as GET does (303)", async () => {
     const t = testApp();
     const get = await t.app.request("/dashboard/topics/t1");
     expect(get.status).toBe(303);
@@ -65,10 +61,9 @@ describe("known bugs", () => {
   });
 
   // c.req.parseBody() throws on a multipart Content-Type whose body is not multipart; the sign-in
-  // and sign-out handlers do not catch it (and the actions' error page logs it as a bug): 500
-  // internal_error for a malformed request. Allowance: fuzz-http sends multipart Content-Types to
-  // the dashboard with well-formed multipart bodies only.
-  it.fails("a dashboard form whose multipart body is malformed is refused, not a 500", async () => {
+  // and sign-out handlers did not catch it (and the actions' error page logged it as a bug): 500
+  // internal_error for a malformed request.
+  it("a dashboard form whose multipart body is malformed is refused, not a 500", async () => {
     const t = testApp();
     for (const path of ["/dashboard/login", "/dashboard/logout", "/dashboard/actions"]) {
       const res = await t.app.request(path, {
