@@ -127,6 +127,8 @@ export type PaymentsResult = {
   tickMs: number;
   watches: number;
   polls: number;
+  /** Polls per watch of the run: fewest, most, and how many watches had each count. */
+  pollsPerWatch: Record<string, number>;
   /** Provider query time − the poll job's due time, ms (real). */
   lateness: Percentiles & { early: number };
   outcomes: Record<string, number>;
@@ -193,6 +195,7 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
 
     // Lateness: the dispatcher hands a poll job over at its due time; the query follows.
     const dueByOrder = new Map<string, number>();
+    const pollsByOrder = new Map<string, number>();
     const lateness: number[] = [];
     let polls = 0;
     const fetches = installFetchCounter(
@@ -206,6 +209,7 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
         const order = /\/out-trade-no\/([^/?]+)$/.exec(url.pathname)?.[1];
         if (!order) return;
         polls += 1;
+        pollsByOrder.set(order, (pollsByOrder.get(order) ?? 0) + 1);
         const due = dueByOrder.get(order);
         if (due !== undefined) lateness.push(Date.now() - due);
         dueByOrder.delete(order);
@@ -414,6 +418,14 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
       tickMs,
       watches: n,
       polls,
+      pollsPerWatch: (() => {
+        const histogram: Record<string, number> = {};
+        for (let i = 0; i < n; i++) {
+          const count = String(pollsByOrder.get(`w${i}`) ?? 0);
+          histogram[count] = (histogram[count] ?? 0) + 1;
+        }
+        return histogram;
+      })(),
       lateness: { ...late, early: lateness.filter((ms) => ms < 0).length },
       outcomes,
       start: startCost,

@@ -67,7 +67,7 @@ export const PUSH_QUICK: PushOptions = {
   maxDelayMs: 12_000,
   minuteJobs: 200,
   scaleJobs: 600,
-  scaleDueFromMs: 5_000,
+  scaleDueFromMs: 26_000,
   scaleSpanMs: 4_000,
   scaleTickMs: 2_000,
   parallel: true,
@@ -630,7 +630,7 @@ export type PushScaleResult = {
    * With a cron once a minute the same work takes ceil(jobs / jobs per tick) ticks: the last
    * jobs would go out about this many minutes after the minute they were due in.
    */
-  atOnceAMinute: { ticksNeeded: number; lastLateMinutes: number };
+  atOnceAMinute: { ticksNeeded: number; lastLateMinutes: number } | null;
   cost: PushCost;
 };
 
@@ -660,8 +660,7 @@ async function pushScale(options: PushOptions, fetches: FetchCounter): Promise<P
     const drainedAt = Date.now();
     await stopTicks();
     const ticks = summarizeTicks(stack);
-    const perTick = Math.max(1, ticks.maxJobsPerTick);
-    const ticksNeeded = Math.ceil(options.scaleJobs / perTick);
+    const ticksNeeded = Math.ceil(options.scaleJobs / Math.max(1, ticks.maxJobsPerTick));
     return {
       mode,
       jobs: options.scaleJobs,
@@ -671,11 +670,19 @@ async function pushScale(options: PushOptions, fetches: FetchCounter): Promise<P
       lateness: latenessOf(jobs, stack.arrivals),
       drainedSeconds: (drainedAt - from) / 1000,
       ticks,
-      atOnceAMinute: {
-        ticksNeeded,
-        // Ticks that claim ahead cover the first minute; each further one is a minute more.
-        lastLateMinutes: Math.max(0, ticksNeeded - Math.ceil(options.scaleSpanMs / 60_000) - 1),
-      },
+      // Only when ticks did the work (not the requests that added the jobs).
+      atOnceAMinute:
+        ticks.maxJobsPerTick === 0
+          ? null
+          : {
+              ticksNeeded,
+              // The tick before the minute and the one in it claim ahead; each further one is a
+              // minute later.
+              lastLateMinutes: Math.max(
+                0,
+                ticksNeeded - Math.ceil(options.scaleSpanMs / 60_000) - 1,
+              ),
+            },
       cost: await costOf(stack, jobs.length, before, requestsBefore),
       logged: loggedOf(stack),
     };

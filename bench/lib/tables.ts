@@ -330,7 +330,9 @@ export function pushTables(value: unknown): string {
           ],
           [
             "at a cron once a minute: ticks needed / last jobs late by",
-            `${fmt(scale.atOnceAMinute.ticksNeeded)} / ~${fmt(scale.atOnceAMinute.lastLateMinutes)} min`,
+            scale.atOnceAMinute
+              ? `${fmt(scale.atOnceAMinute.ticksNeeded)} / ~${fmt(scale.atOnceAMinute.lastLateMinutes)} min`
+              : "– (the requests delivered them)",
           ],
           [
             "Redis cmds / requests / subrequests per job",
@@ -356,6 +358,12 @@ export function paymentsTable(value: unknown): string {
     [
       "watches / polls / ended (expired at their deadline)",
       `${fmt(w.watches)} / ${fmt(w.polls)} / ${fmt(w.outcomes.expired ?? 0)}`,
+    ],
+    [
+      "polls per watch: how many watches had each count",
+      Object.entries(w.pollsPerWatch ?? {})
+        .map(([polls, watches]) => `${polls}: ${fmt(watches)}`)
+        .join(", "),
     ],
     [
       "schedule run (s) ← WeChat Pay's (s)",
