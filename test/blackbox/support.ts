@@ -39,6 +39,9 @@ export type StackInfo = {
   wechatpaySandboxUrl: string;
 };
 
+/** What wrangler dev's proxy answers a request its runtime was restarted under. */
+const RESTARTED = "Your worker restarted mid-request";
+
 /** An answer of the API: status, parsed JSON (or the text), headers. */
 export type Reply = { status: number; json: any; text: string; headers: Headers };
 
@@ -58,6 +61,11 @@ export type Stack = {
    * `/__scheduled`): the suites that keep the cron quiet (DQ_DEV_TICK_MS) tick when they choose.
    */
   tick(): Promise<void>;
+  /**
+   * Whether the worker's isolate was replaced since the start (wrangler dev reloads it when its
+   * sources or config change; waiting deliveries die with it): a description, or undefined.
+   */
+  restarted(): Promise<string | undefined>;
   /** Everything the stack printed. */
   output(): string;
   stop(): Promise<void>;
@@ -147,7 +155,15 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
     cwd: snapshot(join(dir, "repo")),
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, PORT: String(port), DQ_DEV_DIR: join(dir, "state"), ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DQ_DEV_DIR: join(dir, "state"),
+      // wrangler dev's registry of local workers is shared by every stack on the machine, all
+      // named "delayq": ours keeps its own, so that others starting and stopping leave it alone.
+      WRANGLER_REGISTRY_PATH: join(dir, "registry"),
+      ...env,
+    },
   });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk));
@@ -192,8 +208,15 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
       payload = typeof body === "string" ? body : JSON.stringify(body);
       headers["content-type"] ??= "application/json";
     }
-    const res = await fetch(`${info.apiUrl}${path}`, { method, headers, body: payload });
-    const text = await res.text();
+    let res = await fetch(`${info.apiUrl}${path}`, { method, headers, body: payload });
+    let text = await res.text();
+    if (res.status === 503 && text.startsWith(RESTARTED)) {
+      // wrangler dev's proxy, not delayq (whose 503 is JSON): its runtime was restarted under
+      // the request, which it says to send again (it resends only GET and HEAD itself).
+      await sleep(200);
+      res = await fetch(`${info.apiUrl}${path}`, { method, headers, body: payload });
+      text = await res.text();
+    }
     let json: unknown;
     try {
       json = text ? JSON.parse(text) : undefined;
@@ -202,10 +225,19 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
     }
     return { status: res.status, json, text, headers: res.headers };
   };
+  const isolateStart = async () => {
+    const res = await api("GET", "/metrics");
+    return /^delayq_process_start_time_seconds (\d+)/m.exec(res.text)?.[1] ?? `HTTP ${res.status}`;
+  };
+  const firstIsolate = await isolateStart();
   return {
     info,
     startMs,
     api,
+    async restarted() {
+      const now = await isolateStart().catch(() => "unreachable");
+      return now === firstIsolate ? undefined : `${firstIsolate} -> ${now}`;
+    },
     async tick() {
       const res = await fetch(`${info.apiUrl}/__scheduled?cron=*+*+*+*+*`);
       await res.text();
@@ -352,4 +384,26 @@ export async function eventually<T>(
     if (done(value) || Date.now() > deadline) return value;
     await sleep(everyMs);
   }
+}
+
+/**
+ * Watches this process's event loop: how late a 20 ms timer fires, sampled until `stop`. Arrival
+ * times at our receivers are taken here, so a stall here (a machine running far more than it has
+ * cores for) makes every delivery look late by as much.
+ */
+export function lagProbe(): { stop(): { maxMs: number; p99Ms: number; samples: number } } {
+  const lags: number[] = [];
+  let expected = Date.now() + 20;
+  const timer = setInterval(() => {
+    const now = Date.now();
+    lags.push(Math.max(0, now - expected));
+    expected = now + 20;
+  }, 20);
+  return {
+    stop() {
+      clearInterval(timer);
+      const s = summary(lags);
+      return { maxMs: s.max, p99Ms: s.p99, samples: s.n };
+    },
+  };
 }
