@@ -51,12 +51,16 @@ export async function startFaultyReceiver(options: {
         parsed = JSON.parse(raw);
       } catch {}
       const roll = Math.random();
+      // Each fault takes its share of [0, 1) in turn; the rest is "ok".
       let answer: ReceiverAnswer = "ok";
-      let edge = faults.error;
-      if (roll < edge) answer = "error";
-      else if (roll < (edge += faults.slow)) answer = "slow";
-      else if (roll < (edge += faults.hang)) answer = "hang";
-      else if (roll < (edge += faults.reset)) answer = "reset";
+      let edge = 0;
+      for (const fault of ["error", "slow", "hang", "reset"] as const) {
+        edge += faults[fault];
+        if (roll < edge) {
+          answer = fault;
+          break;
+        }
+      }
       const delivery: PushDelivery = {
         type: "push-deliver",
         id: String(parsed.id),
