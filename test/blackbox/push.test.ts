@@ -62,7 +62,8 @@ afterAll(async () => {
   if (restarted) console.warn(`the worker restarted during the suite (isolate ${restarted})`);
   await stack?.stop();
   await rx?.close();
-  console.log(`push suite: ${((Date.now() - suiteStarted) / 1000).toFixed(1)} s in all`);
+  const up = stack ? `, the stack up in ${(stack.startMs / 1000).toFixed(1)} s` : "";
+  console.log(`push suite: ${((Date.now() - suiteStarted) / 1000).toFixed(1)} s in all${up}`);
 }, 60_000);
 
 /** PUTs a push topic, answering the stored config; the PUT must succeed. */
