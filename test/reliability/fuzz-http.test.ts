@@ -611,7 +611,7 @@ describe("fuzzing the HTTP API", () => {
     expect(patched.res.json).toEqual({
       topic: "p1",
       config: {
-        backoff: [60],
+        backoff: [3600],
         paused: true,
         push: {
           url: "https://shop.example/new",
