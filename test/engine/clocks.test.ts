@@ -1,7 +1,7 @@
 // Clocks that disagree (two service instances, a request delayed in transit) or jump (a service
 // that was down): nothing is lost, handed out early, out of order or counted wrong.
 import { describe, expect, it } from "vitest";
-import { DelayQueue } from "../../src/index";
+import { DelayQueue, tick } from "../../src/index";
 import { testQueue } from "../support/queue";
 
 describe("clock skew between callers", () => {
@@ -61,5 +61,46 @@ describe("a clock that jumps far ahead", () => {
       order.push(...(await t.queue.pop("q", { count: 20 })).map((job) => job.id));
     }
     expect(order).toEqual([...slots.map((_, n) => `s${n + 1}`), "z"]);
+  });
+
+  it("keeps that order for a job added due at once after the jump (it skips the bucket)", async () => {
+    const t = testQueue();
+    const slotMs = 600_000;
+    const start = t.clock.now;
+    const slots = Array.from({ length: 12 }, (_, n) => start + (6 + n) * slotMs);
+    await t.queue.addBatch(slots.map((slot, n) => ({ topic: "q", id: `s${n + 1}`, runAt: slot })));
+    t.clock.set((slots[11] as number) + 120_000);
+    await t.queue.add({ topic: "q", id: "z", delay: 0 });
+    // The first pop opens 10 slot lists: s11 and s12, due before z, are not opened yet, so z
+    // waits for the next pop rather than jumping ahead of them.
+    expect((await t.queue.pop("q", { count: 20 })).map((job) => job.id)).toEqual(
+      slots.slice(0, 10).map((_, n) => `s${n + 1}`),
+    );
+    expect((await t.queue.pop("q", { count: 20 })).map((job) => job.id)).toEqual([
+      "s11",
+      "s12",
+      "z",
+    ]);
+  });
+});
+
+describe("touch through a caller behind", () => {
+  it("never shortens a lease, so the tick takes it back on time", async () => {
+    const ahead = testQueue();
+    const behindClock = { now: ahead.clock.now - 5000 };
+    const behind = new DelayQueue({
+      redis: ahead.redis,
+      prefix: ahead.keys.base.slice(1, -2),
+      clock: () => behindClock.now,
+    });
+    await ahead.queue.add({ topic: "q", id: "j", ttr: 5 });
+    const [job] = await ahead.queue.pop("q");
+    const leaseEnd = job?.reservedUntil as number;
+    // Behind by 5 s, a touch would end the lease at ahead's now: it keeps the later end.
+    const touched = await behind.touch("j", { receipt: job?.receipt });
+    expect(touched.reservedUntil).toBe(leaseEnd);
+    ahead.clock.set(leaseEnd);
+    expect(await tick(ahead.queue)).toMatchObject({ expired: 1 });
+    expect((await ahead.queue.get("j")).state).toBe("ready");
   });
 });

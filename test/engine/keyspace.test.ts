@@ -269,7 +269,8 @@ describe("keyspace", () => {
     expect(keys["j:a"]).toMatchObject({
       meta: { state: "waiting", attempts: 1, due: start + 8000 },
     });
-    expect((keys["j:a"] as { meta: object }).meta).not.toHaveProperty("receipt");
+    // The lapsed receipt stays until the next pop, so a late finish still counts (131a103).
+    expect((keys["j:a"] as { meta: object }).meta).toHaveProperty("receipt");
     expect(keys["t:q:delayed"]).toEqual([["a", start + 8000]]);
     expect(keys["t:q:reserved"]).toBeUndefined();
     expect(keys.schedule).toEqual([["q", start + 8000]]);

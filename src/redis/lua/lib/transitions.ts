@@ -129,10 +129,12 @@ local function promote(topic, limit, bound)
 end
 
 -- Brings a topic up to now: opens its due slots (up to \`limit\` ids), then promotes its due
--- jobs (up to \`limit\`) in due order. Returns the ids taken off slot lists and the jobs promoted.
+-- jobs (up to \`limit\`) in due order. Returns the ids taken off slot lists, the jobs promoted,
+-- and the bound (lib/slots.ts: migrate) when open slot lists are left: nothing due from then on
+-- may be handed out before they are opened.
 local function advance(topic, limit)
   local taken, bound = migrate(topic, limit)
-  return taken, promote(topic, limit, bound)
+  return taken, promote(topic, limit, bound), bound
 end
 
 -- The earliest time something of the topic may need looking at (-1: nothing timed): its first
@@ -172,10 +174,12 @@ end
 -- Reserves up to \`count\` of the topic's ready jobs due by now, earliest due first: each counts
 -- an attempt, is leased until now + its ttr and gets the receipt "<nonce>.<n>". A job whose
 -- deadline has passed dies instead, and the next ready one is taken in its place (up to 10
--- rounds, so a run of expired jobs cannot hold the call long). Returns the reserved records.
+-- rounds, so a run of expired jobs cannot hold the call long). With a \`bound\` (open slot lists
+-- left after a clock jump), only jobs due before it: the ones due later wait until the lists
+-- before them are opened, so that the earliest due still go first. Returns the reserved records.
 -- Cost: per round ZPOPMIN, per job GET + SET; then ZADD (reserved), and only when the first
 -- lease ends before the topic's next, HSET and ZADD LT (lowerNext).
-local function reserveReady(topic, count, nonce)
+local function reserveReady(topic, count, nonce, bound)
   local out, leases, first = {}, {}, nil
   for _ = 1, 10 do
     local want = count - #out
@@ -187,7 +191,7 @@ local function reserveReady(topic, count, nonce)
       local meta, body = nil, nil
       -- Only what is due by this call's own clock: a call that spent long in transit may carry
       -- an older "now" than the one that promoted a job, and must not hand it out before then.
-      if due > NOW then
+      if due > NOW or (bound and due >= bound) then
         later[#later + 1] = due
         later[#later + 1] = id
       else

@@ -49,7 +49,9 @@ return {CODE.ok, "finished"}
 export const touch = defineScript<HeldReply>({
   name: "touch",
   lua: `
---[[ touch: extends a reservation: its lease now ends ttr from now.
+--[[ touch: extends a reservation: its lease now ends ttr from now, or stays as it was if that
+  is later (a caller whose clock is behind never shortens a lease, so the topic's schedule,
+  which may hold the old end, is never late for it).
   ARGV[4] id   ARGV[5] receipt or ""   ARGV[6] scope (lib/access.ts)
   Returns {CODE.ok, record}, or {error code, current state}.
   Cost: GET, ZADD, SET. (The schedule keeps its earlier time: a lower bound stays valid.)
@@ -57,7 +59,7 @@ export const touch = defineScript<HeldReply>({
 local id, receipt = ARGV[4], ARGV[5]
 local meta, body, code = held(id, receipt, ARGV[6])
 if code ~= CODE.ok then return {code, meta and stateOf(meta) or ""} end
-meta.leaseEnd = NOW + meta.ttr
+meta.leaseEnd = math.max(meta.leaseEnd or 0, NOW + meta.ttr)
 rcall("ZADD", key.reserved(meta.topic), meta.leaseEnd, id)
 return {CODE.ok, save(id, meta, body)}
 `,

@@ -40,13 +40,14 @@ local seq = tonumber(meta[3]) or 0
 if type(cfg.push) == "table" then return {CODE.pushTopic} end
 -- Paused: nothing becomes available until it resumes, which bumps seq.
 if cfg.paused then return {-1, seq} end
-local upkeep = knownNext(topic)
+local upkeep, bound = knownNext(topic), nil
 if upkeep and upkeep <= NOW then
   expire(topic, 100)
-  advance(topic, 1000)
+  local _, _, left = advance(topic, 1000)
+  bound = left
   setNext(topic, nextEvent(topic))
 end
-local out = reserveReady(topic, count, nonce)
+local out = reserveReady(topic, count, nonce, bound)
 if #out == 0 then return {knownNext(topic) or -1, seq} end
 table.insert(out, 1, -1)
 table.insert(out, 1, -1)
