@@ -377,7 +377,7 @@ describe("faults", () => {
           `${push.counts.deleted} deleted, ${receiver.badSignatures} bad signatures, ` +
           `${logged("push_settle_failed")} settlements lost to Redis faults, ` +
           `${logged("push_failed")} claims or deliveries failed; ` +
-          `${apiRequests} API requests, ${ticks} ticks; faults: ${kills} consumers killed, ` +
+          `${apiRequests} producer and deleter requests, ${ticks} ticks; faults: ${kills} consumers killed, ` +
           `${restarts} redis restarts, proxy: ${proxy.stats.droppedBefore} dropped before, ` +
           `${proxy.stats.droppedAfter} dropped after, ${proxy.stats.errors} 5xx, ` +
           `${proxy.stats.delayed} delayed, ${proxy.stats.passed} passed; violations: ` +
