@@ -98,6 +98,8 @@ describe("signing in", () => {
         body: "token=abc",
       });
       expect(res.status, path).toBe(400);
+      // A page like every other dashboard answer (the sign-in form or the error page), not JSON.
+      expect(res.headers.get("content-type"), path).toMatch(/^text\/html/);
       expect(await res.text(), path).toContain("could not be read");
     }
     expect(t.logs).toEqual([]);

@@ -108,7 +108,8 @@ export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
   app.post("/login", async (c) => {
     if (!fromThisSite(c))
       return c.html(loginPage("Sign-in refused: the form came from another site."), 403);
-    const form = await readForm(c);
+    const form = await readForm(c).catch(() => undefined);
+    if (!form) return c.html(loginPage(UNREADABLE_FORM), 400);
     const token = typeof form.token === "string" ? form.token.trim() : "";
     if (!token || !(await tokens.identify(token))) {
       return c.html(loginPage("That token is not valid. Use one of the API's bearer tokens."), 401);
@@ -119,7 +120,8 @@ export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
 
   app.post("/logout", async (c) => {
     const session = await readSession(c, tokens);
-    const form = await readForm(c);
+    const form = await readForm(c).catch(() => undefined);
+    if (!form) return c.html(loginPage(UNREADABLE_FORM), 400);
     if (session && fromThisSite(c) && sameText(String(form.csrf ?? ""), session.csrf)) {
       endSession(c);
     }
@@ -366,15 +368,15 @@ ${watchesPanel(page, queue.clock(), next || undefined)}`;
 
 // ---- actions ----
 
+const UNREADABLE_FORM =
+  "The form could not be read: send it as application/x-www-form-urlencoded or as well-formed multipart/form-data";
+
 /** The posted form; a body that is not the form its Content-Type says is a 400, not a 500. */
 async function readForm(c: Context<AppEnv>): Promise<Record<string, unknown>> {
   try {
     return await c.req.parseBody();
   } catch {
-    throw new DelayqError(
-      "invalid_request",
-      "The form could not be read: send it as application/x-www-form-urlencoded or as well-formed multipart/form-data",
-    );
+    throw new DelayqError("invalid_request", UNREADABLE_FORM);
   }
 }
 
