@@ -110,11 +110,14 @@ export class Wakeups {
           state.tickets -= 1;
           return true;
         }
-        if (state.hintDue < wakeAt) wakeAt = state.hintDue;
+        // A hint no later than a due time already taken was seen by that waiter's pop (the add
+        // had finished before the claim): it is spent, and must not replace this waiter's own.
+        if (state.hintDue < wakeAt && state.hintDue > state.claimedDue) wakeAt = state.hintDue;
         if (clock() >= wakeAt) {
           const stale = state.claimPending && Date.now() - state.claimedAt > CLAIM_TIMEOUT_MS;
           if (wakeAt > state.claimedDue || stale) {
             state.claimedDue = Math.max(wakeAt, state.claimedDue);
+            if (state.hintDue <= state.claimedDue) state.hintDue = Number.POSITIVE_INFINITY;
             state.claimedAt = Date.now();
             state.claimPending = true;
             return true;

@@ -54,6 +54,26 @@ describe("pop with wait", () => {
     expect(requests.total).toBeGreaterThanOrEqual(4);
   });
 
+  it("a waiter keeps its own due time once another waiter took an earlier one (found by the bench)", async () => {
+    // The poll interval is out of reach: only due times wake these waiters.
+    const { consumer, other } = queues(60_000);
+    // Two consumers wait; a job written through this queue object tells them when it is due.
+    const first = consumer.pop("t", { wait: 5 });
+    const second = consumer.pop("t", { wait: 5 });
+    await new Promise((r) => setTimeout(r, 50));
+    await consumer.add({ topic: "t", id: "a", delay: 0.2 });
+    // One waiter wakes for it; the other keeps sleeping (no herd).
+    const got = await Promise.race([first, second]);
+    expect(got.map((j) => j.id)).toEqual(["a"]);
+    // Another process adds a job due a little later; a new pop learns its due time from Redis
+    // and must wake for it, not for the due time the first waiter already took.
+    const { job } = await other.add({ topic: "t", id: "b", delay: 0.3 });
+    const jobs = await consumer.pop("t", { wait: 3 });
+    expect(jobs.map((j) => j.id)).toEqual(["b"]);
+    expect(Date.now() - job.dueAt).toBeLessThan(1000);
+    await Promise.all([first, second]);
+  });
+
   it("ends the wait with no jobs when the signal aborts", async () => {
     const { consumer, other } = queues();
     const controller = new AbortController();
