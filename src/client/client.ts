@@ -1,6 +1,9 @@
 // DelayqClient: the typed methods over delayq's HTTP API, one per route.
-import { DelayqClientError } from "./errors";
-import { type Answer, type Call, type FetchLike, send, type TransportOptions } from "./transport";
+import { expectAddResult, expectField, invalidResponse } from "./answers";
+import type { DelayqClientError } from "./errors";
+import { type ClientOptions, transportOptions } from "./options";
+import { segment, waitMs, withId } from "./requests";
+import { type Answer, type Call, send, type TransportOptions } from "./transport";
 import type {
   AddJobInput,
   AddResult,
@@ -19,40 +22,6 @@ import type {
   TopicStats,
   TopicsOptions,
 } from "./types";
-
-/** How to reach delayq, and how hard to try. */
-export type ClientOptions = {
-  /** Where delayq is served, without the `/v1`: e.g. `http://127.0.0.1:8787`. */
-  baseUrl: string;
-  /** A bearer token from the server's `DQ_TOKENS`; sent on every `/v1` request. */
-  token: string;
-  /**
-   * The fetch to send requests with: a Workers service binding's (bind it:
-   * `(input, init) => env.DELAYQ.fetch(input, init)`), or a test's `app.request`.
-   * @default the global fetch
-   */
-  fetch?: FetchLike;
-  /**
-   * Retries after a 503 (`redis_unavailable`), a network error or a timeout; never after any
-   * other status. 0 turns retrying off.
-   * @default 3
-   */
-  retries?: number;
-  /**
-   * The first retry's wait, ms; it doubles on each retry, with jitter, and is at least what the
-   * server's `Retry-After` asks.
-   * @default 200
-   */
-  retryDelayMs?: number;
-  /** The longest wait between two attempts, ms, whatever `Retry-After` says. @default 5000 */
-  maxRetryDelayMs?: number;
-  /**
-   * Time limit of each attempt, ms, from sending to the whole body read. A long-polling `pop`
-   * (and a `command` that pops with `wait`) gets its `wait` on top.
-   * @default 30000
-   */
-  timeoutMs?: number;
-};
 
 /** Builds a client. It holds no connection; make one per process (or per Worker isolate). */
 export function createClient(options: ClientOptions): DelayqClient {
@@ -85,23 +54,7 @@ export class DelayqClient {
   private readonly transport: TransportOptions;
 
   constructor(options: ClientOptions) {
-    if (typeof options.baseUrl !== "string" || options.baseUrl === "") {
-      throw new TypeError("delayq client: baseUrl is required, e.g. http://127.0.0.1:8787");
-    }
-    if (typeof options.token !== "string" || options.token === "") {
-      throw new TypeError("delayq client: token is required");
-    }
-    this.transport = {
-      baseUrl: options.baseUrl.replace(/\/+$/, ""),
-      token: options.token,
-      // Looked up at call time and called as a plain function: Workers throw "Illegal
-      // invocation" for a fetch detached from globalThis.
-      fetch: options.fetch ?? ((input, init) => fetch(input, init)),
-      retries: nonNegative(options.retries, 3, "retries"),
-      retryDelayMs: nonNegative(options.retryDelayMs, 200, "retryDelayMs"),
-      maxRetryDelayMs: nonNegative(options.maxRetryDelayMs, 5000, "maxRetryDelayMs"),
-      timeoutMs: nonNegative(options.timeoutMs, 30_000, "timeoutMs"),
-    };
+    this.transport = transportOptions(options);
   }
 
   /**
@@ -325,69 +278,4 @@ export class DelayqClient {
   private verb(id: string, verb: string, body: Record<string, unknown>): Call {
     return { method: "POST", path: `/v1/jobs/${segment(id, "job id")}/${verb}`, body };
   }
-}
-
-function nonNegative(value: number | undefined, fallback: number, name: string): number {
-  if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value < 0) {
-    throw new TypeError(`delayq client: ${name} must be a number ≥ 0`);
-  }
-  return value;
-}
-
-/** The job with an id: its own, or a fresh UUID, so that the add can be retried safely. */
-function withId<T extends { id?: string }>(job: T): T {
-  return job.id === undefined ? { ...job, id: crypto.randomUUID() } : job;
-}
-
-function waitMs(wait: number | undefined): number {
-  return typeof wait === "number" && Number.isFinite(wait) && wait > 0 ? wait * 1000 : 0;
-}
-
-/**
- * A path segment. "." and ".." (valid ids and topic names) are refused here: URL parsing
- * resolves them, even percent-encoded, so they would reach another route (`GET
- * /v1/topics/./jobs` is `GET /v1/topics/jobs`, the stats of topic "jobs"). The command
- * protocol takes such ids in the body.
- */
-function segment(value: string, what: string): string {
-  if (typeof value !== "string" || value === "" || value === "." || value === "..") {
-    throw new DelayqClientError(
-      "invalid_request",
-      `The ${what} ${JSON.stringify(value)} cannot be sent in a URL path`,
-    );
-  }
-  return encodeURIComponent(value);
-}
-
-function expectField(
-  answer: Answer,
-  key: string,
-  kind: "object" | "array" | "number" | "boolean" | "string",
-): unknown {
-  const data = answer.data;
-  const value =
-    typeof data === "object" && data !== null ? (data as Record<string, unknown>)[key] : undefined;
-  const ok =
-    kind === "array"
-      ? Array.isArray(value)
-      : kind === "object"
-        ? typeof value === "object" && value !== null
-        : typeof value === kind;
-  if (!ok) throw invalidResponse(answer, `${kind === "array" ? "an" : "a"} ${kind} "${key}"`);
-  return value;
-}
-
-function expectAddResult(answer: Answer, data: unknown): AddResult {
-  expectField(answer, "created", "boolean");
-  expectField(answer, "job", "object");
-  return data as AddResult;
-}
-
-function invalidResponse(answer: Answer, wanted: string): DelayqClientError {
-  return new DelayqClientError(
-    "invalid_response",
-    `delayq's answer (HTTP ${answer.status}) lacks ${wanted}: ${JSON.stringify(answer.data).slice(0, 200)}`,
-    { status: answer.status },
-  );
 }

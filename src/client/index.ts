@@ -7,7 +7,8 @@ export {
   type VerifyOptions,
   verifySignature,
 } from "../dispatch/signature";
-export { type ClientOptions, createClient, DelayqClient } from "./client";
+export { createClient, DelayqClient } from "./client";
 export { DelayqClientError, type DelayqClientErrorCode } from "./errors";
+export type { ClientOptions } from "./options";
 export type { FetchLike } from "./transport";
 export type * from "./types";

@@ -5,82 +5,30 @@ import { DelayqError, parseInput } from "../domain/errors";
 import {
   DEFAULT_SCHEDULE,
   DEFAULT_WATCH_MS,
-  type OutcomeEvent,
   type Payment,
   type ProviderName,
   WatchInput,
 } from "../domain/payments";
 import { RawJson } from "../domain/raw-json";
-import type { Backoff } from "../domain/schemas";
 import { scopeAllows, type TopicScope } from "../domain/scope";
-import { type Logger, messageOf } from "../log";
+import { messageOf } from "../log";
 import {
   PAYMENTS_TOPIC_CONFIG,
-  type WatchRecord,
   watchPolled,
   watchRead,
   watchStart,
   watchStop,
 } from "../redis/lua/scripts/payments";
 import type { RecordMeta } from "../redis/record";
-import type { ScriptRunner } from "../redis/runner";
-import type { AlipayAccount, WechatPayAccount } from "./accounts";
 import { alipayProvider } from "./alipay";
-import type { Provider, ProviderAnswer, ProviderOptions } from "./provider";
+import type { Provider, ProviderAnswer } from "./provider";
+import { atDeadline, judge, outcomePrefix } from "./watch-conclusions";
+import { notFound, paymentOf, watchIdOf } from "./watch-records";
+import type { Conclusion, PaymentsOptions, Spec } from "./watch-types";
 import { wechatPayProvider } from "./wechatpay";
 
-/** WeChat Pay's ORDER_NOT_EXIST is taken as "not yet" for this long after the watch starts. */
-const NOT_FOUND_GRACE_MS = 5 * 60_000;
-/** Past its deadline a watch whose close keeps failing transiently gives up after this. */
-const CLOSE_GIVE_UP_MS = 10 * 60_000;
-
-export type PaymentsOptions = {
-  scripts: ScriptRunner;
-  clock: () => number;
-  alipay: ReadonlyMap<string, AlipayAccount>;
-  wechatpay: ReadonlyMap<string, WechatPayAccount>;
-  /** How providers are called (a fetch of tests, a timeout). */
-  providerOptions?: ProviderOptions;
-  /** Defaults of outcome jobs in topics that set none. */
-  defaults: { ttrMs: number; maxAttempts: number };
-  log: Logger;
-  /** Counts polls: `delayq_polls_total{provider,outcome}`. */
-  count?: (provider: string, outcome: string) => void;
-  /**
-   * Called with the notify topics after an outcome, to deliver push topics at once. The work it
-   * answers is awaited by a poll (which runs inside an invocation's waitUntil already) and handed
-   * to a notification's `defer` (the request's waitUntil), so a Worker does not cut it off.
-   */
-  onOutcome?: (topics: readonly string[]) => Promise<unknown>;
-  /**
-   * Claims and runs the polls due within the next seconds (the dispatcher, for __payments):
-   * called after a watch starts and after a poll that did not end it, so that a poll due before
-   * the next tick still comes on time.
-   */
-  pollSoon?: () => Promise<unknown>;
-};
-
-/** The stored spec of a watch (also its poll job's body). */
-type Spec = {
-  provider: ProviderName;
-  account: string;
-  outTradeNo: string;
-  schedule: Backoff;
-  deadline: number;
-  closeOnDeadline: boolean;
-  notify: string[];
-  createdAt: number;
-};
-
-/** What a poll or a notification concluded. */
-type Conclusion =
-  | { kind: "pending" | "transient"; tradeState: string }
-  | {
-      kind: "outcome";
-      state: "paid" | "closed" | "failed" | "expired";
-      tradeState: string;
-      answer?: ProviderAnswer & { kind: "trade" };
-    };
+export { watchIdOf } from "./watch-records";
+export type { PaymentsOptions } from "./watch-types";
 
 export type Payments = ReturnType<typeof createPayments>;
 
@@ -158,57 +106,10 @@ export function createPayments(options: PaymentsOptions) {
     const stored = await scripts.run(watchRead, clock(), [watchId]);
     if (stored?.fields.state !== "polling") return false;
     const spec = JSON.parse(stored.fields.spec ?? "{}") as Spec;
-    const conclusion = judge(spec, answer);
+    const conclusion = judge(spec, answer, clock);
     if (conclusion.kind !== "outcome") return false;
     const polls = Number(stored.fields.polls ?? 0);
     return conclude(watchId, spec, "", "notify", conclusion, polls, defer);
-  }
-
-  /** Queries once more after a close: the order may have been paid meanwhile. */
-  async function atDeadline(spec: Spec, api: Provider): Promise<Conclusion> {
-    if (spec.closeOnDeadline) {
-      const closed = await api.close(spec.outTradeNo);
-      if (closed.kind === "transient") {
-        if (clock() < spec.deadline + CLOSE_GIVE_UP_MS) {
-          return { kind: "transient", tradeState: `close: ${closed.reason}` };
-        }
-      } else if (closed.kind === "config") {
-        return { kind: "outcome", state: "failed", tradeState: `close: ${closed.reason}` };
-      }
-    }
-    const last = await api.query(spec.outTradeNo);
-    if (last.kind === "trade" && (last.outcome === "paid" || last.outcome === "failed")) {
-      return { kind: "outcome", state: last.outcome, tradeState: last.tradeState, answer: last };
-    }
-    if (last.kind === "transient" && clock() < spec.deadline + CLOSE_GIVE_UP_MS) {
-      return { kind: "transient", tradeState: last.reason };
-    }
-    const tradeState =
-      last.kind === "trade" || last.kind === "notFound" ? last.tradeState : "expired";
-    return {
-      kind: "outcome",
-      state: "expired",
-      tradeState,
-      ...(last.kind === "trade" ? { answer: last } : {}),
-    };
-  }
-
-  /** What a verified answer means for the watch (DESIGN §4, reference/payments.md). */
-  function judge(spec: Spec, answer: ProviderAnswer): Conclusion {
-    switch (answer.kind) {
-      case "trade":
-        if (answer.outcome === "pending") return { kind: "pending", tradeState: answer.tradeState };
-        return { kind: "outcome", state: answer.outcome, tradeState: answer.tradeState, answer };
-      case "transient":
-        return { kind: "transient", tradeState: answer.reason };
-      case "config":
-        return { kind: "outcome", state: "failed", tradeState: answer.reason };
-      case "notFound":
-        if (clock() - spec.createdAt < NOT_FOUND_GRACE_MS) {
-          return { kind: "pending", tradeState: answer.tradeState };
-        }
-        return { kind: "outcome", state: "failed", tradeState: answer.tradeState };
-    }
   }
 
   return {
@@ -292,8 +193,8 @@ export function createPayments(options: PaymentsOptions) {
         const api = provider(spec.provider, spec.account);
         conclusion =
           clock() >= spec.deadline
-            ? await atDeadline(spec, api)
-            : judge(spec, await api.query(spec.outTradeNo));
+            ? await atDeadline(spec, api, clock)
+            : judge(spec, await api.query(spec.outTradeNo), clock);
       } catch (error) {
         if (error instanceof DelayqError && error.code === "unknown_account") {
           conclusion = { kind: "outcome", state: "failed", tradeState: error.message };
@@ -356,85 +257,4 @@ export function createPayments(options: PaymentsOptions) {
       await options.pollSoon?.();
     },
   };
-}
-
-/** A watch's id: 26 base32 characters of SHA-256 over (provider, account, out_trade_no). */
-export async function watchIdOf(
-  name: string,
-  account: string,
-  outTradeNo: string,
-): Promise<string> {
-  const digest = new Uint8Array(
-    await crypto.subtle.digest(
-      "SHA-256",
-      new TextEncoder().encode(`${name}\n${account}\n${outTradeNo}`),
-    ),
-  );
-  const alphabet = "abcdefghijklmnopqrstuvwxyz234567";
-  let bits = 0;
-  let value = 0;
-  let out = "";
-  for (const byte of digest) {
-    value = (value << 8) | byte;
-    bits += 8;
-    while (bits >= 5 && out.length < 26) {
-      out += alphabet[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  return out;
-}
-
-function notFound(name: string, account: string, outTradeNo: string): DelayqError {
-  return new DelayqError(
-    "payment_not_found",
-    `No payment watch for ${name}/${account}/${outTradeNo} (ended watches are forgotten after ` +
-      "the retention window), or its notify topics are not ones this token may act on",
-  );
-}
-
-/** The outcome job's body up to its metadata (the script appends the stored metadata and "}"). */
-function outcomePrefix(
-  spec: Spec,
-  source: "poll" | "notify",
-  polls: number,
-  conclusion: Conclusion & { kind: "outcome" },
-): string {
-  const event: OutcomeEvent = `payment.${conclusion.state}`;
-  const answer = conclusion.answer;
-  const parts: string[] = [
-    `"event":${JSON.stringify(event)}`,
-    `"provider":${JSON.stringify(spec.provider)}`,
-    `"account":${JSON.stringify(spec.account)}`,
-    `"outTradeNo":${JSON.stringify(spec.outTradeNo)}`,
-  ];
-  if (answer?.tradeNo) parts.push(`"tradeNo":${JSON.stringify(answer.tradeNo)}`);
-  parts.push(`"tradeState":${JSON.stringify(conclusion.tradeState)}`);
-  if (answer?.amount) parts.push(`"amount":${JSON.stringify(answer.amount)}`);
-  if (answer?.paidAt !== undefined) parts.push(`"paidAt":${answer.paidAt}`);
-  parts.push(`"source":${JSON.stringify(source)}`, `"polls":${polls}`);
-  return `{${parts.join(",")},"metadata":`;
-}
-
-/** The API's Payment from a stored watch; metadata and outcome as their stored JSON text. */
-function paymentOf(stored: WatchRecord): Payment {
-  const { fields } = stored;
-  const spec = JSON.parse(fields.spec ?? "{}") as Spec;
-  const payment: Payment = {
-    provider: spec.provider,
-    account: spec.account,
-    outTradeNo: spec.outTradeNo,
-    state: (fields.state ?? "polling") as Payment["state"],
-    polls: Number(fields.polls ?? 0),
-    createdAt: Number(fields.createdAt ?? spec.createdAt),
-    deadline: spec.deadline,
-    notify: spec.notify,
-    metadata: new RawJson(fields.metadata ?? "null"),
-  };
-  if (payment.state === "polling" && stored.nextPollAt !== undefined) {
-    payment.nextPollAt = stored.nextPollAt;
-  }
-  if (fields.lastAnswer) payment.lastAnswer = JSON.parse(fields.lastAnswer);
-  if (fields.outcome) payment.outcome = new RawJson(fields.outcome);
-  return payment;
 }

@@ -63,6 +63,31 @@ export function prepareAdd(
 }
 
 /**
+ * Validates each item of a batch on its own: the add script's fields of the valid ones with
+ * their positions in the batch, and the results list with an error at each invalid one's.
+ */
+export function prepareBatch(
+  inputs: readonly unknown[],
+  now: number,
+  maxBodyBytes: number,
+  allow: (topic: string) => void,
+): { results: BatchItemResult[]; prepared: string[][]; positions: number[] } {
+  const results: BatchItemResult[] = new Array(inputs.length);
+  const prepared: string[][] = [];
+  const positions: number[] = [];
+  inputs.forEach((input, i) => {
+    try {
+      prepared.push(prepareAdd(input, now, maxBodyBytes, allow, `jobs.${i}`));
+      positions.push(i);
+    } catch (error) {
+      if (!(error instanceof DelayqError)) throw error;
+      results[i] = { error: error.toJSON() };
+    }
+  });
+  return { results, prepared, positions };
+}
+
+/**
  * Runs the add script over prepared jobs: slices of at most 250 jobs, so that no script call
  * holds Redis for long, sent together so that the client pipelines them into one request
  * (batches over 4 MiB of arguments take more requests: Upstash takes 10 MB per request).

@@ -1,0 +1,123 @@
+// Limits, and the value schemas the others build on: names, ids, durations, times, backoff.
+import { z } from "zod";
+
+/** One year: the longest delay, like QStash's paid plans. */
+export const MAX_DELAY_SECONDS = 365 * 24 * 3600;
+/** The longest time-to-run: one day. */
+export const MAX_TTR_SECONDS = 24 * 3600;
+export const MAX_ATTEMPTS = 1000;
+export const MAX_BATCH = 1000;
+export const MAX_POP = 100;
+/** Jobs one kick, list page or dead-letter purge handles in one script call. */
+export const MAX_PAGE = 1000;
+/**
+ * Largest unix-ms timestamp accepted (year 5138): 14 digits, so that Lua's number formatting
+ * (%.14g, in cjson and in command arguments) keeps every millisecond exact.
+ */
+export const MAX_TIMESTAMP = 99_999_999_999_999;
+
+/**
+ * Named retry schedules, in seconds. Each is the list of waits between attempts; past its end the
+ * last step repeats until `maxAttempts` or `deadline` stops the job.
+ */
+export const BACKOFF_SCHEDULES = {
+  /** WeChat Pay's advice for back-end order polling. */
+  wechatpay: [5, 30, 60, 180, 300, 600, 1800],
+  /** Alipay's notification resend cadence. */
+  alipay: [240, 600, 600, 3600, 7200, 21600, 54000],
+  /** A Youzan-style queue's retry array, modelled on Alipay. */
+  youzan: [0, 0, 120, 600, 600, 3600, 7200, 21600, 54000],
+} as const;
+
+export type ScheduleName = keyof typeof BACKOFF_SCHEDULES;
+
+// "." and ".." are refused: in a URL path they would be resolved away ("/v1/topics/./jobs").
+// Names starting with "__" are delayq's own (its payment polls live in "__payments").
+export const TopicName = z
+  .string()
+  .regex(
+    /^(?!\.\.?$)(?!__)[A-Za-z0-9_.:-]{1,100}$/,
+    'must be 1-100 characters of A-Z a-z 0-9 _ . : - (not "." or "..", and not starting with "__", which is delayq\'s own)',
+  );
+export const JobId = z
+  .string()
+  .regex(
+    /^(?!\.\.?$)[A-Za-z0-9_.:@~+=-]{1,128}$/,
+    'must be 1-128 characters of A-Z a-z 0-9 _ . : @ ~ + = - (and not "." or "..")',
+  );
+export const Receipt = z.string().min(1).max(100);
+
+/** Seconds, fractions allowed (rounded to the millisecond). */
+export const Seconds = z.number().min(0).max(MAX_DELAY_SECONDS);
+export const Ttr = z.number().int().min(1).max(MAX_TTR_SECONDS);
+export const Attempts = z.number().int().min(1).max(MAX_ATTEMPTS);
+
+/** The smallest number taken as unix milliseconds: below it, a time can only be in seconds. */
+const MIN_TIMESTAMP_MS = 100_000_000_000;
+
+/**
+ * Unix milliseconds, or an ISO-8601 date-time with a zone; parsed to unix ms. A number below
+ * 10^11 (before March 1973 in ms, but a date up to the year 5138 in seconds) is refused: it is
+ * seconds given where milliseconds are wanted (issue 8.16).
+ */
+export const Timestamp = z.union(
+  [
+    z
+      .number()
+      .int()
+      .min(MIN_TIMESTAMP_MS, {
+        error: (issue) =>
+          typeof issue.input === "number" && issue.input >= 0
+            ? `must be unix milliseconds, and ${issue.input} looks like seconds: multiply by 1000`
+            : "must be unix milliseconds (e.g. 1800000000000)",
+      })
+      .max(MAX_TIMESTAMP),
+    z.iso.datetime({ offset: true }).transform((text) => Date.parse(text)),
+  ],
+  {
+    error: () =>
+      "must be unix milliseconds (e.g. 1800000000000) or an ISO-8601 date-time with a zone " +
+      '(e.g. "2027-01-15T08:00:00+08:00")',
+  },
+);
+
+export const ExponentialBackoff = z.strictObject({
+  type: z.literal("exponential").meta({ description: "Selects the exponential policy." }),
+  /** The first wait, in seconds. */
+  delay: Seconds.refine((s) => s > 0, "must be greater than 0").meta({
+    description: "The first wait, seconds (> 0).",
+    example: 10,
+  }),
+  /** @default 2 */
+  factor: z
+    .number()
+    .min(1)
+    .max(10)
+    .default(2)
+    .meta({ description: "Each wait is the previous one times this.", example: 2 }),
+  /** The longest wait, in seconds. @default one year */
+  max: Seconds.optional().meta({
+    description: "The longest wait, seconds (default one year).",
+    example: 3600,
+  }),
+});
+
+/**
+ * How long a job waits after a failed attempt: a fixed number of seconds, a list of steps (the
+ * last repeats), a named schedule, or an exponential policy.
+ */
+export const Backoff = z.union(
+  [
+    Seconds,
+    z.array(Seconds).min(1).max(100),
+    z.enum(Object.keys(BACKOFF_SCHEDULES) as [ScheduleName, ...ScheduleName[]]),
+    ExponentialBackoff,
+  ],
+  {
+    error: () =>
+      `must be seconds (e.g. 30, up to ${MAX_DELAY_SECONDS}), a list of 1-100 steps in seconds ` +
+      `(e.g. [5, 30, 60]), a named schedule (${Object.keys(BACKOFF_SCHEDULES).join(", ")}), or ` +
+      '{"type": "exponential", "delay": seconds > 0, "factor"?: 1-10, "max"?: seconds}',
+  },
+);
+export type Backoff = z.output<typeof Backoff>;

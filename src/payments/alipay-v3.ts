@@ -1,0 +1,117 @@
+// Alipay trade query and close on OpenAPI v3, RSA2-signed in the authorization header.
+
+import type { AlipayAccount } from "./accounts";
+import { closeError, describeError, mismatch, queryError, tradeAnswer } from "./alipay-answers";
+import { loadKeys } from "./alipay-signing";
+import { signRsaSha256, verifyRsaSha256 } from "./crypto";
+import {
+  type CloseAnswer,
+  fetchText,
+  type ProviderAnswer,
+  type ProviderOptions,
+  parseJson,
+  stringField,
+} from "./provider";
+
+type V3Result =
+  | { ok: true; status: number; body: Record<string, unknown> }
+  | { ok: false; answer: { kind: "transient" | "config"; reason: string } };
+
+async function v3Call(
+  account: AlipayAccount,
+  action: "query" | "close",
+  outTradeNo: string,
+  options: ProviderOptions,
+): Promise<V3Result> {
+  const keys = await loadKeys(account);
+  if ("reason" in keys) return { ok: false, answer: { kind: "config", reason: keys.reason } };
+  const now = (options.clock ?? Date.now)();
+  const body = JSON.stringify({ out_trade_no: outTradeNo });
+  const url = new URL(`${account.baseUrl}/v3/alipay/trade/${action}`);
+  const authString = `app_id=${account.appId},nonce=${crypto.randomUUID()},timestamp=${now}`;
+  const content = `${authString}\nPOST\n${url.pathname}${url.search}\n${body}\n`;
+  const sign = await signRsaSha256(keys.privateKey, content);
+  const fetched = await fetchText(
+    url.href,
+    {
+      method: "POST",
+      headers: {
+        authorization: `ALIPAY-SHA256withRSA ${authString},sign=${sign}`,
+        "content-type": "application/json",
+        accept: "application/json",
+        "alipay-request-id": crypto.randomUUID().replaceAll("-", ""),
+      },
+      body,
+    },
+    options,
+  );
+  const transient = (reason: string): V3Result => ({
+    ok: false,
+    answer: { kind: "transient", reason },
+  });
+  if (!fetched.ok) return transient(fetched.reason);
+  const { status, headers, text } = fetched;
+  if (status >= 500 || status === 429) {
+    const code = stringField(parseJson(text), "code");
+    return transient(`HTTP ${status}${code ? ` ${code}` : ""}`);
+  }
+  const signature = headers.get("alipay-signature");
+  // Alipay signs its 2xx answers; its 4xx errors come unsigned, and are checked when signed.
+  if (signature || (status >= 200 && status < 300)) {
+    const timestamp = headers.get("alipay-timestamp");
+    const nonce = headers.get("alipay-nonce");
+    if (!signature || !timestamp || !nonce) return transient(`unsigned answer (HTTP ${status})`);
+    const signed = `${timestamp}\n${nonce}\n${text}\n`;
+    if (!(await verifyRsaSha256(keys.alipayPublicKey, signed, signature))) {
+      return transient(`answer signature does not verify (HTTP ${status})`);
+    }
+  }
+  const parsed = parseJson(text);
+  if (status >= 200 && status < 300 && text === "") return { ok: true, status, body: {} };
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    return transient(`HTTP ${status} answer is not a JSON object`);
+  }
+  return { ok: true, status, body: parsed as Record<string, unknown> };
+}
+
+function v3Error(
+  body: Record<string, unknown>,
+  status: number,
+): { code: string; reason: string; retryable: boolean } {
+  const code = stringField(body, "code") ?? `HTTP ${status}`;
+  return {
+    code,
+    reason: describeError(code, undefined, stringField(body, "message")),
+    retryable: status === 408,
+  };
+}
+
+export async function v3Query(
+  account: AlipayAccount,
+  outTradeNo: string,
+  options: ProviderOptions,
+): Promise<ProviderAnswer> {
+  const result = await v3Call(account, "query", outTradeNo, options);
+  if (!result.ok) return result.answer;
+  const { status, body } = result;
+  if (status >= 200 && status < 300) {
+    if (mismatch(body, outTradeNo))
+      return { kind: "transient", reason: "answer names another order" };
+    return tradeAnswer(body, "send_pay_date");
+  }
+  const { code, reason, retryable } = v3Error(body, status);
+  return queryError(code, reason, retryable);
+}
+
+export async function v3Close(
+  account: AlipayAccount,
+  outTradeNo: string,
+  options: ProviderOptions,
+): Promise<CloseAnswer> {
+  const result = await v3Call(account, "close", outTradeNo, options);
+  if (!result.ok) return result.answer;
+  const { status, body } = result;
+  if (status >= 200 && status < 300) return { kind: "closed" };
+  const { code, reason, retryable } = v3Error(body, status);
+  return closeError(code, reason, retryable);
+}

@@ -1,0 +1,84 @@
+// What a provider's answer concludes for a watch, and the outcome job's body a conclusion writes.
+
+import type { OutcomeEvent } from "../domain/payments";
+import type { Provider, ProviderAnswer } from "./provider";
+import type { Conclusion, Spec } from "./watch-types";
+
+/** WeChat Pay's ORDER_NOT_EXIST is taken as "not yet" for this long after the watch starts. */
+const NOT_FOUND_GRACE_MS = 5 * 60_000;
+/** Past its deadline a watch whose close keeps failing transiently gives up after this. */
+const CLOSE_GIVE_UP_MS = 10 * 60_000;
+
+/** Queries once more after a close: the order may have been paid meanwhile. */
+export async function atDeadline(
+  spec: Spec,
+  api: Provider,
+  clock: () => number,
+): Promise<Conclusion> {
+  if (spec.closeOnDeadline) {
+    const closed = await api.close(spec.outTradeNo);
+    if (closed.kind === "transient") {
+      if (clock() < spec.deadline + CLOSE_GIVE_UP_MS) {
+        return { kind: "transient", tradeState: `close: ${closed.reason}` };
+      }
+    } else if (closed.kind === "config") {
+      return { kind: "outcome", state: "failed", tradeState: `close: ${closed.reason}` };
+    }
+  }
+  const last = await api.query(spec.outTradeNo);
+  if (last.kind === "trade" && (last.outcome === "paid" || last.outcome === "failed")) {
+    return { kind: "outcome", state: last.outcome, tradeState: last.tradeState, answer: last };
+  }
+  if (last.kind === "transient" && clock() < spec.deadline + CLOSE_GIVE_UP_MS) {
+    return { kind: "transient", tradeState: last.reason };
+  }
+  const tradeState =
+    last.kind === "trade" || last.kind === "notFound" ? last.tradeState : "expired";
+  return {
+    kind: "outcome",
+    state: "expired",
+    tradeState,
+    ...(last.kind === "trade" ? { answer: last } : {}),
+  };
+}
+
+/** What a verified answer means for the watch (DESIGN §4, reference/payments.md). */
+export function judge(spec: Spec, answer: ProviderAnswer, clock: () => number): Conclusion {
+  switch (answer.kind) {
+    case "trade":
+      if (answer.outcome === "pending") return { kind: "pending", tradeState: answer.tradeState };
+      return { kind: "outcome", state: answer.outcome, tradeState: answer.tradeState, answer };
+    case "transient":
+      return { kind: "transient", tradeState: answer.reason };
+    case "config":
+      return { kind: "outcome", state: "failed", tradeState: answer.reason };
+    case "notFound":
+      if (clock() - spec.createdAt < NOT_FOUND_GRACE_MS) {
+        return { kind: "pending", tradeState: answer.tradeState };
+      }
+      return { kind: "outcome", state: "failed", tradeState: answer.tradeState };
+  }
+}
+
+/** The outcome job's body up to its metadata (the script appends the stored metadata and "}"). */
+export function outcomePrefix(
+  spec: Spec,
+  source: "poll" | "notify",
+  polls: number,
+  conclusion: Conclusion & { kind: "outcome" },
+): string {
+  const event: OutcomeEvent = `payment.${conclusion.state}`;
+  const answer = conclusion.answer;
+  const parts: string[] = [
+    `"event":${JSON.stringify(event)}`,
+    `"provider":${JSON.stringify(spec.provider)}`,
+    `"account":${JSON.stringify(spec.account)}`,
+    `"outTradeNo":${JSON.stringify(spec.outTradeNo)}`,
+  ];
+  if (answer?.tradeNo) parts.push(`"tradeNo":${JSON.stringify(answer.tradeNo)}`);
+  parts.push(`"tradeState":${JSON.stringify(conclusion.tradeState)}`);
+  if (answer?.amount) parts.push(`"amount":${JSON.stringify(answer.amount)}`);
+  if (answer?.paidAt !== undefined) parts.push(`"paidAt":${answer.paidAt}`);
+  parts.push(`"source":${JSON.stringify(source)}`, `"polls":${polls}`);
+  return `{${parts.join(",")},"metadata":`;
+}

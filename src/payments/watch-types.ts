@@ -1,0 +1,56 @@
+// Shapes shared by the payment watch files: the service's options, a watch's spec, a conclusion.
+
+import type { ProviderName } from "../domain/payments";
+import type { Backoff } from "../domain/schemas";
+import type { Logger } from "../log";
+import type { ScriptRunner } from "../redis/runner";
+import type { AlipayAccount, WechatPayAccount } from "./accounts";
+import type { ProviderAnswer, ProviderOptions } from "./provider";
+
+export type PaymentsOptions = {
+  scripts: ScriptRunner;
+  clock: () => number;
+  alipay: ReadonlyMap<string, AlipayAccount>;
+  wechatpay: ReadonlyMap<string, WechatPayAccount>;
+  /** How providers are called (a fetch of tests, a timeout). */
+  providerOptions?: ProviderOptions;
+  /** Defaults of outcome jobs in topics that set none. */
+  defaults: { ttrMs: number; maxAttempts: number };
+  log: Logger;
+  /** Counts polls: `delayq_polls_total{provider,outcome}`. */
+  count?: (provider: string, outcome: string) => void;
+  /**
+   * Called with the notify topics after an outcome, to deliver push topics at once. The work it
+   * answers is awaited by a poll (which runs inside an invocation's waitUntil already) and handed
+   * to a notification's `defer` (the request's waitUntil), so a Worker does not cut it off.
+   */
+  onOutcome?: (topics: readonly string[]) => Promise<unknown>;
+  /**
+   * Claims and runs the polls due within the next seconds (the dispatcher, for __payments):
+   * called after a watch starts and after a poll that did not end it, so that a poll due before
+   * the next tick still comes on time.
+   */
+  pollSoon?: () => Promise<unknown>;
+};
+
+/** The stored spec of a watch (also its poll job's body). */
+export type Spec = {
+  provider: ProviderName;
+  account: string;
+  outTradeNo: string;
+  schedule: Backoff;
+  deadline: number;
+  closeOnDeadline: boolean;
+  notify: string[];
+  createdAt: number;
+};
+
+/** What a poll or a notification concluded. */
+export type Conclusion =
+  | { kind: "pending" | "transient"; tradeState: string }
+  | {
+      kind: "outcome";
+      state: "paid" | "closed" | "failed" | "expired";
+      tradeState: string;
+      answer?: ProviderAnswer & { kind: "trade" };
+    };

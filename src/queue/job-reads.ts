@@ -1,0 +1,38 @@
+// Reading jobs for DelayQueue: one job by id (one GET), and pages of a topic's jobs in one state.
+import { parseInput } from "../domain/errors";
+import type { JobPage } from "../domain/results";
+import { type Job, JobId, type ListableState, ListInput } from "../domain/schemas";
+import { scopeAllows, type TopicScope } from "../domain/scope";
+import { list } from "../redis/lua/scripts/list";
+import { decodeRecord } from "../redis/record";
+import { redisError } from "../redis/runner";
+import { notFound } from "./errors";
+import type { Shared } from "./options";
+
+/** The job with its current state; a job of a topic outside the scope is not found. */
+export async function readJob(shared: Shared, scope: TopicScope, id: string): Promise<Job> {
+  parseInput(JobId, id, "job id");
+  let raw: unknown;
+  try {
+    raw = await shared.redis.get(shared.keys.job(id));
+  } catch (error) {
+    throw redisError(error);
+  }
+  if (raw === null || raw === undefined) throw notFound(id);
+  const job = decodeRecord(raw, shared.clock(), shared.rawBodies);
+  if (!scopeAllows(scope, job.topic)) throw notFound(id);
+  return job;
+}
+
+/** A page of a topic's jobs in one state. The caller checks the topic first. */
+export async function readJobPage(
+  shared: Shared,
+  topic: string,
+  options: { state: ListableState; cursor?: string; limit?: number },
+): Promise<JobPage> {
+  const { state, cursor, limit } = parseInput(ListInput, options);
+  const now = shared.clock();
+  const page = await shared.scripts.run(list, now, [topic, state, cursor ?? "0", limit]);
+  const jobs = page.records.map((raw) => decodeRecord(raw, now, shared.rawBodies));
+  return page.cursor === undefined ? { jobs } : { jobs, cursor: page.cursor };
+}

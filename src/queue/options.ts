@@ -1,0 +1,93 @@
+// DelayQueue's options and their defaults, and the state every scoped view of one queue shares.
+import { parseInput } from "../domain/errors";
+import { type Backoff, Backoff as BackoffSchema } from "../domain/schemas";
+import type { TopicScope } from "../domain/scope";
+import { type Keys, keys } from "../redis/keys";
+import { createScriptRunner, type RedisClient, type ScriptRunner } from "../redis/runner";
+import type { PushedTopic } from "./add-batch";
+import { Wakeups } from "./long-poll";
+
+export type DelayQueueOptions = {
+  /** An `@upstash/redis` client (`Redis` from "@upstash/redis" or "@upstash/redis/cloudflare"). */
+  redis: RedisClient;
+  /** Key prefix; every key lives under the Redis Cluster hash tag `{prefix}`. @default "dq" */
+  prefix?: string;
+  /** The clock, unix ms. Every script gets `now` from it. @default Date.now */
+  clock?: () => number;
+  /** How long finished and deleted records are kept, in seconds. @default 3600 */
+  retention?: number;
+  /** Defaults for jobs whose topic config does not set them. @default ttr 60 s, 10 attempts, no backoff */
+  defaults?: { ttr?: number; maxAttempts?: number; backoff?: Backoff };
+  /** Largest job body, in bytes of JSON text. @default 262144 (256 KiB) */
+  maxBodyBytes?: number;
+  /**
+   * How often a long-polling pop checks the topic's change counter (one GET) while it waits,
+   * ms. It also wakes at the next known due time or lease end, and at once when this process
+   * adds to the topic. @default 1000
+   */
+  pollIntervalMs?: number;
+  /**
+   * Jobs come back with `body` as a RawJson (the stored JSON text) instead of a parsed value, so
+   * that a server can answer them byte for byte (the HTTP app does). @default false
+   */
+  rawBodies?: boolean;
+  /**
+   * Called after jobs were written to push topics, with each topic's earliest due job written,
+   * so that a server can deliver those due soon without waiting for the next tick.
+   */
+  onPushed?: (pushed: PushedTopic[]) => void;
+  /**
+   * Cancels a push job's pending QStash message; `delete` awaits it before it answers, so a
+   * deleted job is never delivered after its delete was acknowledged.
+   */
+  cancelDelivery?: (messageId: string) => Promise<void>;
+  /**
+   * The topics this queue object may act on, as patterns (`*` is a wildcard); acting on any
+   * other topic, or on a job of another topic, fails with `forbidden`, and `topics()` lists only
+   * matching ones. Scripts enforce it for jobs addressed by id, in the same request.
+   * @default undefined: every topic
+   */
+  scope?: TopicScope;
+};
+
+export const DEFAULT_TTR_SECONDS = 60;
+export const DEFAULT_MAX_ATTEMPTS = 10;
+export const DEFAULT_RETENTION_SECONDS = 3600;
+export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
+
+/** What every scoped view of one queue shares: the client, the scripts, the long-poll wakeups. */
+export type Shared = {
+  redis: RedisClient;
+  scripts: ScriptRunner;
+  keys: Keys;
+  clock: () => number;
+  maxBodyBytes: number;
+  defaults: [ttr: string, maxAttempts: string, backoff: string];
+  pollIntervalMs: number;
+  wakeups: Wakeups;
+  rawBodies: boolean;
+};
+
+/** The shared state of a new queue, from its options. */
+export function share(options: DelayQueueOptions): Shared {
+  const prefix = options.prefix ?? "dq";
+  const defaults = options.defaults ?? {};
+  const backoff =
+    defaults.backoff === undefined ? undefined : parseInput(BackoffSchema, defaults.backoff);
+  const retention = options.retention ?? DEFAULT_RETENTION_SECONDS;
+  return {
+    redis: options.redis,
+    scripts: createScriptRunner(options.redis, prefix, Math.round(retention * 1000)),
+    keys: keys(prefix),
+    clock: options.clock ?? Date.now,
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    defaults: [
+      String((defaults.ttr ?? DEFAULT_TTR_SECONDS) * 1000),
+      String(defaults.maxAttempts ?? DEFAULT_MAX_ATTEMPTS),
+      backoff === undefined ? "" : JSON.stringify(backoff),
+    ],
+    pollIntervalMs: options.pollIntervalMs ?? 1000,
+    wakeups: new Wakeups(),
+    rawBodies: options.rawBodies ?? false,
+  };
+}

@@ -1,0 +1,84 @@
+// Topic operations behind DelayQueue: setting a config (with a new push secret when one is
+// needed), one topic's stats, and pages of topics, read from the topic scripts' replies.
+import { DelayqError, parseInput } from "../domain/errors";
+import type { TopicPage } from "../domain/results";
+import { TopicConfig, TopicConfigPatch, TopicName, type TopicStats } from "../domain/schemas";
+import { scopeAllows, type TopicScope } from "../domain/scope";
+import { configure, listTopics, type TopicRow, topicStats } from "../redis/lua/scripts/topics";
+import type { Shared } from "./options";
+
+/**
+ * Validates and stores a topic's config, whole ("put") or in part ("patch"); answers it as
+ * stored, and whether a push secret was generated. The caller checks the topic first.
+ */
+export async function setTopicConfig(
+  shared: Shared,
+  topic: string,
+  input: unknown,
+  mode: "put" | "patch",
+): Promise<{ config: TopicConfig; secretGenerated: boolean }> {
+  const parsed =
+    mode === "put"
+      ? parseInput(TopicConfig, input, "topic config")
+      : parseInput(TopicConfigPatch, input, "topic config");
+  const reply = await shared.scripts.run(configure, shared.clock(), [
+    topic,
+    JSON.stringify(parsed),
+    mode,
+    newSecret(),
+  ]);
+  shared.wakeups.broadcast(topic);
+  return { config: readConfig(reply.config), secretGenerated: reply.secretGenerated };
+}
+
+/** One topic's stats. The caller checks the topic first. */
+export async function readTopicStats(shared: Shared, topic: string): Promise<TopicStats> {
+  const [row] = await shared.scripts.run(topicStats, shared.clock(), [topic]);
+  return toStats(row as TopicRow);
+}
+
+/** A page of topics by name, with their stats: only those the scope allows. */
+export async function readTopicPage(
+  shared: Shared,
+  scope: TopicScope,
+  options: { after?: string; limit?: number },
+): Promise<TopicPage> {
+  const limit = options.limit ?? 100;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+    throw new DelayqError("invalid_request", "limit: must be an integer from 1 to 100");
+  }
+  if (options.after !== undefined) parseInput(TopicName, options.after, "cursor");
+  const page = await shared.scripts.run(listTopics, shared.clock(), [options.after ?? "", limit]);
+  const last = page.topics[page.topics.length - 1];
+  const topics = page.topics
+    .filter((row) => scopeAllows(scope, row.topic))
+    .map((row) => toStats(row));
+  return page.more && last ? { topics, cursor: last.topic } : { topics };
+}
+
+function toStats(row: TopicRow): TopicStats {
+  const stats: TopicStats = {
+    topic: row.topic,
+    counts: { delayed: row.delayed, ready: row.ready, reserved: row.reserved, dead: row.dead },
+    config: readConfig(row.config),
+  };
+  if (row.oldestDueAt !== undefined) stats.oldestDueAt = row.oldestDueAt;
+  if (stats.config.push) stats.push = { delivered: row.delivered, failed: row.failed };
+  return stats;
+}
+
+/** A topic config as stored (JSON written by Lua's cjson), "" for none. */
+function readConfig(text: string): TopicConfig {
+  const config = text ? (JSON.parse(text) as TopicConfig) : {};
+  if (config.push === null) delete config.push;
+  return config;
+}
+
+/** A push secret: 32 random bytes, base64url, with a prefix that says what it is. */
+function newSecret(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return `dqwh_${btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "")}`;
+}
