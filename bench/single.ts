@@ -40,7 +40,7 @@ export type SingleOptions = {
   herdSpanMs: number;
   /** Herd: how long the consumers long-poll before the jobs are added. */
   herdSettleMs: number;
-  /** Herd: through what (quick runs leave the library out: its herd waits out 20 s polls). */
+  /** Herd: through what (quick runs leave the library out, to stay quick). */
   herdVia: readonly Via[];
   /** Idle: the counting window, and the time the consumer runs before it opens. */
   idleMs: number;
