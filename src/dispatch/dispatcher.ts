@@ -3,14 +3,17 @@
 import type { PushConfig } from "../domain/push";
 import { type Logger, messageOf } from "../log";
 import { CLAIM_AHEAD_MS } from "../redis/lua/lib/transitions";
-import { claim, notices, published, renotice, settle, stillHeld } from "../redis/lua/scripts/push";
+import { type ClaimedTopic, claim, published, settle, stillHeld } from "../redis/lua/scripts/push";
 import { type RecordMeta, splitRecord } from "../redis/record";
 import { createScriptRunner, type RedisClient } from "../redis/runner";
-import { type Attempt, deliverDirect, type Parcel, type Post, sendNotice } from "./delivery";
+import { type Attempt, deliverDirect, type Parcel, type Post } from "./delivery";
+import { sendNotices } from "./notices";
 import type { QStash } from "./qstash";
 
 /** A direct job due this soon after the request that wrote it is delivered by that request. */
 export const DIRECT_WINDOW_MS = 25_000;
+/** Claims one run makes while they take only QStash jobs (each claims up to `batch`). */
+const MAX_CLAIM_ROUNDS = 10;
 /** Runs one delivery may start for jobs its receivers gave back due soon, one after another. */
 const MAX_FOLLOW_UPS = 5;
 
@@ -193,44 +196,63 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       published: 0,
       more: false,
     };
-    // Each direct job costs a delivery, a settle and (claimed ahead of its due time) a look
-    // before it is sent; keep a few requests for the claim itself.
-    const most = Math.max(0, Math.min(batch, Math.floor((budget - 4) / 3)));
-    if (most === 0) return { ...report, more: true };
-    const nonce = randomHex(6);
-    const claimed = await scripts.run(claim, now, [horizon, most, 100, nonce, topic ?? ""]);
     const direct: Parcel[] = [];
     const viaQStash: Parcel[] = [];
     const internal: Promise<void>[] = [];
-    for (const group of claimed) {
-      const push = (JSON.parse(group.config) as { push?: PushConfig }).push;
-      for (const raw of group.records) {
-        const { meta, body } = splitRecord(raw);
-        report.claimed += 1;
-        if (!push) continue; // un-pushed since: its lease brings it back to the pulled topic
-        const parcel = { meta, body, push };
-        const handler = (push.via as string) === "internal" && options.internal?.[push.url];
-        if (handler) {
-          internal.push(runAt(meta.due, () => handler(meta, body), meta.id));
-          continue;
-        }
-        if (push.via === "qstash" && options.qstash && options.publicUrl) viaQStash.push(parcel);
-        else {
-          if (push.via === "qstash" && !warnedNoQStash) {
-            warnedNoQStash = true;
-            log({
-              level: "warn",
-              event: "qstash_not_configured",
-              message:
-                "A topic pushes via QStash, but QSTASH_URL, QSTASH_TOKEN, the signing keys or " +
-                "DQ_PUBLIC_URL are not set: delivering directly",
-            });
+    function classify(claimed: ClaimedTopic[]): void {
+      for (const group of claimed) {
+        const push = (JSON.parse(group.config) as { push?: PushConfig }).push;
+        for (const raw of group.records) {
+          const { meta, body } = splitRecord(raw);
+          report.claimed += 1;
+          if (!push) continue; // un-pushed since: its lease brings it back to the pulled topic
+          const parcel = { meta, body, push };
+          const handler = (push.via as string) === "internal" && options.internal?.[push.url];
+          if (handler) {
+            internal.push(runAt(meta.due, () => handler(meta, body), meta.id));
+            continue;
           }
-          direct.push(parcel);
+          if (push.via === "qstash" && options.qstash && options.publicUrl) viaQStash.push(parcel);
+          else {
+            if (push.via === "qstash" && !warnedNoQStash) {
+              warnedNoQStash = true;
+              log({
+                level: "warn",
+                event: "qstash_not_configured",
+                message:
+                  "A topic pushes via QStash, but QSTASH_URL, QSTASH_TOKEN, the signing keys or " +
+                  "DQ_PUBLIC_URL are not set: delivering directly",
+              });
+            }
+            direct.push(parcel);
+          }
         }
       }
     }
-    report.more = report.claimed >= most;
+
+    // Subrequests this run may spend, a few kept back for the claim and the notices. Each direct
+    // (or internal) job costs a delivery, a settle and (claimed ahead of its due time) a look
+    // before it is sent, so a claim takes at most a third of what is left; QStash jobs cost one
+    // request per 100 (and one record of them all), so a claim that took only those is followed
+    // by another.
+    let extraClaims = 0;
+    const spent = () =>
+      extraClaims +
+      3 * (direct.length + internal.length) +
+      Math.ceil(viaQStash.length / 100) +
+      (viaQStash.length > 0 ? 1 : 0);
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+      const most = Math.max(0, Math.min(batch, Math.floor((budget - 4 - spent()) / 3)));
+      if (most === 0) {
+        report.more = true;
+        break;
+      }
+      if (round > 0) extraClaims += 1;
+      const before = { claimed: report.claimed, pushed: direct.length + internal.length };
+      classify(await scripts.run(claim, now, [horizon, most, 100, randomHex(6), topic ?? ""]));
+      report.more = report.claimed - before.claimed >= most;
+      if (!report.more || direct.length + internal.length > before.pushed) break;
+    }
     const byDue = new Map<number, Parcel[]>();
     for (const parcel of direct) {
       const group = byDue.get(parcel.meta.due);
@@ -277,27 +299,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       else await again;
       return meta !== undefined;
     },
-    async sendNotices(limit = 50) {
-      const taken = await scripts.run(notices, clock(), [limit]);
-      const unsent: string[] = [];
-      let sent = 0;
-      await Promise.all(
-        taken.map(async (notice) => {
-          if (!notice.record) return;
-          const { meta, body } = splitRecord(notice.record);
-          const push = (JSON.parse(notice.config || "{}") as { push?: PushConfig }).push;
-          if (!push?.failureUrl || meta.state !== "dead") return;
-          const ok = await sendNotice(push.failureUrl, push, meta, body, {
-            fetch: options.fetch,
-            now: clock,
-          });
-          if (ok) sent += 1;
-          else unsent.push(notice.id);
-        }),
-      );
-      if (unsent.length > 0) await scripts.run(renotice, clock(), unsent);
-      return sent;
-    },
+    sendNotices: (limit = 50) => sendNotices(scripts, clock, options.fetch, limit),
     async cancel(messageId) {
       await options.qstash?.cancel(messageId);
     },

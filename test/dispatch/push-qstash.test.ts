@@ -39,14 +39,16 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server?.close(() => resolve()));
 });
 
-async function setup(): Promise<PushApp & { receiver: HookReceiver }> {
+async function setup(
+  limits: { subrequests?: number; batch?: number } = {},
+): Promise<PushApp & { receiver: HookReceiver }> {
   const client = createQStash({
     url: qstash.url,
     token: qstash.token,
     currentSigningKey: qstash.currentSigningKey,
     nextSigningKey: qstash.nextSigningKey,
   });
-  const app = testPushApp({ qstash: client, publicUrl });
+  const app = testPushApp({ qstash: client, publicUrl, ...limits });
   current = app;
   const receiver = await startReceiver();
   const put = await app.call("PUT", "/v1/topics/q", {
@@ -240,6 +242,33 @@ describe("push via QStash", () => {
     expect(batches).toBe(3);
     // Clean up: nothing of this test reaches the receiver (delete cancels each message).
     for (let n = 0; n < 250; n++) await app.queue.delete(`b${n}`);
+  });
+});
+
+describe("the subrequest budget", () => {
+  it("claims QStash jobs past a third of the budget: they cost a request per 100, not 3 each", async () => {
+    // 100 subrequests and claims of at most 10: a run of direct jobs stops at 10 (30 requests
+    // for them). QStash jobs go on, claim after claim, up to 10 claims (100 jobs, one publish).
+    const app = await setup({ subrequests: 100, batch: 10 });
+    const now = Date.now();
+    await app.queue.addBatch(
+      Array.from({ length: 150 }, (_, n) => ({ topic: "q", id: `s${n}`, runAt: now + 30_000 + n })),
+    );
+    const spy = vi.spyOn(globalThis, "fetch");
+    let publishes: number;
+    let first: Awaited<ReturnType<typeof app.dispatcher.run>>;
+    try {
+      first = await app.dispatcher.run({ now: Date.now() });
+      publishes = spy.mock.calls.filter(([input]) => String(input).includes("/v2/batch")).length;
+    } finally {
+      spy.mockRestore();
+    }
+    expect(first).toMatchObject({ claimed: 100, published: 100, more: true });
+    expect(publishes).toBe(1);
+    // The rest at the next run, which finds nothing more.
+    const second = await app.dispatcher.run({ now: Date.now() });
+    expect(second).toMatchObject({ claimed: 50, published: 50, more: false });
+    for (let n = 0; n < 150; n++) await app.queue.delete(`s${n}`);
   });
 });
 

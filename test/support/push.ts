@@ -100,7 +100,9 @@ export type PushApp = TestApp & {
  * The app with push delivery on the test's own prefix and the real clock. `qstash` and
  * `publicUrl` enable `via: "qstash"`.
  */
-export function testPushApp(options: { qstash?: QStash; publicUrl?: string } = {}): PushApp {
+export function testPushApp(
+  options: { qstash?: QStash; publicUrl?: string; subrequests?: number; batch?: number } = {},
+): PushApp {
   const redis = testRedis({ automaticDeserialization: false });
   const prefix = redis.prefix.slice(0, -1);
   const logs: Record<string, unknown>[] = [];
@@ -112,6 +114,8 @@ export function testPushApp(options: { qstash?: QStash; publicUrl?: string } = {
     qstash: options.qstash,
     publicUrl: options.publicUrl,
     log,
+    subrequests: options.subrequests,
+    batch: options.batch,
   });
   const queue = new DelayQueue({
     redis: redis.redis,
