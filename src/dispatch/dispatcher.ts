@@ -9,6 +9,7 @@ import { createScriptRunner, type RedisClient } from "../redis/runner";
 import { type Attempt, deliverDirect, type Parcel, type Post } from "./delivery";
 import { sendNotices } from "./notices";
 import type { QStash } from "./qstash";
+import { until } from "./until";
 
 /** A direct job due this soon after the request that wrote it is delivered by that request. */
 export const DIRECT_WINDOW_MS = 25_000;
@@ -124,8 +125,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   /** Runs `work` at `due` (never before), logging instead of throwing. */
   async function runAt(due: number, work: () => Promise<void>, id: string): Promise<void> {
-    const wait = due - clock();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    await until(due, clock);
     try {
       await work();
     } catch (error) {
@@ -144,10 +144,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     report: DispatchReport,
     depth: number,
   ) {
-    const wait = due - clock();
     let send = parcels;
-    if (wait > 0) {
-      await new Promise((resolve) => setTimeout(resolve, wait));
+    if (due > clock()) {
+      await until(due, clock);
       const pairs = parcels.flatMap((parcel) => [parcel.meta.id, parcel.meta.receipt ?? ""]);
       const held = await scripts.run(stillHeld, clock(), pairs);
       send = parcels.filter((_, i) => held[i]);
