@@ -1,8 +1,9 @@
-// The Python client: pip-installs clients/python into a fresh venv and runs its pytest suite
-// against the service, with webhook signatures made by the service's own signWebhook.
+// The Python client: pip-installs clients/python into a fresh venv, type-checks it with pyright
+// in strict mode, and runs its pytest suite against the service, with webhook signatures made by
+// the service's own signWebhook.
 import { type SpawnOptions, spawn } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -14,21 +15,25 @@ const packageDir = join(root, "clients", "python");
 const python = process.env.PYTHON ?? "python3";
 const ALIPAY_ACCOUNT = "pytest";
 
-type Run = { code: number | null; output: string };
+type Run = { code: number | null; output: string; stdout: string };
 
-/** Runs a command to its end, collecting stdout and stderr together; never rejects. */
+/** Runs a command to its end: output is stdout and stderr together, stdout alone; never rejects. */
 function run(command: string, args: string[], options: SpawnOptions = {}): Promise<Run> {
   return new Promise((resolve) => {
     let output = "";
+    let stdout = "";
     const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] });
     child.stdout?.on("data", (chunk: Buffer) => {
       output += chunk.toString();
+      stdout += chunk.toString();
     });
     child.stderr?.on("data", (chunk: Buffer) => {
       output += chunk.toString();
     });
-    child.on("error", (error) => resolve({ code: null, output: `${output}${error.message}` }));
-    child.on("close", (code) => resolve({ code, output }));
+    child.on("error", (error) =>
+      resolve({ code: null, output: `${output}${error.message}`, stdout }),
+    );
+    child.on("close", (code) => resolve({ code, output, stdout }));
   });
 }
 
@@ -150,6 +155,46 @@ it("installs with pip and imports as delayq from the venv, not the source tree",
   expect(where?.endsWith(join("site-packages", "delayq"))).toBe(true);
   expect(version).toMatch(/^\d+\.\d+\.\d+$/);
 }, 30_000);
+
+type PyrightDiagnostic = {
+  file: string;
+  severity: string;
+  message: string;
+  rule?: string;
+  range?: { start: { line: number; character: number } };
+};
+type PyrightReport = {
+  generalDiagnostics: PyrightDiagnostic[];
+  summary: { filesAnalyzed: number; errorCount: number };
+};
+
+it("type-checks clean with pyright in strict mode, as its README promises", async () => {
+  // The pinned devDependency, run on the config in clients/python/pyproject.toml, resolving
+  // imports (pytest) with the venv's interpreter, the one the suite runs with.
+  const pyright = join(root, "node_modules", ".bin", "pyright");
+  const result = await run(pyright, ["-p", packageDir, "--pythonpath", venvPython, "--outputjson"]);
+  let report: PyrightReport;
+  try {
+    report = JSON.parse(result.stdout) as PyrightReport;
+  } catch {
+    throw new Error(`pyright gave no JSON report (exit ${result.code}):\n${result.output}`);
+  }
+  const errors = report.generalDiagnostics
+    .filter((d) => d.severity === "error")
+    .map((d) => {
+      const at = d.range ? `:${d.range.start.line + 1}:${d.range.start.character + 1}` : "";
+      return `${d.file}${at} - ${d.message}${d.rule ? ` (${d.rule})` : ""}`;
+    });
+  if (errors.length > 0) console.log(errors.join("\n"));
+  expect(errors, errors.join("\n")).toEqual([]);
+  expect(report.summary.errorCount).toBe(0);
+  expect(result.code, result.output.slice(-4000)).toBe(0);
+  // Both the package and its tests were looked at, not an empty selection.
+  const sources = [join(packageDir, "src", "delayq"), join(packageDir, "tests")].flatMap((dir) =>
+    readdirSync(dir).filter((name) => name.endsWith(".py")),
+  );
+  expect(report.summary.filesAnalyzed).toBeGreaterThanOrEqual(sources.length);
+}, 60_000);
 
 it("passes its pytest suite against the service", async () => {
   if (!service) throw new Error("the service did not start");

@@ -7,7 +7,7 @@ import os
 import re
 import urllib.request
 import uuid
-from typing import Any, Callable, Dict, Iterator
+from typing import Any, Callable, Dict, Iterator, cast
 
 import pytest
 
@@ -53,7 +53,9 @@ def dq(url: str, token: str) -> Iterator[delayq.Client]:
 @pytest.fixture
 def new_topic(request: pytest.FixtureRequest) -> Callable[[str], str]:
     """Topic names of this test's own: the test's name and a random suffix."""
-    base = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[:40].strip("-")
+    # pytest leaves FixtureRequest.node unannotated; in a test's own fixture it is the test item.
+    item = cast(pytest.Item, request.node)  # pyright: ignore[reportUnknownMemberType]
+    base = re.sub(r"[^A-Za-z0-9]+", "-", item.name)[:40].strip("-")
 
     def make(prefix: str = "py") -> str:
         return f"{prefix}.{base}.{uuid.uuid4().hex[:8]}"

@@ -7,7 +7,7 @@ import json
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 from urllib.parse import urlsplit
 
 # What the proxy does with a request, one per request in order; "forward" once the plan runs out.
@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 #   ("delay", seconds)    wait, then forward
 #   "forward_then_hangup" relay the answer as a kept-alive one, then close the connection (a
 #                         keep-alive connection the server closed while the client kept it idle)
-Action = Any
+Action = Union[str, Tuple[Any, ...]]
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "host", "content-length"}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional, cast
 
 import pytest
 
@@ -16,12 +16,17 @@ def require_route(openapi: Dict[str, Any], method: str, path: str) -> None:
 
 def schema_at(openapi: Dict[str, Any], schema: Any) -> Dict[str, Any]:
     """A schema with its $ref followed."""
-    while isinstance(schema, dict) and "$ref" in schema:
+    found = _object(schema)
+    while found is not None and "$ref" in found:
         node: Any = openapi
-        for part in schema["$ref"].lstrip("#/").split("/"):
+        for part in found["$ref"].lstrip("#/").split("/"):
             node = node[part]
-        schema = node
-    return schema if isinstance(schema, dict) else {}
+        found = _object(node)
+    return found if found is not None else {}
+
+
+def _object(value: object) -> Optional[Dict[str, Any]]:
+    return cast(Dict[str, Any], value) if isinstance(value, dict) else None
 
 
 def request_properties(openapi: Dict[str, Any], method: str, path: str) -> Dict[str, Any]:

@@ -49,7 +49,7 @@ def test_add_sends_every_option_under_the_api_names(dq: delayq.Client, topic: st
         deadline=deadline,
     )["job"]
     assert job["state"] == "delayed"
-    assert job["dueAt"] - job["createdAt"] == pytest.approx(30_000, abs=50)
+    assert abs(job["dueAt"] - job["createdAt"] - 30_000) <= 50
     assert job["maxAttempts"] == 4
     assert job["backoff"] == [5, 30]
     assert job["deadline"] == deadline
@@ -57,7 +57,7 @@ def test_add_sends_every_option_under_the_api_names(dq: delayq.Client, topic: st
 
     run_at = datetime.now(timezone.utc) + timedelta(hours=2)
     later = dq.add(topic, 1, run_at=run_at.isoformat(), backoff="wechatpay")["job"]
-    assert later["dueAt"] == pytest.approx(run_at.timestamp() * 1000, abs=2)
+    assert abs(later["dueAt"] - run_at.timestamp() * 1000) <= 2
     assert later["backoff"] == "wechatpay"
 
 

@@ -13,7 +13,6 @@ from typing import (
     Optional,
     Sequence,
     Type,
-    TypeVar,
     Union,
     cast,
     overload,
@@ -21,7 +20,7 @@ from typing import (
 from urllib.parse import quote
 
 from ._errors import DelayqError
-from ._transport import Answer, QueryValue, Transport
+from ._transport import Answer, QueryValue, Transport, json_object
 from ._types import (
     AddJob,
     AddResult,
@@ -43,8 +42,6 @@ from ._types import (
     TopicStats,
     WatchResult,
 )
-
-_M = TypeVar("_M", bound=Mapping[str, Any])
 
 
 class Client:
@@ -318,10 +315,11 @@ class Client:
             body=sent if many else sent[0],
             timeout=self._transport.timeout + waits,
         )
-        if many and isinstance(answer.data, list):
-            return cast(List[CommandResult], answer.data)
-        if not many and isinstance(answer.data, dict):
-            return cast(CommandResult, answer.data)
+        data: object = answer.data
+        if many and isinstance(data, list):
+            return cast(List[CommandResult], data)
+        if not many and isinstance(data, dict):
+            return cast(CommandResult, data)
         raise _invalid_response(answer, "a list of results" if many else "a command result")
 
     # Payment watches
@@ -429,7 +427,7 @@ def _compact(fields: Mapping[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def _with_id(job: _M) -> Dict[str, Any]:
+def _with_id(job: Mapping[str, object]) -> Dict[str, Any]:
     """The job with an id: its own, or a fresh UUID, so that the add can be retried safely."""
     out = dict(job)
     if out.get("id") is None:
@@ -462,8 +460,8 @@ def _payment_path(provider: str, account: str, out_trade_no: str) -> str:
 
 
 def _expect(answer: Answer, key: str, kind: type) -> Any:
-    data = answer.data
-    value = data.get(key) if isinstance(data, dict) else None
+    data = json_object(answer.data)
+    value = data.get(key) if data is not None else None
     ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
     if not ok:
         raise _invalid_response(answer, f'a {kind.__name__} "{key}"')

@@ -11,7 +11,7 @@ import ssl
 import threading
 import time
 from email.utils import parsedate_to_datetime
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 from urllib.parse import urlencode, urlsplit
 
 from ._errors import DelayqError
@@ -33,6 +33,12 @@ _STALE_CONNECTION_ERRORS = (
 _TIMEOUT_ERRORS = (socket.timeout, TimeoutError)
 _MAX_IDLE = 8
 _CHUNK = 65536
+
+
+def json_object(value: object) -> Optional[Dict[str, object]]:
+    """``value`` (parsed JSON) as an object, or None when it is another JSON value."""
+    # JSON object keys are always strings; the values are not known until looked at.
+    return cast(Dict[str, object], value) if isinstance(value, dict) else None
 
 
 class Answer:
@@ -270,13 +276,13 @@ def _error_of(reply: _Reply) -> DelayqError:
     """The error an answer that is not a success stands for."""
     status = reply.status
     retry_after = _parse_retry_after(reply.headers.get("Retry-After"))
-    error = reply.data.get("error") if isinstance(reply.data, dict) else None
-    if (
-        isinstance(error, dict)
-        and isinstance(error.get("code"), str)
-        and isinstance(error.get("message"), str)
-    ):
-        return DelayqError(error["code"], status, error["message"], retry_after=retry_after)
+    body = json_object(reply.data)
+    error = body.get("error") if body is not None else None
+    details = json_object(error)
+    if details is not None:
+        code, message = details.get("code"), details.get("message")
+        if isinstance(code, str) and isinstance(message, str):
+            return DelayqError(code, status, message, retry_after=retry_after)
     # The command protocol answers a lone command's failure as a CommandResult:
     # {"success": false, "error": "<code>: <message>"} (with 503 for redis_unavailable).
     if isinstance(error, str):

@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import re
 import time
-from typing import Optional, Union
+from typing import List, Optional, Union
 
 #: The header delayq signs each push delivery and failure notice with.
 SIGNATURE_HEADER = "delayq-signature"
@@ -36,7 +36,7 @@ def verify_signature(
     if not header or not isinstance(header, str):
         return False
     t: Optional[int] = None
-    candidates = []
+    candidates: List[str] = []
     for part in header.split(","):
         name, _, value = part.strip().partition("=")
         if name == "t" and _TIMESTAMP.match(value):
