@@ -101,6 +101,8 @@ export class Wakeups {
     const epoch = state.epoch;
     let seq = options.seq;
     let wakeAt = options.nextAt ?? Number.POSITIVE_INFINITY;
+    // The pop that led here read the counter just now: the next look is due an interval later.
+    state.seqAt = Math.max(state.seqAt, Date.now());
     state.waiters += 1;
     try {
       for (;;) {

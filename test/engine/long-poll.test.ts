@@ -74,6 +74,14 @@ describe("pop with wait", () => {
     await Promise.all([first, second]);
   });
 
+  it("reads the change counter no sooner than an interval after its pop (which just read it)", async () => {
+    const { consumer, stats } = queues(600);
+    expect(await consumer.pop("empty", { wait: 1 })).toEqual([]);
+    // The pop, then nothing: the first look would come at 600 ms, in the wait's last interval,
+    // where the next pop sees as much for a command less.
+    expect((await stats()).requests.total).toBe(1);
+  });
+
   it("ends the wait with no jobs when the signal aborts", async () => {
     const { consumer, other } = queues();
     const controller = new AbortController();
