@@ -139,6 +139,24 @@ function killGroup(run: Run | undefined): void {
   }
 }
 
+/**
+ * Stops `npm run dev` as Ctrl-C would: SIGTERM lets it stop wrangler, which runs in a process
+ * group of its own that a SIGKILL of the stack's group would leave running (4 GB each).
+ */
+async function stopStack(run: Run | undefined): Promise<void> {
+  if (!run?.child.pid || run.child.exitCode !== null) return killGroup(run);
+  try {
+    process.kill(run.child.pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  const stopped = await Promise.race([
+    run.exit.then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000)),
+  ]);
+  if (!stopped) killGroup(run);
+}
+
 describe('npm run dev (wrangler) with tokens holding " and \\, and accounts given', () => {
   // Tokens cannot hold , : or spaces; anything else goes. The first needs backticks (it has '),
   // the second single quotes; both would come out changed from a JSON-quoted env file.
@@ -177,7 +195,7 @@ describe('npm run dev (wrangler) with tokens holding " and \\, and accounts give
     expect(info.apiToken).toBe(admin);
   }, 120_000);
 
-  afterAll(() => killGroup(run));
+  afterAll(() => stopStack(run), 30_000);
 
   const call = (token: string, method: string, path: string, body?: unknown) =>
     fetch(`${apiUrl}${path}`, {
