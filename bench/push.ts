@@ -18,6 +18,7 @@ import {
   type CommandStats,
   commandDelta,
   log,
+  mulberry32,
   type Percentiles,
   percentiles,
   startProgress,
@@ -307,18 +308,6 @@ async function openPushStack(name: string, fetches: FetchCounter): Promise<PushS
     await close();
     throw error;
   }
-}
-
-/** A small seeded PRNG, so every run gets the same delays. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export type LatenessGroup = Percentiles & {

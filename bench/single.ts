@@ -19,6 +19,7 @@ import {
   commandDelta,
   Latencies,
   log,
+  mulberry32,
   type Percentiles,
   percentiles,
   startProgress,
@@ -325,18 +326,6 @@ async function singleRun(
     latencyMs: latencies.summary(),
     duplicates,
     byCommand: delta.byCommand,
-  };
-}
-
-/** A small seeded PRNG, so every run gets the same due times. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
 

@@ -273,3 +273,15 @@ export function startProgress(label: string, line: () => string, everyMs = 1000)
   timer.unref();
   return () => clearInterval(timer);
 }
+
+/** A small seeded PRNG (mulberry32), so every system and run gets the same delays. */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -6,6 +6,7 @@ import {
   commandDelta,
   log,
   MonitorCounter,
+  mulberry32,
   type Percentiles,
   percentiles,
   startProgress,
@@ -358,18 +359,6 @@ export async function runRequests(
       monitor.close();
     }
   });
-}
-
-/** A small seeded PRNG, so every system gets the same delays. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** B: jobs due uniformly over the span while consumers run; lateness = received − due. */
