@@ -20,7 +20,9 @@ export async function popJobs(
   const { scripts, clock } = shared;
   for (;;) {
     const now = clock();
-    const reply = await scripts.run(pop, now, [topic, count, randomHex(6)]);
+    // What is left of the wait: the script registers a caller that will wait (lib/topic.ts).
+    const waitMs = wait === 0 ? 0 : Math.max(0, giveUpAt - Date.now());
+    const reply = await scripts.run(pop, now, [topic, count, randomHex(6), waitMs]);
     if ("pushTopic" in reply) throw scriptError("pushTopic", { id: topic });
     shared.wakeups.popped(topic, reply.records.length >= count);
     if (reply.records.length > 0)

@@ -42,6 +42,26 @@ describe("pop with wait", () => {
     expect(Date.now() - added).toBeLessThan(1500);
   });
 
+  it("sees a job added elsewhere to a topic in use, by a caller whose clock runs 20 s ahead", async () => {
+    const prefix = `lp${crypto.randomUUID().slice(0, 8)}`;
+    const consumer = new DelayQueue({ redis: testRedis().redis, prefix, pollIntervalMs: 200 });
+    const ahead = new DelayQueue({
+      redis: testRedis().redis,
+      prefix,
+      clock: () => Date.now() + 20_000,
+    });
+    // The topic is in use: its first add registered it, so later adds are not a fresh topic's.
+    await ahead.add({ topic: "busy", id: "first", runAt: Date.now() });
+    expect(await consumer.pop("busy")).toHaveLength(1);
+    const waiting = consumer.pop("busy", { wait: 10 });
+    await new Promise((r) => setTimeout(r, 100));
+    const added = Date.now();
+    // Adds bump the change counter only while a caller may be waiting (the pop registered one).
+    await ahead.add({ topic: "busy", id: "later", runAt: Date.now() });
+    expect((await waiting).map((j) => j.id)).toEqual(["later"]);
+    expect(Date.now() - added).toBeLessThan(1500);
+  });
+
   it("costs about one request per poll interval while nothing happens", async () => {
     const { consumer, stats } = queues(250);
     const started = Date.now();

@@ -7,6 +7,7 @@ import { LUA_JOBS } from "./jobs";
 import { LUA_SLOTS, SLOT_MS } from "./slots";
 import { LUA_TOPIC } from "./topic";
 import { LUA_TRANSITIONS } from "./transitions";
+import { LUA_UPKEEP } from "./upkeep";
 
 export { SLOT_MS };
 
@@ -17,8 +18,8 @@ export { SLOT_MS };
  *   ARGV[2]  now, unix ms (the caller's clock; scripts never read the time)
  *   ARGV[3]  how long finished and deleted records are kept, ms
  * and takes its own arguments from ARGV[4] on. Helpers come in dependency order: the record
- * codec, the topic's hash, the slot lists, the transitions, access checks, jobs written by other
- * scripts.
+ * codec, the topic's hash, the slot lists, the transitions, pop's upkeep, access checks, jobs
+ * written by other scripts.
  */
 export const LUA_LIB = `
 local rcall = redis.call
@@ -32,6 +33,7 @@ ${LUA_RECORD}
 ${LUA_TOPIC}
 ${LUA_SLOTS}
 ${LUA_TRANSITIONS}
+${LUA_UPKEEP}
 ${LUA_ACCESS}
 ${LUA_JOBS}
 `;

@@ -29,27 +29,29 @@ export const add = defineScript<AddReply>({
     CODE.exists    the id exists in another topic: that record
     CODE.reserved  replace refused, the job is reserved: its record
   Cost: per job one SET NX (a GET more when the id exists); per topic one HMGET (its hash:
-  config, next, seq), one ZADD per index written, HSET + ZADD LT when a delayed job is due
-  before the topic's next; per far slot written RPUSH, ZADD, INCRBY (and the same next check);
-  when a job was written, one HINCRBY of the topic's seq, and ZADD NX to the topic list for a
-  topic written to for the first time; for a push topic two ZADD LT more (claims, schedule).
+  config, next, seq, waiting), one ZADD per index written, HSET + ZADD LT when a delayed job is
+  due before the topic's next; per far slot written RPUSH, ZADD, INCRBY (and the same next
+  check); when a job was written and a caller may be long-polling the topic (lib/topic.ts:
+  listen), one HINCRBY of its seq; for a topic written to for the first time, ZADD NX to the
+  topic list and the HINCRBY; for a push topic two ZADD LT more (claims, schedule).
 ]]
 local DEF_TTR, DEF_MAX = tonumber(ARGV[4]), tonumber(ARGV[5])
 local DEF_BACKOFF = nil
 if ARGV[6] ~= "" then DEF_BACKOFF = ARGV[6] end
 -- Index writes wait until the end, one ZADD per index; \`due[topic][id]\` keeps the last write
 -- for an id, so an id added and then replaced within one batch is indexed once.
-local out, configs, order, ids, due, pushed, fresh = {}, {}, {}, {}, {}, {}, {}
+local out, configs, order, ids, due, pushed, fresh, listening = {}, {}, {}, {}, {}, {}, {}, {}
 
 for i = 7, #ARGV, ${ADD_FIELDS} do
   local id, topic, dueAt = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local cfg = configs[topic]
   if not cfg then
-    local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq")
+    local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq", "waiting")
     cfg = config(topic, meta[1])
     knowNext(topic, meta[2])
     -- A topic without a hash has never been written to: it joins the topic list now.
     fresh[topic] = not meta[1] and not meta[3]
+    listening[topic] = listened(meta[4])
     configs[topic], ids[topic], due[topic] = cfg, {}, {}
     order[#order + 1] = topic
   end
@@ -121,8 +123,9 @@ for _, topic in ipairs(order) do
   end
   for _, slot in ipairs(slots) do toSlot(topic, slot, far[slot]) end
   if #ids[topic] > 0 then
+    -- The counter wakes long-polling callers; a fresh topic gets one so it is not fresh again.
     if fresh[topic] then rcall("ZADD", key.topics, "NX", 0, topic) end
-    bump(topic)
+    if fresh[topic] or listening[topic] then bump(topic) end
     local push = configs[topic].push
     if type(push) == "table" then
       local first = nil

@@ -20,20 +20,23 @@ export const pop = defineScript<PopReply>({
   slots (up to 1000) and promotes due jobs (up to 1000), so pull consumers never wait for a
   scheduler tick; otherwise it pays nothing for it.
   ARGV[4] topic   ARGV[5] count (1-100)   ARGV[6] receipt nonce, unique per call
+  ARGV[7] how long the caller will wait for a job when none is due, ms (0: it will not)
   Each reservation counts an attempt, leases the job until now + ttr and gets the receipt
   "<nonce>.<n>". A job whose deadline has passed dies instead of being handed out.
   Returns {next, seq, records...}. When nothing was reserved, \`next\` is the earliest time
   something of the topic may become available (a due time, a lease end; -1 for none) and \`seq\`
   the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
-  the counter; otherwise both are -1. A paused topic reserves nothing and answers next -1. A
-  push topic answers {CODE.pushTopic}: its jobs are delivered, not popped.
+  the counter; otherwise both are -1. A caller that will wait is registered in the topic's
+  hash (lib/topic.ts: listen), so that adds bump the counter while it may be waiting. A paused
+  topic reserves nothing and answers next -1. A push topic answers {CODE.pushTopic}: its jobs
+  are delivered, not popped.
   Cost: HMGET (meta); ZPOPMIN (ready); per job GET + SET; one ZADD (reserved), and HSET + ZADD
-  LT when the first lease ends before the topic's next. Empty: HMGET and ZPOPMIN only. Upkeep,
-  when next has passed: ZRANGE (reserved), ZRANGE (slots), ZRANGE (delayed; ZREM + ZADD when
-  some are due), three ZRANGEs for the next event, HSET + ZADD.
+  LT when the first lease ends before the topic's next. Empty: HMGET and ZPOPMIN only (and an
+  HSET about every 100 s of a caller's waiting). Upkeep, when next has passed: see
+  lib/upkeep.ts (catchUp), 4 to 6 commands when one job falls due.
 ]]
-local topic, count, nonce = ARGV[4], tonumber(ARGV[5]), ARGV[6]
-local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq")
+local topic, count, nonce, wait = ARGV[4], tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
+local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq", "waiting")
 local cfg = config(topic, meta[1] or false)
 knowNext(topic, meta[2])
 local seq = tonumber(meta[3]) or 0
@@ -41,14 +44,12 @@ if type(cfg.push) == "table" then return {CODE.pushTopic} end
 -- Paused: nothing becomes available until it resumes, which bumps seq.
 if cfg.paused then return {-1, seq} end
 local upkeep, bound = knownNext(topic), nil
-if upkeep and upkeep <= NOW then
-  expire(topic, 100)
-  local _, _, left = advance(topic, 1000)
-  bound = left
-  setNext(topic, nextEvent(topic))
-end
+if upkeep and upkeep <= NOW then bound = catchUp(topic) end
 local out = reserveReady(topic, count, nonce, bound)
-if #out == 0 then return {knownNext(topic) or -1, seq} end
+if #out == 0 then
+  if wait > 0 then listen(topic, meta[4], wait) end
+  return {knownNext(topic) or -1, seq}
+end
 table.insert(out, 1, -1)
 table.insert(out, 1, -1)
 return out

@@ -1,0 +1,80 @@
+// Lua: pop's own upkeep of a topic whose next has passed, reading each index's first entry once.
+
+/**
+ * How many of the delay bucket's first entries pop's upkeep reads in one command: when they
+ * are not all due, that one read gives both the due jobs and the bucket's new first entry.
+ */
+export const UPKEEP_WINDOW = 16;
+
+/** Needs the slot helpers and the transitions (expire, migrate, promote) in scope. */
+export const LUA_UPKEEP = `
+-- The score of a sorted set's first entry, or nil.
+local function head(index)
+  return tonumber(rcall("ZRANGE", index, 0, 0, "WITHSCORES")[2])
+end
+
+-- Promotes the topic's due delayed jobs (before \`bound\` when given, lib/slots.ts: migrate).
+-- Reads the bucket's first ${UPKEEP_WINDOW} entries; only when all of them are due does it fall
+-- back to the bounded scan (promote, up to 1000). Returns the bucket's first score left, or nil.
+local function promoteFirst(topic, bound)
+  local upTo = NOW
+  if bound and bound - 1 < upTo then upTo = bound - 1 end
+  local first = rcall("ZRANGE", key.delayed(topic), 0, ${UPKEEP_WINDOW - 1}, "WITHSCORES")
+  if #first == ${2 * UPKEEP_WINDOW} and tonumber(first[#first]) <= upTo then
+    promote(topic, 1000, bound)
+    return head(key.delayed(topic))
+  end
+  local ids, scored, left = {}, {}, nil
+  for i = 1, #first, 2 do
+    local at = tonumber(first[i + 1])
+    if at > upTo then
+      left = at
+      break
+    end
+    ids[#ids + 1] = first[i]
+    scored[#scored + 1] = at
+    scored[#scored + 1] = first[i]
+  end
+  if #ids > 0 then
+    rcall("ZREM", key.delayed(topic), unpack(ids))
+    rcall("ZADD", key.ready(topic), unpack(scored))
+  end
+  return left
+end
+
+-- Brings a topic whose next has passed up to now, for pop: takes back expired reservations (up
+-- to 100), opens due slots (up to 1000 ids), promotes due jobs, then sets the topic's next. An
+-- index is scanned only when its first entry is due, and that first entry is what the next is
+-- made of, so a pop with one job falling due reads three first entries and no more. The
+-- schedule's entry is only lowered, never raised: a lower bound is all the tick needs (it visits
+-- early, finds nothing due and sets it exactly), and it saves a write on every such pop.
+-- Returns the bound of migrate (open slot lists left), or nil.
+-- Cost, one job falling due: ZRANGE (reserved), ZRANGE (slots), ZRANGE (delayed), ZREM, ZADD
+-- (ready), HSET (next).
+local function catchUp(topic)
+  local lease = head(key.reserved(topic))
+  if lease and lease <= NOW then
+    expire(topic, 100)
+    lease = head(key.reserved(topic))
+  end
+  local slot, bound = head(key.slots(topic)), nil
+  if slot and slot - SLOT <= NOW then
+    local _
+    _, bound = migrate(topic, 1000)
+    slot = head(key.slots(topic))
+  end
+  local nextAt = promoteFirst(topic, bound)
+  for _, at in ipairs({lease or false, slot and slot - SLOT or false}) do
+    if at and (nextAt == nil or at < nextAt) then nextAt = at end
+  end
+  local passed = knownNext(topic)
+  if nextAt then
+    rcall("HSET", key.meta(topic), "next", nextAt)
+    if passed and nextAt < passed then rcall("ZADD", key.schedule, "LT", nextAt, topic) end
+  else
+    rcall("HDEL", key.meta(topic), "next")
+  end
+  knowNext(topic, nextAt)
+  return bound
+end
+`;
