@@ -27,10 +27,13 @@ export const KEY_LAYOUT = {
   dead: "t:<topic>:dead",
   /**
    * hash: the topic's own fields, read in one command by pop and add: \`config\` (JSON), \`seq\`
-   * (bumped whenever jobs may be available sooner: the long-poll signal) and \`next\` (a lower
+   * (bumped whenever jobs may be available sooner while a caller long-polls: the long-poll
+   * signal), \`waiting\` (until when a long-polling caller may be waiting, ms), \`next\` (a lower
    * bound of the earliest time something of the topic needs looking at: a delayed job's due
    * time, a lease's end, a slot's opening; pop does its upkeep only once it has passed, and the
-   * schedule's entry for the topic is never later than it).
+   * schedule's entry for the topic is never later than it), \`lease\` and \`slot\` (lower bounds
+   * of the first lease end and the first slot opening; "-" for none, so pop's upkeep reads
+   * those indexes only when their time has come).
    */
   meta: "t:<topic>:meta",
   /** zset: topics with something timed, scored by the earliest time the scheduler must look. */

@@ -25,7 +25,7 @@ async function snapshot(redis: Redis, base: string): Promise<Snapshot> {
       } else if (type === "list") {
         out[name] = await redis.lrange(key, 0, -1);
       } else if (type === "hash") {
-        // A topic's hash: its config as JSON, counters and times as numbers.
+        // A topic's hash: its config as JSON, counters and times as numbers ("-": none).
         const raw = (await redis.hgetall<Record<string, unknown>>(key)) ?? {};
         // Without deserialization the client answers HGETALL as a flat [field, value, ...].
         const fields: Record<string, unknown> = Array.isArray(raw)
@@ -36,7 +36,7 @@ async function snapshot(redis: Redis, base: string): Promise<Snapshot> {
         out[name] = Object.fromEntries(
           Object.entries(fields).map(([field, value]) => [
             field,
-            field === "config" ? JSON.parse(String(value)) : Number(value),
+            field === "config" ? JSON.parse(String(value)) : value === "-" ? "-" : Number(value),
           ]),
         );
       } else {
@@ -236,7 +236,13 @@ describe("keyspace", () => {
     expect(keys["t:q:ready"]).toBeUndefined();
     expect(keys["t:q:reserved"]).toEqual([["a", now + 31_000]]);
     // pop did the topic's upkeep (its next, a's due time, had come), then the lease lowered it.
-    expect(keys["t:q:meta"]).toEqual({ seq: 1, next: now + 31_000 });
+    // Its timing: the next event, and bounds of the first lease end and first slot opening.
+    expect(keys["t:q:meta"]).toEqual({
+      seq: 1,
+      next: now + 31_000,
+      lease: now + 31_000,
+      slot: "-",
+    });
     // The schedule's entry stays where it was, a lower bound: the tick visits, finds nothing
     // due and sets it exactly (pop saves a write on every upkeep).
     expect(keys.schedule).toEqual([["q", now + 1000]]);
@@ -260,7 +266,8 @@ describe("keyspace", () => {
     t.clock.advance(60_000);
     expect(await tick(t.queue)).toMatchObject({ promoted: 0, expired: 0 });
     expect(Object.keys(await state(t)).sort()).toEqual(["j:a", "t:q:meta", "topics"]);
-    expect((await state(t))["t:q:meta"]).toEqual({ seq: 1 }); // nothing timed: no next
+    // Nothing timed: no next event, no lease, no slot.
+    expect((await state(t))["t:q:meta"]).toEqual({ seq: 1, next: "-", lease: "-", slot: "-" });
   });
 
   it("an expired lease goes through backoff into the delay bucket, then dead", async () => {

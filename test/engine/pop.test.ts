@@ -53,6 +53,35 @@ describe("pop", () => {
     expect(second?.receipt).not.toBe(first?.receipt);
   });
 
+  it("takes back a short lease that ends before a longer one, without a tick", async () => {
+    const { queue, clock } = testQueue();
+    // Delayed jobs make each pop do its upkeep, which records a bound of the first lease end.
+    await queue.add({ topic: "t", id: "long", delay: 1, ttr: 600 });
+    await queue.add({ topic: "t", id: "short", delay: 2, ttr: 5 });
+    await queue.add({ topic: "t", id: "far", delay: 3600 });
+    clock.advance(1000);
+    expect((await queue.pop("t")).map((j) => j.id)).toEqual(["long"]);
+    clock.advance(1000);
+    expect((await queue.pop("t")).map((j) => j.id)).toEqual(["short"]);
+    // The short lease lowered the bound the long one had set: pop looks at leases at 7 s.
+    clock.advance(5000);
+    expect(await queue.pop("t")).toMatchObject([{ id: "short", attempts: 2 }]);
+  });
+
+  it("opens a slot written after its topic's upkeep found none, without a tick", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "soon", delay: 1 });
+    clock.advance(1000);
+    // This upkeep finds no slot list and records none.
+    const [soon] = await queue.pop("t");
+    expect(soon?.id).toBe("soon");
+    await queue.finish("soon", { receipt: soon?.receipt });
+    // Due 2 h ahead: its id waits in a slot list, which must lower the topic's slot bound.
+    await queue.add({ topic: "t", id: "far", delay: 7200 });
+    clock.advance(7200_000);
+    expect((await queue.pop("t")).map((j) => j.id)).toEqual(["far"]);
+  });
+
   it("lets a job whose deadline passed die instead of handing it out", async () => {
     const { queue, clock } = testQueue();
     await queue.add({ topic: "t", id: "late", deadline: clock.now + 1000 });

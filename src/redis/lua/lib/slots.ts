@@ -21,7 +21,7 @@ local function toSlot(topic, slot, ids)
   rcall("RPUSH", slotList(topic, slot), unpack(ids))
   rcall("ZADD", key.slots(topic), slot, slot)
   rcall("INCRBY", key.slotted(topic), #ids)
-  lowerNext(topic, slot - SLOT)
+  lowerNext(topic, slot - SLOT, "slot")
 end
 
 -- Moves up to \`limit\` ids from the topic's open slot lists (oldest slot first, at most 10

@@ -36,38 +36,61 @@ end
 -- Whether a caller may be long-polling the topic (\`current\`: its \`waiting\` field as read).
 local function listened(current) return (tonumber(current) or -1) >= NOW end
 
--- The topic's \`next\` (keys.ts: meta), read once per call: a number, or false when nothing is
--- timed. A caller that read it already hands it over with knowNext.
-local nexts = {}
-local function knownNext(topic)
-  if nexts[topic] == nil then
-    nexts[topic] = tonumber(rcall("HGET", key.meta(topic), "next")) or false
+-- The topic's timing fields (keys.ts: meta), read once per call. \`next\`: a lower bound of
+-- the earliest time something of the topic needs looking at, or false when nothing is timed.
+-- \`lease\` and \`slot\`: lower bounds of its first lease end and of its first slot's opening,
+-- false when it has none, nil when not known (a hash written before these fields existed):
+-- pop's upkeep reads those heads only when their bound has passed or is unknown
+-- (lib/upkeep.ts). "-" stands for none in the hash. A caller that read the fields already
+-- hands them over with knowTiming.
+local timings = {}
+local function bound(raw)
+  if raw == "-" then return false end
+  return tonumber(raw)
+end
+local function knowTiming(topic, nextRaw, leaseRaw, slotRaw)
+  timings[topic] = { next = bound(nextRaw) or false, lease = bound(leaseRaw), slot = bound(slotRaw) }
+  return timings[topic]
+end
+local function timing(topic)
+  if timings[topic] == nil then
+    local raw = rcall("HMGET", key.meta(topic), "next", "lease", "slot")
+    knowTiming(topic, raw[1], raw[2], raw[3])
   end
-  return nexts[topic]
+  return timings[topic]
 end
-local function knowNext(topic, value) nexts[topic] = tonumber(value) or false end
+local function knownNext(topic) return timing(topic).next end
 
--- Something of the topic needs looking at from \`at\` on. Writes only when that is earlier than
--- the topic's next; the schedule's entry is never later than the next, so it needs no write
--- either then.
-local function lowerNext(topic, at)
-  local current = knownNext(topic)
-  if current and current <= at then return end
-  rcall("HSET", key.meta(topic), "next", at)
-  rcall("ZADD", key.schedule, "LT", at, topic)
-  nexts[topic] = at
+-- Something of the topic needs looking at from \`at\` on: a delayed job's due time, or (with
+-- \`kind\` "lease" or "slot") a lease's end or a slot's opening. Writes only the bounds it
+-- lowers, in one HSET; the schedule's entry is never later than the next, so it needs a write
+-- only when the next is lowered. An unknown lease or slot bound stays unknown.
+local function lowerNext(topic, at, kind)
+  local t, fields = timing(topic), {}
+  if not t.next or at < t.next then
+    fields[#fields + 1], fields[#fields + 2], t.next = "next", at, at
+    rcall("ZADD", key.schedule, "LT", at, topic)
+  end
+  if kind and t[kind] ~= nil and (t[kind] == false or at < t[kind]) then
+    fields[#fields + 1], fields[#fields + 2], t[kind] = kind, at, at
+  end
+  if #fields > 0 then rcall("HSET", key.meta(topic), unpack(fields)) end
 end
 
--- Sets the topic's next and its schedule entry exactly (after upkeep has recomputed it).
-local function setNext(topic, at)
+-- Writes the topic's timing fields as upkeep found them (numbers, or false for none).
+local function writeTiming(topic, nextAt, lease, slot)
+  rcall("HSET", key.meta(topic), "next", nextAt or "-", "lease", lease or "-", "slot", slot or "-")
+  knowTiming(topic, nextAt or "-", lease or "-", slot or "-")
+end
+
+-- Sets the topic's timing and its schedule entry exactly (after the tick recomputed them).
+local function setNext(topic, at, lease, slot)
   if at and at >= 0 then
-    rcall("HSET", key.meta(topic), "next", at)
+    writeTiming(topic, at, lease, slot)
     rcall("ZADD", key.schedule, at, topic)
-    nexts[topic] = at
   else
-    rcall("HDEL", key.meta(topic), "next")
+    writeTiming(topic, false, false, false)
     rcall("ZREM", key.schedule, topic)
-    nexts[topic] = false
   end
 end
 `;

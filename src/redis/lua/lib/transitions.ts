@@ -138,19 +138,17 @@ local function advance(topic, limit)
 end
 
 -- The earliest time something of the topic may need looking at (-1: nothing timed): its first
--- delayed job, its first lease end, the opening of its first slot.
+-- delayed job, its first lease end, the opening of its first slot; then the last two (or nil).
 local function nextEvent(topic)
+  local due = tonumber(rcall("ZRANGE", key.delayed(topic), 0, 0, "WITHSCORES")[2])
+  local lease = tonumber(rcall("ZRANGE", key.reserved(topic), 0, 0, "WITHSCORES")[2])
+  local slot = tonumber(rcall("ZRANGE", key.slots(topic), 0, 0, "WITHSCORES")[2])
+  if slot then slot = slot - SLOT end
   local nextAt = -1
-  local function consider(at)
+  for _, at in ipairs({due or false, lease or false, slot or false}) do
     if at and (nextAt < 0 or at < nextAt) then nextAt = at end
   end
-  for _, index in ipairs({key.delayed(topic), key.reserved(topic)}) do
-    local first = rcall("ZRANGE", index, 0, 0, "WITHSCORES")
-    consider(tonumber(first[2]))
-  end
-  local slot = rcall("ZRANGE", key.slots(topic), 0, 0, "WITHSCORES")
-  if slot[2] then consider(tonumber(slot[2]) - SLOT) end
-  return nextAt
+  return nextAt, lease, slot
 end
 
 -- Takes back up to \`limit\` reservations of a topic whose lease has ended: failed attempts.
@@ -221,7 +219,7 @@ local function reserveReady(topic, count, nonce, bound)
   end
   if first ~= nil then
     rcall("ZADD", key.reserved(topic), unpack(leases))
-    lowerNext(topic, first)
+    lowerNext(topic, first, "lease")
   end
   return out
 end
@@ -262,7 +260,7 @@ local function claim(topic, horizon, limit, nonce, out)
   end
   if first ~= nil then
     rcall("ZADD", key.reserved(topic), unpack(leases))
-    lowerNext(topic, first)
+    lowerNext(topic, first, "lease")
   end
   local nextAt = nil
   for _, index in ipairs({key.ready(topic), key.delayed(topic), key.slots(topic)}) do

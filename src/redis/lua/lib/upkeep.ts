@@ -43,38 +43,40 @@ local function promoteFirst(topic, bound)
 end
 
 -- Brings a topic whose next has passed up to now, for pop: takes back expired reservations (up
--- to 100), opens due slots (up to 1000 ids), promotes due jobs, then sets the topic's next. An
--- index is scanned only when its first entry is due, and that first entry is what the next is
--- made of, so a pop with one job falling due reads three first entries and no more. The
--- schedule's entry is only lowered, never raised: a lower bound is all the tick needs (it visits
--- early, finds nothing due and sets it exactly), and it saves a write on every such pop.
+-- to 100), opens due slots (up to 1000 ids), promotes due jobs, then sets the topic's timing
+-- (lib/topic.ts). The first lease and the first slot are read only when their bounds in the
+-- topic's hash have passed (or are unknown), and an index is scanned only when its first entry
+-- is due, so a pop with one job falling due reads the delay bucket's first entries and no more.
+-- The schedule's entry is only lowered, never raised: a lower bound is all the tick needs (it
+-- visits early, finds nothing due and sets it exactly), and it saves a write on every such pop.
 -- Returns the bound of migrate (open slot lists left), or nil.
--- Cost, one job falling due: ZRANGE (reserved), ZRANGE (slots), ZRANGE (delayed), ZREM, ZADD
--- (ready), HSET (next).
+-- Cost, one job falling due and no lease or slot bound passed: ZRANGE (delayed), ZREM, ZADD
+-- (ready), HSET (timing).
 local function catchUp(topic)
-  local lease = head(key.reserved(topic))
-  if lease and lease <= NOW then
-    expire(topic, 100)
+  local t = timing(topic)
+  local passed, lease, slot, bound = t.next, t.lease, t.slot, nil
+  if lease == nil or (lease and lease <= NOW) then
     lease = head(key.reserved(topic))
+    if lease and lease <= NOW then
+      expire(topic, 100)
+      lease = head(key.reserved(topic))
+    end
   end
-  local slot, bound = head(key.slots(topic)), nil
-  if slot and slot - SLOT <= NOW then
-    local _
-    _, bound = migrate(topic, 1000)
+  if slot == nil or (slot and slot <= NOW) then
     slot = head(key.slots(topic))
+    if slot and slot - SLOT <= NOW then
+      local _
+      _, bound = migrate(topic, 1000)
+      slot = head(key.slots(topic))
+    end
+    slot = slot and slot - SLOT
   end
   local nextAt = promoteFirst(topic, bound)
-  for _, at in ipairs({lease or false, slot and slot - SLOT or false}) do
+  for _, at in ipairs({lease or false, slot or false}) do
     if at and (nextAt == nil or at < nextAt) then nextAt = at end
   end
-  local passed = knownNext(topic)
-  if nextAt then
-    rcall("HSET", key.meta(topic), "next", nextAt)
-    if passed and nextAt < passed then rcall("ZADD", key.schedule, "LT", nextAt, topic) end
-  else
-    rcall("HDEL", key.meta(topic), "next")
-  end
-  knowNext(topic, nextAt)
+  writeTiming(topic, nextAt or false, lease or false, slot or false)
+  if nextAt and passed and nextAt < passed then rcall("ZADD", key.schedule, "LT", nextAt, topic) end
   return bound
 end
 `;

@@ -46,9 +46,9 @@ for i = 7, #ARGV, ${ADD_FIELDS} do
   local id, topic, dueAt = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local cfg = configs[topic]
   if not cfg then
-    local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq", "waiting")
+    local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq", "waiting", "lease", "slot")
     cfg = config(topic, meta[1])
-    knowNext(topic, meta[2])
+    knowTiming(topic, meta[2], meta[5], meta[6])
     -- A topic without a hash has never been written to: it joins the topic list now.
     fresh[topic] = not meta[1] and not meta[3]
     listening[topic] = listened(meta[4])

@@ -33,12 +33,12 @@ export const pop = defineScript<PopReply>({
   Cost: HMGET (meta); ZPOPMIN (ready); per job GET + SET; one ZADD (reserved), and HSET + ZADD
   LT when the first lease ends before the topic's next. Empty: HMGET and ZPOPMIN only (and an
   HSET about every 100 s of a caller's waiting). Upkeep, when next has passed: see
-  lib/upkeep.ts (catchUp), 4 to 6 commands when one job falls due.
+  lib/upkeep.ts (catchUp): 4 commands when one job falls due and no lease or slot has.
 ]]
 local topic, count, nonce, wait = ARGV[4], tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
-local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq", "waiting")
+local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq", "waiting", "lease", "slot")
 local cfg = config(topic, meta[1] or false)
-knowNext(topic, meta[2])
+knowTiming(topic, meta[2], meta[5], meta[6])
 local seq = tonumber(meta[3]) or 0
 if type(cfg.push) == "table" then return {CODE.pushTopic} end
 -- Paused: nothing becomes available until it resumes, which bumps seq.

@@ -47,8 +47,8 @@ local function visit(topic)
     local back, dead = expire(topic, budget)
     expired, died, budget = expired + back, died + dead, budget - back
   end
-  local nextAt = nextEvent(topic)
-  setNext(topic, nextAt)
+  local nextAt, lease, slot = nextEvent(topic)
+  setNext(topic, nextAt, lease, slot)
   if nextAt >= 0 and nextAt <= NOW then more = 1 end
 end
 
