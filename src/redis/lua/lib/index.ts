@@ -4,6 +4,7 @@ import { LUA_KEYS } from "../../keys";
 import { LUA_RECORD } from "../../record";
 import { LUA_ACCESS } from "./access";
 import { LUA_JOBS } from "./jobs";
+import { LUA_RESERVE } from "./reserve";
 import { LUA_SLOTS, SLOT_MS } from "./slots";
 import { LUA_TOPIC } from "./topic";
 import { LUA_TRANSITIONS } from "./transitions";
@@ -18,7 +19,7 @@ export { SLOT_MS };
  *   ARGV[2]  now, unix ms (the caller's clock; scripts never read the time)
  *   ARGV[3]  how long finished and deleted records are kept, ms
  * and takes its own arguments from ARGV[4] on. Helpers come in dependency order: the record
- * codec, the topic's hash, the slot lists, the transitions, pop's upkeep, access checks, jobs
+ * codec, the topic's hash, the slot lists, the transitions, pop's upkeep and reservations, access checks, jobs
  * written by other scripts.
  */
 export const LUA_LIB = `
@@ -34,6 +35,7 @@ ${LUA_TOPIC}
 ${LUA_SLOTS}
 ${LUA_TRANSITIONS}
 ${LUA_UPKEEP}
+${LUA_RESERVE}
 ${LUA_ACCESS}
 ${LUA_JOBS}
 `;

@@ -13,18 +13,20 @@ local function head(index)
   return tonumber(rcall("ZRANGE", index, 0, 0, "WITHSCORES")[2])
 end
 
--- Promotes the topic's due delayed jobs (before \`bound\` when given, lib/slots.ts: migrate).
--- Reads the bucket's first ${UPKEEP_WINDOW} entries; only when all of them are due does it fall
--- back to the bounded scan (promote, up to 1000). Returns the bucket's first score left, or nil.
+-- Takes the topic's due delayed jobs (before \`bound\` when given, lib/slots.ts: migrate) out of
+-- the delay bucket. Reads the bucket's first ${UPKEEP_WINDOW} entries; only when all of them are
+-- due does it fall back to the bounded scan (promote, up to 1000, into the ready list).
+-- Returns the bucket's first score left (or nil), and the due jobs it took ({id, due, ...}, in
+-- due order), for the pop to reserve or to write to the ready list (lib/reserve.ts).
 local function promoteFirst(topic, bound)
   local upTo = NOW
   if bound and bound - 1 < upTo then upTo = bound - 1 end
   local first = rcall("ZRANGE", key.delayed(topic), 0, ${UPKEEP_WINDOW - 1}, "WITHSCORES")
   if #first == ${2 * UPKEEP_WINDOW} and tonumber(first[#first]) <= upTo then
     promote(topic, 1000, bound)
-    return head(key.delayed(topic))
+    return head(key.delayed(topic)), nil
   end
-  local ids, scored, left = {}, {}, nil
+  local ids, taken, left = {}, {}, nil
   for i = 1, #first, 2 do
     local at = tonumber(first[i + 1])
     if at > upTo then
@@ -32,14 +34,10 @@ local function promoteFirst(topic, bound)
       break
     end
     ids[#ids + 1] = first[i]
-    scored[#scored + 1] = at
-    scored[#scored + 1] = first[i]
+    taken[#taken + 1], taken[#taken + 2] = first[i], at
   end
-  if #ids > 0 then
-    rcall("ZREM", key.delayed(topic), unpack(ids))
-    rcall("ZADD", key.ready(topic), unpack(scored))
-  end
-  return left
+  if #ids > 0 then rcall("ZREM", key.delayed(topic), unpack(ids)) end
+  return left, taken
 end
 
 -- Brings a topic whose next has passed up to now, for pop: takes back expired reservations (up
@@ -49,9 +47,10 @@ end
 -- is due, so a pop with one job falling due reads the delay bucket's first entries and no more.
 -- The schedule's entry is only lowered, never raised: a lower bound is all the tick needs (it
 -- visits early, finds nothing due and sets it exactly), and it saves a write on every such pop.
--- Returns the bound of migrate (open slot lists left), or nil.
--- Cost, one job falling due and no lease or slot bound passed: ZRANGE (delayed), ZREM, ZADD
--- (ready), HSET (timing).
+-- Returns the bound of migrate (open slot lists left) or nil, and the due jobs taken out of the
+-- delay bucket (promoteFirst), which the caller must reserve or write to the ready list.
+-- Cost, one job falling due and no lease or slot bound passed: ZRANGE (delayed), ZREM, HSET
+-- (timing).
 local function catchUp(topic)
   local t = timing(topic)
   local passed, lease, slot, bound = t.next, t.lease, t.slot, nil
@@ -71,12 +70,12 @@ local function catchUp(topic)
     end
     slot = slot and slot - SLOT
   end
-  local nextAt = promoteFirst(topic, bound)
+  local nextAt, fresh = promoteFirst(topic, bound)
   for _, at in ipairs({lease or false, slot or false}) do
     if at and (nextAt == nil or at < nextAt) then nextAt = at end
   end
   writeTiming(topic, nextAt or false, lease or false, slot or false)
   if nextAt and passed and nextAt < passed then rcall("ZADD", key.schedule, "LT", nextAt, topic) end
-  return bound
+  return bound, fresh
 end
 `;

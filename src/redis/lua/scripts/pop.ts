@@ -33,7 +33,8 @@ export const pop = defineScript<PopReply>({
   Cost: HMGET (meta); ZPOPMIN (ready); per job GET + SET; one ZADD (reserved), and HSET + ZADD
   LT when the first lease ends before the topic's next. Empty: HMGET and ZPOPMIN only (and an
   HSET about every 100 s of a caller's waiting). Upkeep, when next has passed: see
-  lib/upkeep.ts (catchUp): 4 commands when one job falls due and no lease or slot has.
+  lib/upkeep.ts (catchUp): 3 commands when one job falls due and no lease or slot has
+  (the job is reserved from there, not written to the ready list first).
 ]]
 local topic, count, nonce, wait = ARGV[4], tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
 local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq", "waiting", "lease", "slot")
@@ -43,9 +44,9 @@ local seq = tonumber(meta[3]) or 0
 if type(cfg.push) == "table" then return {CODE.pushTopic} end
 -- Paused: nothing becomes available until it resumes, which bumps seq.
 if cfg.paused then return {-1, seq} end
-local upkeep, bound = knownNext(topic), nil
-if upkeep and upkeep <= NOW then bound = catchUp(topic) end
-local out = reserveReady(topic, count, nonce, bound)
+local upkeep, bound, fresh = knownNext(topic), nil, nil
+if upkeep and upkeep <= NOW then bound, fresh = catchUp(topic) end
+local out = reserveReady(topic, count, nonce, bound, fresh)
 if #out == 0 then
   if wait > 0 then listen(topic, meta[4], wait) end
   return {knownNext(topic) or -1, seq}

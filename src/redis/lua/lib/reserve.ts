@@ -1,0 +1,100 @@
+// Lua: reserving a topic's due jobs for pop, from its ready list and from what upkeep just found due.
+
+/** Needs the record codec and the transitions (enqueue, kill, lowerNext) in scope. */
+export const LUA_RESERVE = `
+-- Whether entry (id x, score sx) comes before (y, sy) in a sorted set: by score, then by id.
+local function before(x, sx, y, sy)
+  sx, sy = tonumber(sx), tonumber(sy)
+  return sx < sy or (sx == sy and x < y)
+end
+
+-- Merges two flat {id, score, ...} lists, each in sorted-set order, into one in that order; the
+-- first \`want\` entries are the candidates, the others are returned as {score, id, ...} to go
+-- to the ready list.
+local function mergeDue(a, b, want)
+  local merged, back, i, j = {}, {}, 1, 1
+  while i <= #a or j <= #b do
+    local fromA = j > #b or (i <= #a and before(a[i], a[i + 1], b[j], b[j + 1]))
+    local id, score
+    if fromA then
+      id, score, i = a[i], a[i + 1], i + 2
+    else
+      id, score, j = b[j], b[j + 1], j + 2
+    end
+    if #merged < 2 * want then
+      merged[#merged + 1], merged[#merged + 2] = id, score
+    else
+      back[#back + 1], back[#back + 2] = score, id
+    end
+  end
+  return merged, back
+end
+
+-- Reserves up to \`count\` of the topic's ready jobs due by now, earliest due first: each counts
+-- an attempt, is leased until now + its ttr and gets the receipt "<nonce>.<n>". A job whose
+-- deadline has passed dies instead, and the next ready one is taken in its place (up to 10
+-- rounds, so a run of expired jobs cannot hold the call long). With a \`bound\` (open slot lists
+-- left after a clock jump), only jobs due before it: the ones due later wait until the lists
+-- before them are opened, so that the earliest due still go first. \`fresh\` ({id, due, ...}, in
+-- due order) are jobs this call's upkeep took out of the delay bucket (lib/upkeep.ts): they
+-- are candidates beside the ready list's first ones, and only those not taken are written to
+-- the ready list. Returns the reserved records.
+-- Cost: per round ZPOPMIN, per job GET + SET; a ZADD (ready) when fresh jobs are left over;
+-- then ZADD (reserved), and only when the first lease ends before the topic's bounds, HSET
+-- (and ZADD LT when it lowers the next: lowerNext).
+local function reserveReady(topic, count, nonce, bound, fresh)
+  local out, leases, first = {}, {}, nil
+  for _ = 1, 10 do
+    local want = count - #out
+    local popped = rcall("ZPOPMIN", key.ready(topic), want)
+    local exhausted = #popped < 2 * want
+    if fresh and #fresh > 0 then
+      local back
+      popped, back = mergeDue(popped, fresh, want)
+      if #back > 0 then rcall("ZADD", key.ready(topic), unpack(back)) end
+      -- Left over fresh jobs are in the ready list now: the next round may find them there.
+      exhausted = exhausted and #back == 0
+    end
+    fresh = nil
+    if #popped == 0 then break end
+    local later = {}
+    for i = 1, #popped, 2 do
+      local id, due = popped[i], tonumber(popped[i + 1])
+      local meta, body = nil, nil
+      -- Only what is due by this call's own clock: a call that spent long in transit may carry
+      -- an older "now" than the one that promoted a job, and must not hand it out before then.
+      if due > NOW or (bound and due >= bound) then
+        later[#later + 1] = due
+        later[#later + 1] = id
+      else
+        meta, body = load(id)
+      end
+      if meta and meta.state == "waiting" and meta.due > NOW then
+        -- Not due by its record (never expected: ready ids are due): put it back in place.
+        enqueue(id, topic, meta.due)
+      elseif meta and meta.state == "waiting" then
+        if meta.deadline and NOW > meta.deadline then
+          kill(id, meta, body, "deadline")
+        else
+          meta.state, meta.attempts, meta.leaseEnd = "reserved", meta.attempts + 1, NOW + meta.ttr
+          meta.receipt = nonce .. "." .. #out
+          out[#out + 1] = save(id, meta, body)
+          leases[#leases + 1] = meta.leaseEnd
+          leases[#leases + 1] = id
+          if first == nil or meta.leaseEnd < first then first = meta.leaseEnd end
+        end
+      end
+    end
+    if #later > 0 then
+      rcall("ZADD", key.ready(topic), unpack(later))
+      break
+    end
+    if #out >= count or exhausted then break end
+  end
+  if first ~= nil then
+    rcall("ZADD", key.reserved(topic), unpack(leases))
+    lowerNext(topic, first, "lease")
+  end
+  return out
+end
+`;
