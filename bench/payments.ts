@@ -3,19 +3,14 @@
 // the dispatcher's poller, the scheduler) with the cron driven from here and Redis through the
 // bridge (its own process). Time may be compressed: the schedule, the cron, the ramp and the
 // 10 minutes are all divided by `speedup`; lateness stays in real milliseconds.
-import { Redis } from "@upstash/redis";
-import { startRedisServer } from "../dev/redis-server";
-import { NodeEnvSchema, parseConfig } from "../src/config";
+import type { Redis } from "@upstash/redis";
 import { BACKOFF_SCHEDULES } from "../src/domain/schemas";
-import type { Logger } from "../src/log";
 import { scriptText } from "../src/redis/lua/scripts";
 import { PAYMENTS_TOPIC } from "../src/redis/lua/scripts/payments";
 import { claim } from "../src/redis/lua/scripts/push";
 import { splitRecord } from "../src/redis/record";
 import type { RedisClient } from "../src/redis/runner";
-import { buildService } from "../src/service";
 import {
-  CommandCounter,
   type CommandStats,
   commandDelta,
   log,
@@ -23,8 +18,8 @@ import {
   percentiles,
   startProgress,
 } from "./lib/measure";
-import { startBridgeProcess } from "./lib/processes";
 import { startSandboxProcess } from "./lib/sandbox-child";
+import { openServiceStack, SUBREQUEST_BUDGET, TICK_BUDGET_MS } from "./lib/service-stack";
 import { installFetchCounter, type Tally, tallyTotal } from "./lib/subrequests";
 
 export type PaymentsOptions = {
@@ -59,14 +54,9 @@ export const PAYMENTS_QUICK: PaymentsOptions = {
   timeoutMs: 60_000,
 };
 
-const API_TOKEN = "bench-api";
-const REDIS_TOKEN = "bench-service";
-const PREFIX = "bench";
 const NOTIFY = "payment-results";
-/** DQ_SUBREQUESTS' default, and the free plan's limit, for comparison. */
-const SUBREQUEST_BUDGET = 1000;
+/** The free plan's subrequest limit, for comparison with DQ_SUBREQUESTS' default. */
 const FREE_SUBREQUESTS = 50;
-const TICK_BUDGET_MS = 20_000;
 
 /**
  * The client delayq gets, unchanged, except that each claim's reply is also read here: for every
@@ -173,101 +163,69 @@ export type PaymentsResult = {
  * poll job the dispatcher handed over.
  */
 export async function runPayments(options: PaymentsOptions): Promise<PaymentsResult> {
-  const closers: (() => Promise<void> | void)[] = [];
-  const close = async () => {
-    for (const closer of closers.reverse()) await closer();
-  };
-  try {
-    const server = await startRedisServer();
-    closers.push(() => server.stop());
-    const counter = await CommandCounter.open(server.port);
-    closers.push(() => counter.close());
-    const [bridge, sandbox] = await Promise.all([
-      startBridgeProcess(server.port, [REDIS_TOKEN]),
-      startSandboxProcess(),
-    ]);
-    closers.push(
-      () => bridge.close(),
-      () => sandbox.close(),
-    );
-    const bridgeOrigin = new URL(bridge.url).origin;
-    const sandboxOrigin = new URL(sandbox.url).origin;
-
-    // Lateness: the dispatcher hands a poll job over at its due time; the query follows.
-    const dueByOrder = new Map<string, number>();
-    const pollsByOrder = new Map<string, number>();
-    const lateness: number[] = [];
-    let polls = 0;
-    const fetches = installFetchCounter(
-      (url) => {
-        if (url.origin === bridgeOrigin) return "redis";
-        if (url.origin !== sandboxOrigin || url.pathname.startsWith("/__sandbox")) return undefined;
-        return "provider";
-      },
-      (destination, url) => {
-        if (destination !== "provider") return;
-        const order = /\/out-trade-no\/([^/?]+)$/.exec(url.pathname)?.[1];
-        if (!order) return;
-        polls += 1;
-        pollsByOrder.set(order, (pollsByOrder.get(order) ?? 0) + 1);
-        const due = dueByOrder.get(order);
-        if (due !== undefined) lateness.push(Date.now() - due);
-        dueByOrder.delete(order);
-      },
-    );
-    closers.push(() => fetches.uninstall());
-
-    const logs: Record<string, unknown>[] = [];
-    const outcomes: Record<string, number> = {};
-    const logger: Logger = (entry) => {
+  // Lateness: the dispatcher hands a poll job over at its due time; the query follows.
+  const dueByOrder = new Map<string, number>();
+  const pollsByOrder = new Map<string, number>();
+  const lateness: number[] = [];
+  let polls = 0;
+  /** Known once the stack is up; until then nothing is counted. */
+  const origins = { redis: "", sandbox: "" };
+  const fetches = installFetchCounter(
+    (url) => {
+      if (url.origin === origins.redis) return "redis";
+      if (url.origin !== origins.sandbox || url.pathname.startsWith("/__sandbox")) return undefined;
+      return "provider";
+    },
+    (destination, url) => {
+      if (destination !== "provider") return;
+      const order = /\/out-trade-no\/([^/?]+)$/.exec(url.pathname)?.[1];
+      if (!order) return;
+      polls += 1;
+      pollsByOrder.set(order, (pollsByOrder.get(order) ?? 0) + 1);
+      const due = dueByOrder.get(order);
+      if (due !== undefined) lateness.push(Date.now() - due);
+      dueByOrder.delete(order);
+    },
+  );
+  const outcomes: Record<string, number> = {};
+  const stack = await openServiceStack({
+    fetches,
+    async peers(onClose) {
+      const sandbox = await startSandboxProcess();
+      onClose(() => sandbox.close());
+      return sandbox;
+    },
+    env: (sandbox) => ({ DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: sandbox.account }) }),
+    onLog(entry) {
       if (entry.event === "payment_outcome") {
         const state = String(entry.state);
         outcomes[state] = (outcomes[state] ?? 0) + 1;
       }
-      if (entry.level !== "info") logs.push({ ...entry, invocation: fetches.current()?.label });
-    };
-    const env = {
-      UPSTASH_REDIS_REST_URL: bridge.url,
-      UPSTASH_REDIS_REST_TOKEN: REDIS_TOKEN,
-      DQ_TOKENS: API_TOKEN,
-      DQ_PREFIX: PREFIX,
-      DQ_SUBREQUESTS: String(SUBREQUEST_BUDGET),
-      DQ_TICK_BUDGET_MS: String(TICK_BUDGET_MS),
-      DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: sandbox.account }),
-    };
+    },
     // The service as functions/node.ts builds it; its Redis client also tells the harness each
     // claimed poll job's due time (from the claim script's reply), for the lateness.
-    const service = buildService(
-      env,
-      (settings) =>
-        observeClaims(
-          new Redis({ url: settings.url, token: settings.token, ...settings.options }),
-          (outTradeNo, due) => dueByOrder.set(outTradeNo, due),
-        ),
-      { config: parseConfig(env, NodeEnvSchema), log: logger },
-    );
-
+    wrapRedis: (redis) =>
+      observeClaims(redis, (outTradeNo, due) => dueByOrder.set(outTradeNo, due)),
+  }).catch((error: unknown) => {
+    fetches.uninstall();
+    throw error;
+  });
+  try {
+    origins.redis = new URL(stack.bridge.url).origin;
+    origins.sandbox = new URL(stack.peers.url).origin;
     const schedule = BACKOFF_SCHEDULES.wechatpay.map((s) => s / options.speedup);
     const followMs = (options.followSeconds * 1000) / options.speedup;
     const invocations: Tally[] = [];
     /** POST /v1/payments as one invocation (its background claim of polls due soon included). */
     const start = async (order: string, watch: { schedule: number[]; deadline: number }) => {
       const tally = fetches.tally(`start ${order}`);
-      const res = await fetches.run(tally, () =>
-        service.app.fetch(
-          new Request("http://bench/v1/payments", {
-            method: "POST",
-            headers: { authorization: `Bearer ${API_TOKEN}`, "content-type": "application/json" },
-            body: JSON.stringify({
-              provider: "wechatpay",
-              account: "sandbox",
-              outTradeNo: order,
-              notify: [NOTIFY],
-              ...watch,
-            }),
-          }),
-        ),
-      );
+      const res = await stack.request(tally, "POST", "/v1/payments", {
+        provider: "wechatpay",
+        account: "sandbox",
+        outTradeNo: order,
+        notify: [NOTIFY],
+        ...watch,
+      });
       if (res.status !== 201) throw new Error(`POST /v1/payments: HTTP ${res.status}`);
       await res.body?.cancel();
       return tally;
@@ -277,7 +235,7 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
       await Promise.all(
         Array.from({ length: 20 }, async () => {
           for (let i = next++; i < n; i = next++) {
-            const res = await fetch(`${sandbox.url}/__sandbox/trades`, {
+            const res = await fetch(`${stack.peers.url}/__sandbox/trades`, {
               method: "POST",
               headers: { "content-type": "application/json" },
               body: JSON.stringify({ outTradeNo: `${prefix}${i}`, amount: 100 }),
@@ -300,43 +258,34 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
       return tally;
     };
     await startFar(`cost${options.startCostWatches}`); // scripts loaded, topic made
-    const costBefore = await counter.snapshot();
-    const costRequestsBefore = (await bridge.stats(REDIS_TOKEN)).requests.total;
+    const costBefore = await stack.counter.snapshot();
+    const costRequestsBefore = await stack.redisRequests();
     let startSubrequests = 0;
     for (let i = 0; i < options.startCostWatches; i++) {
       startSubrequests += tallyTotal(await startFar(`cost${i}`));
     }
-    const costDelta = commandDelta(costBefore, await counter.snapshot());
+    const costDelta = commandDelta(costBefore, await stack.counter.snapshot());
     const startCost = {
       cmds: costDelta.total / options.startCostWatches,
       redisRequests:
-        ((await bridge.stats(REDIS_TOKEN)).requests.total - costRequestsBefore) /
-        options.startCostWatches,
+        ((await stack.redisRequests()) - costRequestsBefore) / options.startCostWatches,
       subrequests: startSubrequests / options.startCostWatches,
     };
 
     // The run.
-    const before = await counter.snapshot();
-    const requestsBefore = (await bridge.stats(REDIS_TOKEN)).requests.total;
+    const before = await stack.counter.snapshot();
+    const requestsBefore = await stack.redisRequests();
     const cpuBefore = process.cpuUsage();
     const tickMs = 60_000 / options.speedup;
     const ticks: { label: string; tickMs: number }[] = [];
+    /** Each tick with its deferred work (the polls it hands over). */
     const deferred: Promise<unknown>[] = [];
     let tickNo = 0;
     const tick = () => {
       const label = `tick ${++tickNo}`;
       const tally = fetches.tally(label);
       invocations.push(tally);
-      const started = performance.now();
-      deferred.push(
-        fetches
-          .run(tally, () =>
-            service.scheduler.tick({ now: Date.now(), defer: (work) => deferred.push(work) }),
-          )
-          .then(() => {
-            ticks.push({ label, tickMs: performance.now() - started });
-          }),
-      );
+      deferred.push(stack.tick(tally).then((run) => ticks.push({ label, tickMs: run.tickMs })));
     };
     tick();
     const ticker = setInterval(tick, tickMs);
@@ -374,8 +323,8 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
     }
     await Promise.allSettled(deferred);
     const cpu = process.cpuUsage(cpuBefore);
-    const delta = commandDelta(before, await counter.snapshot());
-    const redisRequests = (await bridge.stats(REDIS_TOKEN)).requests.total - requestsBefore;
+    const delta = commandDelta(before, await stack.counter.snapshot());
+    const redisRequests = (await stack.redisRequests()) - requestsBefore;
     const n = options.watches;
     let subrequests = 0;
     let provider = 0;
@@ -402,9 +351,9 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
       span: 0,
     });
     const carried = new Set(
-      logs.filter((entry) => entry.event === "push_budget").map((entry) => entry.invocation),
+      stack.logs.filter((entry) => entry.event === "push_budget").map((entry) => entry.invocation),
     );
-    for (const entry of logs) {
+    for (const entry of stack.logs) {
       if (entry.level === "error" || entry.level === "warn") {
         note(`${String(entry.event)}: ${String(entry.message ?? entry.tradeState ?? "")}`);
       }
@@ -454,6 +403,7 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
       errors,
     };
   } finally {
-    await close();
+    await stack.close();
+    fetches.uninstall();
   }
 }

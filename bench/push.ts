@@ -6,15 +6,9 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { Redis } from "@upstash/redis";
 import { type QStashStandIn, startQStash } from "../dev/qstash";
-import { startRedisServer } from "../dev/redis-server";
-import { NodeEnvSchema, parseConfig } from "../src/config";
-import type { Logger } from "../src/log";
 import type { TickReport } from "../src/scheduler";
-import { buildService, type Service } from "../src/service";
 import {
-  CommandCounter,
   type CommandStats,
   commandDelta,
   log,
@@ -23,7 +17,12 @@ import {
   percentiles,
   startProgress,
 } from "./lib/measure";
-import { type BridgeProcess, startBridgeProcess } from "./lib/processes";
+import {
+  openServiceStack,
+  type ServiceStack,
+  SUBREQUEST_BUDGET,
+  TICK_BUDGET_MS,
+} from "./lib/service-stack";
 import { type FetchCounter, installFetchCounter, type Tally, tallyTotal } from "./lib/subrequests";
 
 export type PushOptions = {
@@ -77,13 +76,7 @@ export const PUSH_QUICK: PushOptions = {
 
 export type Mode = "direct" | "qstash";
 
-const API_TOKEN = "bench-api";
-const REDIS_TOKEN = "bench-service";
 const SECRET = "bench-push-secret-0001";
-/** The Workers limit the dispatcher is held to (DQ_SUBREQUESTS' default). */
-const SUBREQUEST_BUDGET = 1000;
-/** DQ_TICK_BUDGET_MS' default. */
-const TICK_BUDGET_MS = 20_000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -105,25 +98,21 @@ type TickRecord = {
 
 type Job = { id: string; topic: string; due: number; delayMs: number };
 
+/** What P's service talks to besides Redis: the QStash stand-in, the receiver, itself served. */
+type PushPeers = { qstash: QStashStandIn; receiver: { url: string }; publicUrl: string };
+
 /** One redis-server, bridge, QStash stand-in, receiver and service, all counted. */
-type PushStack = {
+type PushStack = ServiceStack<PushPeers> & {
   name: string;
-  counter: CommandCounter;
-  bridge: BridgeProcess;
-  qstash: QStashStandIn;
-  service: Service;
   /** Receptions per job id (ms since the epoch). */
   arrivals: Map<string, number[]>;
   requests: Tally[];
   callbacks: { tally: Tally; count: number };
   ticks: TickRecord[];
-  /** The dispatcher's warnings (push_budget: a claim was full), with their invocation. */
-  logs: Record<string, unknown>[];
   configure(topic: string, via: Mode): Promise<void>;
   add(jobs: readonly Job[]): Promise<void>;
   /** Ticks now and every `everyMs`; the returned stop waits for deferred deliveries. */
   startTicks(everyMs: number, phaseStart: number): () => Promise<void>;
-  close(): Promise<void>;
 };
 
 /** A receiver that answers 204 to every delivery and notes when each job arrived. */
@@ -153,161 +142,113 @@ async function startReceiver(
 }
 
 async function openPushStack(name: string, fetches: FetchCounter): Promise<PushStack> {
-  const closers: (() => Promise<void> | void)[] = [];
-  const close = async () => {
-    for (const closer of closers.reverse()) await closer();
-  };
-  try {
-    const server = await startRedisServer();
-    closers.push(() => server.stop());
-    const counter = await CommandCounter.open(server.port);
-    closers.push(() => counter.close());
-    const bridge = await startBridgeProcess(server.port, [REDIS_TOKEN]);
-    closers.push(() => bridge.close());
-    const qstash = await startQStash();
-    closers.push(() => qstash.close());
-    const arrivals = new Map<string, number[]>();
-    const receiver = await startReceiver(arrivals);
-    closers.push(
-      () =>
-        new Promise<void>((resolve) => {
-          receiver.server.closeAllConnections();
-          receiver.server.close(() => resolve());
-        }),
-    );
-    destinations.set(new URL(bridge.url).origin, "redis");
-    destinations.set(new URL(qstash.url).origin, "qstash");
-    destinations.set(new URL(receiver.url).origin, "delivery");
-
-    const logs: Record<string, unknown>[] = [];
-    const logger: Logger = (entry) => {
-      if (entry.level === "info") return;
-      logs.push({ ...entry, invocation: fetches.current()?.label });
-    };
-    // The app is served so that QStash can call it back; each callback is its own invocation.
-    const callbacks = { tally: fetches.tally("callbacks"), count: 0 };
-    let service: Service | undefined;
-    const http = serve({
-      fetch: (request) => {
-        callbacks.count += 1;
-        return fetches.run(callbacks.tally, () =>
-          (service as Service).app.fetch(request),
-        ) as Promise<Response>;
-      },
-      port: 0,
-      hostname: "127.0.0.1",
-    });
-    await new Promise<void>((resolve) => http.once("listening", () => resolve()));
-    closers.push(
-      () => new Promise<void>((resolve) => http.close(() => resolve())) as Promise<void>,
-    );
-    const publicUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-    const env = {
-      UPSTASH_REDIS_REST_URL: bridge.url,
-      UPSTASH_REDIS_REST_TOKEN: REDIS_TOKEN,
-      DQ_TOKENS: API_TOKEN,
-      DQ_PREFIX: "bench",
-      DQ_SUBREQUESTS: String(SUBREQUEST_BUDGET),
-      DQ_TICK_BUDGET_MS: String(TICK_BUDGET_MS),
+  const arrivals = new Map<string, number[]>();
+  // The app is served so that QStash can call it back; each callback is its own invocation.
+  const callbacks = { tally: fetches.tally("callbacks"), count: 0 };
+  const stack = await openServiceStack<PushPeers>({
+    fetches,
+    async peers(onClose, service) {
+      const qstash = await startQStash();
+      onClose(() => qstash.close());
+      const receiver = await startReceiver(arrivals);
+      onClose(
+        () =>
+          new Promise<void>((resolve) => {
+            receiver.server.closeAllConnections();
+            receiver.server.close(() => resolve());
+          }),
+      );
+      const http = serve({
+        fetch: (request) => {
+          callbacks.count += 1;
+          return fetches.run(callbacks.tally, () =>
+            service().app.fetch(request),
+          ) as Promise<Response>;
+        },
+        port: 0,
+        hostname: "127.0.0.1",
+      });
+      await new Promise<void>((resolve) => http.once("listening", () => resolve()));
+      onClose(() => new Promise<void>((resolve) => http.close(() => resolve())) as Promise<void>);
+      const publicUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+      return { qstash, receiver, publicUrl };
+    },
+    env: ({ qstash, publicUrl }) => ({
       QSTASH_URL: qstash.url,
       QSTASH_TOKEN: qstash.token,
       QSTASH_CURRENT_SIGNING_KEY: qstash.currentSigningKey,
       QSTASH_NEXT_SIGNING_KEY: qstash.nextSigningKey,
       DQ_PUBLIC_URL: publicUrl,
-    };
-    service = buildService(
-      env,
-      (settings) => new Redis({ url: settings.url, token: settings.token, ...settings.options }),
-      { config: parseConfig(env, NodeEnvSchema), log: logger },
-    );
-    const built = service;
-    const requests: Tally[] = [];
-    const call = async (method: string, path: string, body: unknown) => {
-      const tally = fetches.tally(`request ${method} ${path}`);
-      requests.push(tally);
-      const res = await fetches.run(tally, () =>
-        built.app.fetch(
-          new Request(`http://bench${path}`, {
-            method,
-            headers: { authorization: `Bearer ${API_TOKEN}`, "content-type": "application/json" },
-            body: JSON.stringify(body),
-          }),
-        ),
-      );
-      if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${await res.text()}`);
-      await res.body?.cancel();
-    };
-    const ticks: TickRecord[] = [];
-    return {
-      name,
-      counter,
-      bridge,
-      qstash,
-      service,
-      arrivals,
-      requests,
-      callbacks,
-      ticks,
-      logs,
-      configure: (topic, via) =>
-        call("PUT", `/v1/topics/${topic}`, {
-          push: { url: `${receiver.url}/hook`, via, secret: SECRET },
-        }),
-      async add(jobs) {
-        for (let i = 0; i < jobs.length; i += 1000) {
-          await call("POST", "/v1/jobs/batch", {
-            jobs: jobs.slice(i, i + 1000).map((job) => ({
-              topic: job.topic,
-              id: job.id,
-              runAt: job.due,
-              body: { id: job.id },
-            })),
-          });
-        }
-      },
-      startTicks(everyMs, phaseStart) {
-        const pending: Promise<void>[] = [];
-        let n = 0;
-        const tick = () => {
-          const record: TickRecord = {
-            label: `${name} tick ${++n}`,
-            at: Date.now() - phaseStart,
-            tickMs: 0,
-            tally: fetches.tally(`${name} tick ${n}`),
-          };
-          ticks.push(record);
-          const deferred: Promise<unknown>[] = [];
-          const started = performance.now();
-          const running = fetches
-            .run(record.tally, () =>
-              built.scheduler.tick({ now: Date.now(), defer: (work) => deferred.push(work) }),
-            )
-            .then(
-              async (report) => {
-                record.tickMs = performance.now() - started;
-                record.report = report;
-                await Promise.allSettled(deferred);
-                record.invocationMs = performance.now() - started;
-              },
-              (error: unknown) => {
-                record.error = String(error);
-              },
-            );
-          pending.push(running);
+    }),
+  });
+  const { qstash, receiver } = stack.peers;
+  destinations.set(new URL(stack.bridge.url).origin, "redis");
+  destinations.set(new URL(qstash.url).origin, "qstash");
+  destinations.set(new URL(receiver.url).origin, "delivery");
+  const requests: Tally[] = [];
+  const call = async (method: string, path: string, body: unknown) => {
+    const tally = fetches.tally(`request ${method} ${path}`);
+    requests.push(tally);
+    const res = await stack.request(tally, method, path, body);
+    if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${await res.text()}`);
+    await res.body?.cancel();
+  };
+  const ticks: TickRecord[] = [];
+  return {
+    ...stack,
+    name,
+    arrivals,
+    requests,
+    callbacks,
+    ticks,
+    configure: (topic, via) =>
+      call("PUT", `/v1/topics/${topic}`, {
+        push: { url: `${receiver.url}/hook`, via, secret: SECRET },
+      }),
+    async add(jobs) {
+      for (let i = 0; i < jobs.length; i += 1000) {
+        await call("POST", "/v1/jobs/batch", {
+          jobs: jobs.slice(i, i + 1000).map((job) => ({
+            topic: job.topic,
+            id: job.id,
+            runAt: job.due,
+            body: { id: job.id },
+          })),
+        });
+      }
+    },
+    startTicks(everyMs, phaseStart) {
+      const pending: Promise<void>[] = [];
+      let n = 0;
+      const tick = () => {
+        const record: TickRecord = {
+          label: `${name} tick ${++n}`,
+          at: Date.now() - phaseStart,
+          tickMs: 0,
+          tally: fetches.tally(`${name} tick ${n}`),
         };
-        tick();
-        const timer = setInterval(tick, everyMs);
-        return async () => {
-          clearInterval(timer);
-          await Promise.all(pending);
-        };
-      },
-      close,
-    };
-  } catch (error) {
-    await close();
-    throw error;
-  }
+        ticks.push(record);
+        pending.push(
+          stack.tick(record.tally).then(
+            (run) => {
+              record.tickMs = run.tickMs;
+              record.report = run.report;
+              record.invocationMs = run.invocationMs;
+            },
+            (error: unknown) => {
+              record.error = String(error);
+            },
+          ),
+        );
+      };
+      tick();
+      const timer = setInterval(tick, everyMs);
+      return async () => {
+        clearInterval(timer);
+        await Promise.all(pending);
+      };
+    },
+  };
 }
 
 export type LatenessGroup = Percentiles & {
@@ -422,43 +363,46 @@ function summarizeTicks(stack: PushStack): TickSummary {
   };
 }
 
-async function costOf(
-  stack: PushStack,
-  jobs: number,
-  before: Awaited<ReturnType<CommandCounter["snapshot"]>>,
-  requestsBefore: number,
-): Promise<PushCost> {
-  const delta = commandDelta(before, await stack.counter.snapshot());
-  const redisRequests = (await stack.bridge.stats(REDIS_TOKEN)).requests.total - requestsBefore;
-  const tallies = [
-    ...stack.requests.map((tally) => ["requests", tally] as const),
-    ...stack.ticks.map((tick) => ["ticks", tick.tally] as const),
-    ["callbacks", stack.callbacks.tally] as const,
-  ];
-  const by = { requests: 0, ticks: 0, callbacks: 0 };
-  const destinationsTotal: Record<string, number> = {};
-  for (const [kind, tally] of tallies) {
-    by[kind] += tallyTotal(tally);
-    for (const [destination, n] of Object.entries(tally.counts)) {
-      destinationsTotal[destination] = (destinationsTotal[destination] ?? 0) + n;
+/**
+ * Starts counting a phase's cost (Redis commands, then the service's REST requests); the returned
+ * function reads it once the phase's `jobs` are delivered and settled.
+ */
+async function countCost(stack: PushStack): Promise<(jobs: number) => Promise<PushCost>> {
+  const before = await stack.counter.snapshot();
+  const requestsBefore = await stack.redisRequests();
+  return async (jobs) => {
+    const delta = commandDelta(before, await stack.counter.snapshot());
+    const redisRequests = (await stack.redisRequests()) - requestsBefore;
+    const tallies = [
+      ...stack.requests.map((tally) => ["requests", tally] as const),
+      ...stack.ticks.map((tick) => ["ticks", tick.tally] as const),
+      ["callbacks", stack.callbacks.tally] as const,
+    ];
+    const by = { requests: 0, ticks: 0, callbacks: 0 };
+    const destinationsTotal: Record<string, number> = {};
+    for (const [kind, tally] of tallies) {
+      by[kind] += tallyTotal(tally);
+      for (const [destination, n] of Object.entries(tally.counts)) {
+        destinationsTotal[destination] = (destinationsTotal[destination] ?? 0) + n;
+      }
     }
-  }
-  const perJob = (n: number) => n / jobs;
-  return {
-    jobs,
-    cmdsPerJob: perJob(delta.total),
-    redisRequestsPerJob: perJob(redisRequests),
-    qstashRequestsPerJob: perJob(destinationsTotal.qstash ?? 0),
-    subrequestsPerJob: perJob(by.requests + by.ticks + by.callbacks),
-    subrequestsPerJobBy: {
-      requests: perJob(by.requests),
-      ticks: perJob(by.ticks),
-      callbacks: perJob(by.callbacks),
-    },
-    byDestinationPerJob: Object.fromEntries(
-      Object.entries(destinationsTotal).map(([name, n]) => [name, perJob(n)]),
-    ),
-    byCommand: delta.byCommand,
+    const perJob = (n: number) => n / jobs;
+    return {
+      jobs,
+      cmdsPerJob: perJob(delta.total),
+      redisRequestsPerJob: perJob(redisRequests),
+      qstashRequestsPerJob: perJob(destinationsTotal.qstash ?? 0),
+      subrequestsPerJob: perJob(by.requests + by.ticks + by.callbacks),
+      subrequestsPerJobBy: {
+        requests: perJob(by.requests),
+        ticks: perJob(by.ticks),
+        callbacks: perJob(by.callbacks),
+      },
+      byDestinationPerJob: Object.fromEntries(
+        Object.entries(destinationsTotal).map(([name, n]) => [name, perJob(n)]),
+      ),
+      byCommand: delta.byCommand,
+    };
   };
 }
 
@@ -502,8 +446,7 @@ async function pushLateness(
   try {
     const topic = `p1-${mode}`;
     await stack.configure(topic, mode);
-    const before = await stack.counter.snapshot();
-    const requestsBefore = (await stack.bridge.stats(REDIS_TOKEN)).requests.total;
+    const cost = await countCost(stack);
     const start = Date.now();
     const stopTicks = stack.startTicks(options.tickMs, start);
     const random = mulberry32(mode === "direct" ? 11 : 13);
@@ -541,7 +484,7 @@ async function pushLateness(
       maxDelayMs: options.maxDelayMs,
       all: latenessOf(jobs, stack.arrivals),
       byDelay,
-      cost: await costOf(stack, jobs.length, before, requestsBefore),
+      cost: await cost(jobs.length),
       ticks: summarizeTicks(stack),
       logged: loggedOf(stack),
     };
@@ -571,8 +514,7 @@ async function pushMinute(
   try {
     const topic = `p2-${mode}`;
     await stack.configure(topic, mode);
-    const before = await stack.counter.snapshot();
-    const requestsBefore = (await stack.bridge.stats(REDIS_TOKEN)).requests.total;
+    const cost = await countCost(stack);
     const start = Date.now();
     const stopTicks = stack.startTicks(options.tickMs, start);
     await sleep(500);
@@ -594,7 +536,7 @@ async function pushMinute(
       mode,
       tickMs: options.tickMs,
       lateness: latenessOf(jobs, stack.arrivals),
-      cost: await costOf(stack, jobs.length, before, requestsBefore),
+      cost: await cost(jobs.length),
       ticks: summarizeTicks(stack),
       logged: loggedOf(stack),
     };
@@ -630,8 +572,7 @@ async function pushScale(options: PushOptions, fetches: FetchCounter): Promise<P
   try {
     const topic = "p3";
     await stack.configure(topic, mode);
-    const before = await stack.counter.snapshot();
-    const requestsBefore = (await stack.bridge.stats(REDIS_TOKEN)).requests.total;
+    const cost = await countCost(stack);
     const start = Date.now();
     const from = start + options.scaleDueFromMs;
     const jobs: Job[] = Array.from({ length: options.scaleJobs }, (_, i) => {
@@ -672,7 +613,7 @@ async function pushScale(options: PushOptions, fetches: FetchCounter): Promise<P
                 ticksNeeded - Math.ceil(options.scaleSpanMs / 60_000) - 1,
               ),
             },
-      cost: await costOf(stack, jobs.length, before, requestsBefore),
+      cost: await cost(jobs.length),
       logged: loggedOf(stack),
     };
   } finally {

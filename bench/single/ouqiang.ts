@@ -1,0 +1,152 @@
+// ouqiang/delay-queue on the single-job shape and idle, each on a redis-server of its own, when
+// OUQIANG_DELAY_QUEUE_BIN names a built binary (bench/peers/ouqiang.ts drives its HTTP API).
+import { startRedisServer } from "../../dev/redis-server";
+import { CommandCounter, type CommandStats, commandDelta, log } from "../lib/measure";
+import { processCpuMs } from "../lib/processes";
+import type { JobBody } from "../lib/types";
+import { makeBody } from "../lib/workloads";
+import { type OuqiangServer, ouqiangApi, ouqiangBinary, startOuqiang } from "../peers/ouqiang";
+import { type SingleRun, timeShape } from "./shape";
+import { type SingleOptions, sleep } from "./stack";
+
+/** A redis-server, its command counter and ouqiang's server on it. */
+type OuqiangStack = {
+  counter: CommandCounter;
+  server: OuqiangServer;
+  api: ReturnType<typeof ouqiangApi>;
+  close(): Promise<void>;
+};
+
+async function openOuqiang(bin: string): Promise<OuqiangStack> {
+  const redis = await startRedisServer();
+  const counter = await CommandCounter.open(redis.port);
+  const server = await startOuqiang(bin, redis.port).catch(async (error: unknown) => {
+    counter.close();
+    await redis.stop();
+    throw error;
+  });
+  return {
+    counter,
+    server,
+    api: ouqiangApi(server.url),
+    async close() {
+      await server.close();
+      counter.close();
+      await redis.stop();
+    },
+  };
+}
+
+/** ouqiang/delay-queue on the single-job shape: push (delay 1 s) one at a time, pop, finish. */
+export async function runOuqiangSingle(
+  options: SingleOptions,
+): Promise<SingleRun | { skipped: string }> {
+  const found = ouqiangBinary();
+  if ("skipped" in found) {
+    log(found.skipped);
+    return found;
+  }
+  log("ouqiang/delay-queue single-job shape: start");
+  const n = options.jobs;
+  const topic = "single";
+  const { counter, server, api, close } = await openOuqiang(found.bin);
+  try {
+    const ready = async (count: number, timeoutMs: number) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const reply = await counter.command("LLEN", `dq_queue_${topic}`);
+        if (reply.type === "integer" && reply.value >= count) return;
+        if (Date.now() > deadline) throw new Error(`ouqiang: ${count} jobs not ready in time`);
+        await sleep(20);
+      }
+    };
+    const push = (i: number, t: string) =>
+      api.push({
+        topic: t,
+        id: `${t}-${i}`,
+        delay: 1,
+        ttr: options.ouqiangTtr,
+        body: JSON.stringify(makeBody(i)),
+      });
+    // Warm up: connections in the pool, the timers running.
+    for (let i = 0; i < Math.min(options.warmup, 50); i++) await push(i, "warm");
+    await sleep(2_500);
+    for (let i = 0; i < Math.min(options.warmup, 50); i++) {
+      const job = await api.pop("warm");
+      if (job) await api.finish(job.id);
+    }
+    await sleep((options.ouqiangTtr + 2) * 1000);
+
+    const before = await counter.snapshot();
+    const cpuBefore = processCpuMs(server.pid);
+    const run = await timeShape(
+      "ouqiang/delay-queue",
+      "pushed",
+      {
+        add: (i) => push(i, topic),
+        pop: async (signal) => {
+          const job = await api.pop(topic, signal);
+          return job ? [job] : [];
+        },
+        order: (job) => (JSON.parse(job.body) as JobBody).order,
+        finish: (job) => api.finish(job.id),
+        beforePops: () => ready(n, 30_000),
+      },
+      options,
+    );
+    const cpuMs = processCpuMs(server.pid) - cpuBefore;
+    // Its lease entries stay in a bucket until the timer finds them, ttr after the pop: wait,
+    // so that their removal is counted as part of the jobs' cost.
+    await sleep((options.ouqiangTtr + 2) * 1000);
+    const delta = commandDelta(before, await counter.snapshot());
+    const apiRequests = run.added + run.pops + run.finished;
+    const consumeMs = run.t2 - run.tReady;
+    log("ouqiang/delay-queue single-job shape: done");
+    return {
+      system: "ouqiang/delay-queue",
+      via: "ouqiang",
+      driver: "tcp",
+      popCount: 1,
+      jobs: n,
+      cmdsPerJob: delta.total / n,
+      restRequestsPerJob: null,
+      addPerSec: (n * 1000) / (run.t1 - run.t0),
+      consumePerSec: (n * 1000) / consumeMs,
+      lifecyclesPerSec: (n * 1000) / (run.t1 - run.t0 + consumeMs),
+      apiRequests,
+      serviceCpuMsPerRequest: cpuMs / apiRequests,
+      serviceCpuMsPerJob: cpuMs / n,
+      latencyMs: run.latencies.summary(),
+      duplicates: run.duplicates,
+      byCommand: delta.byCommand,
+      readyWaitMs: run.tReady - run.t1,
+    };
+  } finally {
+    await close();
+  }
+}
+
+export type OuqiangIdle = { cmdsPerMinute: number; byCommand: CommandStats };
+
+/** One consumer blocked in /pop on an empty topic: its commands over the idle window. */
+export async function ouqiangIdle(
+  bin: string,
+  options: Pick<SingleOptions, "idleMs" | "idleSettleMs">,
+): Promise<OuqiangIdle> {
+  const { counter, api, close } = await openOuqiang(bin);
+  const stop = new AbortController();
+  const loop = (async () => {
+    while (!stop.signal.aborted) await api.pop("idle", stop.signal).catch(() => null);
+  })();
+  try {
+    await sleep(options.idleSettleMs);
+    const before = await counter.snapshot();
+    await sleep(options.idleMs);
+    const delta = commandDelta(before, await counter.snapshot());
+    return { cmdsPerMinute: (delta.total * 60_000) / options.idleMs, byCommand: delta.byCommand };
+  } finally {
+    stop.abort();
+    await loop;
+    await close();
+  }
+}

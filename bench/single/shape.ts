@@ -1,0 +1,196 @@
+// The single-job shape (issue 12), timed the same way for every system: producers add one job per
+// request, then consumers pop and finish each job one by one; delayq's run of it over a stack.
+import { type CommandStats, Latencies, type Percentiles, startProgress } from "../lib/measure";
+import { processCpuMs } from "../lib/processes";
+import type { JobBody } from "../lib/types";
+import { makeBody } from "../lib/workloads";
+import {
+  type Driver,
+  type SingleOptions,
+  type Stack,
+  sleep,
+  type Via,
+  WAIT,
+  warmUp,
+} from "./stack";
+
+export type SingleRun = {
+  system: string;
+  via: Via | "ouqiang";
+  driver: Driver | "tcp";
+  popCount: number;
+  jobs: number;
+  /** Every Redis command (inside Lua included) over adding and consuming, per job. */
+  cmdsPerJob: number;
+  /** REST requests to the bridge per job (REST only). */
+  restRequestsPerJob: number | null;
+  addPerSec: number;
+  consumePerSec: number;
+  /** Jobs / (add time + consume time). */
+  lifecyclesPerSec: number;
+  /** Requests the API served: adds, pops (empty and aborted long-polls included), finishes. */
+  apiRequests: number;
+  /** The server process's CPU over the run ÷ API requests (HTTP and ouqiang only). */
+  serviceCpuMsPerRequest: number | null;
+  serviceCpuMsPerJob: number | null;
+  /** Client round trips by route, ms. */
+  latencyMs: Record<string, Percentiles>;
+  duplicates: number;
+  byCommand: CommandStats;
+  /** ouqiang: time between the last push and every job being ready (its minimum delay is 1 s). */
+  readyWaitMs?: number;
+};
+
+/** One system's side of the shape: what adds job `i`, pops, reads a job's order and finishes it. */
+export type ShapeApi<Job> = {
+  add(i: number): Promise<void>;
+  /** One pop (a long-poll), cut short by `signal`; what it got, perhaps nothing. */
+  pop(signal: AbortSignal): Promise<readonly Job[]>;
+  order(job: Job): number;
+  finish(job: Job): Promise<void>;
+  /** Between the last add and the first pop (ouqiang: until every job is ready). */
+  beforePops?(): Promise<void>;
+};
+
+/** What a timed run of the shape saw; t0 first add, t1 last add, tReady pops start, t2 last finish. */
+export type ShapeTimes = {
+  latencies: Latencies;
+  added: number;
+  pops: number;
+  finished: number;
+  duplicates: number;
+  t0: number;
+  t1: number;
+  tReady: number;
+  t2: number;
+};
+
+/**
+ * The single-job shape, timed: `concurrency` producers each add one job per request until `jobs`
+ * are in, then `concurrency` consumers pop and finish each job one by one until all are finished
+ * (or `timeoutMs` ran out: an error). `added` names the adds in the progress line.
+ */
+export async function timeShape<Job>(
+  label: string,
+  added: string,
+  api: ShapeApi<Job>,
+  options: Pick<SingleOptions, "jobs" | "concurrency" | "timeoutMs">,
+): Promise<ShapeTimes> {
+  const n = options.jobs;
+  const latencies = new Latencies();
+  const times = { latencies, added: 0, pops: 0, finished: 0, duplicates: 0, t0: 0, t1: 0 };
+  const stopProgress = startProgress(
+    label,
+    () => `${added} ${times.added}/${n}, finished ${times.finished}/${n}`,
+  );
+  const seen = new Uint8Array(n);
+  const t0 = performance.now();
+  let t1 = t0;
+  let tReady = t0;
+  let t2 = t0;
+  try {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: options.concurrency }, async () => {
+        for (let i = next++; i < n; i = next++) {
+          await latencies.time("add", () => api.add(i));
+          times.added++;
+        }
+      }),
+    );
+    t1 = performance.now();
+    tReady = t1;
+    if (api.beforePops) {
+      await api.beforePops();
+      tReady = performance.now();
+    }
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(), options.timeoutMs);
+    const consumer = async () => {
+      while (!stop.signal.aborted) {
+        let jobs: readonly Job[];
+        const started = performance.now();
+        times.pops++;
+        try {
+          jobs = await api.pop(stop.signal);
+        } catch (error) {
+          if (stop.signal.aborted) return;
+          throw error;
+        }
+        latencies.record("pop", performance.now() - started);
+        for (const job of jobs) {
+          const order = api.order(job);
+          if (seen[order]) times.duplicates++;
+          seen[order] = 1;
+          await latencies.time("finish", () => api.finish(job));
+          if (++times.finished === n) {
+            t2 = performance.now();
+            stop.abort();
+          }
+        }
+      }
+    };
+    try {
+      await Promise.all(Array.from({ length: options.concurrency }, consumer));
+    } finally {
+      clearTimeout(timer);
+    }
+    if (times.finished < n) throw new Error(`only ${times.finished} of ${n} jobs finished in time`);
+  } finally {
+    stopProgress();
+  }
+  return { ...times, t0, t1, tReady, t2 };
+}
+
+/**
+ * delayq on the single-job shape over `via`: pop `count` (wait 20 s), finish each job. Each run
+ * has a topic of its own and its own command count (INFO commandstats deltas).
+ */
+export async function singleRun(
+  stack: Stack,
+  via: Via,
+  count: number,
+  options: SingleOptions,
+): Promise<SingleRun> {
+  const n = options.jobs;
+  const system = stack.name(via);
+  const topic = `single-${via}-${count}`;
+  const api = stack.apis[via];
+  await warmUp(api, `warm-${topic}`, options.warmup);
+  const counting = await stack.count(via);
+  const cpuBefore = via === "http" ? processCpuMs(stack.service.child.pid ?? 0) : 0;
+  const run = await timeShape(
+    `${system} pop ${count}`,
+    "added",
+    {
+      add: (i) => api.add(topic, makeBody(i)),
+      pop: (signal) => api.pop(topic, count, WAIT, signal),
+      order: (job) => (job.body as JobBody).order,
+      finish: (job) => api.finish(job.id, job.receipt),
+    },
+    options,
+  );
+  // Long-polls cut short by the abort end on the server within a poll interval (1 s).
+  await sleep(1_500);
+  const { delta, requests } = await counting();
+  const cpuMs = via === "http" ? processCpuMs(stack.service.child.pid ?? 0) - cpuBefore : null;
+  const apiRequests = run.added + run.pops + run.finished;
+  return {
+    system,
+    via,
+    driver: stack.driver,
+    popCount: count,
+    jobs: n,
+    cmdsPerJob: delta.total / n,
+    restRequestsPerJob: requests === null ? null : requests / n,
+    addPerSec: (n * 1000) / (run.t1 - run.t0),
+    consumePerSec: (n * 1000) / (run.t2 - run.t1),
+    lifecyclesPerSec: (n * 1000) / (run.t2 - run.t0),
+    apiRequests,
+    serviceCpuMsPerRequest: cpuMs === null ? null : cpuMs / apiRequests,
+    serviceCpuMsPerJob: cpuMs === null ? null : cpuMs / n,
+    latencyMs: run.latencies.summary(),
+    duplicates: run.duplicates,
+    byCommand: delta.byCommand,
+  };
+}
