@@ -32,8 +32,8 @@ type TopicState = {
  * The long-polls of one process, by topic. Writers leave tickets in shared state; each waiter
  * checks that state on its own short timer, so a wake-up never crosses requests. Only as many
  * waiters wake as there are jobs to take: a write offers one ticket per job, a due time wakes one
- * waiter (who passes a ticket on when it finds a full batch), and one waiter per process polls
- * the topic's change counter for all of them.
+ * waiter (who passes a ticket on when its pop says more may be ready), and one waiter per
+ * process polls the topic's change counter for all of them.
  */
 export class Wakeups {
   private readonly topics = new Map<string, TopicState>();
@@ -75,12 +75,17 @@ export class Wakeups {
     if (state) state.epoch += 1;
   }
 
-  /** A waiter that woke has popped: it got a full batch, so more may be ready. */
-  popped(topic: string, full: boolean): void {
+  /** How many callers wait for the topic in this process now. */
+  waiting(topic: string): number {
+    return this.topics.get(topic)?.waiters ?? 0;
+  }
+
+  /** A caller has popped: when more jobs may be ready (its pop was full), one waiter wakes. */
+  popped(topic: string, more: boolean): void {
     const state = this.topics.get(topic);
     if (!state) return;
     state.claimPending = false;
-    if (full) this.offer(topic, 1);
+    if (more) this.offer(topic, 1);
   }
 
   /** Forgets topics nobody waits on, so the map does not grow with every topic ever polled. */
@@ -137,7 +142,7 @@ export class Wakeups {
             const first = current !== state.seq;
             state.seq = current;
             seq = current;
-            // The first waiter to see a change takes it; a full batch passes a ticket on.
+            // The first waiter to see a change takes it, and passes a ticket on if there is more.
             if (first) return true;
           }
           continue;

@@ -22,9 +22,11 @@ export async function popJobs(
     const now = clock();
     // What is left of the wait: the script registers a caller that will wait (lib/topic.ts).
     const waitMs = wait === 0 ? 0 : Math.max(0, giveUpAt - Date.now());
-    const reply = await scripts.run(pop, now, [topic, count, randomHex(6), waitMs]);
+    // Others waiting here are woken only when more jobs may be ready: the script says so.
+    const others = shared.wakeups.waiting(topic) > 0 ? "1" : "";
+    const reply = await scripts.run(pop, now, [topic, count, randomHex(6), waitMs, others]);
     if ("pushTopic" in reply) throw scriptError("pushTopic", { id: topic });
-    shared.wakeups.popped(topic, reply.records.length >= count);
+    shared.wakeups.popped(topic, "more" in reply && reply.more);
     if (reply.records.length > 0)
       return reply.records.map((raw) => decodeRecord(raw, now, shared.rawBodies));
     if (!("seq" in reply) || wait === 0) return [];

@@ -62,6 +62,31 @@ describe("pop with wait", () => {
     expect(Date.now() - added).toBeLessThan(1500);
   });
 
+  it("wakes no other waiter once the one job that fell due is taken", async () => {
+    const { consumer, stats } = queues(60_000);
+    const waits = [1, 2, 3].map(() => consumer.pop("t", { wait: 2 }));
+    await new Promise((r) => setTimeout(r, 100));
+    await consumer.add({ topic: "t", id: "one", delay: 0.3 });
+    const got = (await Promise.all(waits)).flat();
+    expect(got.map((j) => j.id)).toEqual(["one"]);
+    // Three pops that found nothing, the add, and one pop at the due time (commands sent: the
+    // client may pipeline concurrent ones into one request), which knew that
+    // nothing more was ready (before, it passed a wake-up on and a fourth pop found nothing).
+    expect((await stats()).commands).toBe(5);
+  });
+
+  it("wakes waiter after waiter while the jobs last, when another process added them", async () => {
+    const { consumer, other } = queues(200);
+    const waits = [1, 2, 3].map(() => consumer.pop("t", { wait: 5 }));
+    await new Promise((r) => setTimeout(r, 100));
+    const added = Date.now();
+    await other.addBatch(["a", "b", "c"].map((id) => ({ topic: "t", id })));
+    const got = await Promise.all(waits);
+    expect(got.map((jobs) => jobs.length)).toEqual([1, 1, 1]);
+    // One counter read wakes one waiter; each pop that says more is ready wakes the next.
+    expect(Date.now() - added).toBeLessThan(1500);
+  });
+
   it("costs about one request per poll interval while nothing happens", async () => {
     const { consumer, stats } = queues(250);
     const started = Date.now();

@@ -1,4 +1,4 @@
-// Lua: reserving a topic's due jobs for pop, from its ready list and from what upkeep just found due.
+// Lua: reserving a topic's due jobs for pop, from its ready list and from what upkeep found due.
 
 /** Needs the record codec and the transitions (enqueue, kill, lowerNext) in scope. */
 export const LUA_RESERVE = `
@@ -38,12 +38,15 @@ end
 -- before them are opened, so that the earliest due still go first. \`fresh\` ({id, due, ...}, in
 -- due order) are jobs this call's upkeep took out of the delay bucket (lib/upkeep.ts): they
 -- are candidates beside the ready list's first ones, and only those not taken are written to
--- the ready list. Returns the reserved records.
+-- the ready list. Returns the reserved records, and whether more jobs may be ready: false when
+-- fewer than \`count\` were found, or the ready list is known to be empty; when it is not known
+-- and \`ask\` is set (other callers wait for this topic), a ZCARD of the ready list says; else
+-- true.
 -- Cost: per round ZPOPMIN, per job GET + SET; a ZADD (ready) when fresh jobs are left over;
 -- then ZADD (reserved), and only when the first lease ends before the topic's bounds, HSET
--- (and ZADD LT when it lowers the next: lowerNext).
-local function reserveReady(topic, count, nonce, bound, fresh)
-  local out, leases, first = {}, {}, nil
+-- (and ZADD LT when it lowers the next: lowerNext); a ZCARD when \`ask\` needs it.
+local function reserveReady(topic, count, nonce, bound, fresh, ask)
+  local out, leases, first, known = {}, {}, nil, false
   for _ = 1, 10 do
     local want = count - #out
     local popped = rcall("ZPOPMIN", key.ready(topic), want)
@@ -89,12 +92,15 @@ local function reserveReady(topic, count, nonce, bound, fresh)
       rcall("ZADD", key.ready(topic), unpack(later))
       break
     end
+    known = exhausted
     if #out >= count or exhausted then break end
   end
   if first ~= nil then
     rcall("ZADD", key.reserved(topic), unpack(leases))
     lowerNext(topic, first, "lease")
   end
-  return out
+  local more = #out >= count and not known
+  if more and ask then more = rcall("ZCARD", key.ready(topic)) > 0 end
+  return out, more
 end
 `;

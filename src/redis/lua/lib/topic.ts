@@ -49,7 +49,9 @@ local function bound(raw)
   return tonumber(raw)
 end
 local function knowTiming(topic, nextRaw, leaseRaw, slotRaw)
-  timings[topic] = { next = bound(nextRaw) or false, lease = bound(leaseRaw), slot = bound(slotRaw) }
+  timings[topic] = {
+    next = bound(nextRaw) or false, lease = bound(leaseRaw), slot = bound(slotRaw),
+  }
   return timings[topic]
 end
 local function timing(topic)

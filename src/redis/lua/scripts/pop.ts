@@ -7,7 +7,7 @@ import { defineScript, list, record } from "../script";
  * refusal of a push topic.
  */
 export type PopReply =
-  | { records: string[] }
+  | { records: string[]; more: boolean }
   | { records: []; nextAt: number | undefined; seq: number }
   | { records: []; pushTopic: true };
 
@@ -21,15 +21,18 @@ export const pop = defineScript<PopReply>({
   scheduler tick; otherwise it pays nothing for it.
   ARGV[4] topic   ARGV[5] count (1-100)   ARGV[6] receipt nonce, unique per call
   ARGV[7] how long the caller will wait for a job when none is due, ms (0: it will not)
+  ARGV[8] "1" when other callers of the caller's process wait for this topic (see \`more\`)
   Each reservation counts an attempt, leases the job until now + ttr and gets the receipt
   "<nonce>.<n>". A job whose deadline has passed dies instead of being handed out.
   Returns {next, seq, records...}. When nothing was reserved, \`next\` is the earliest time
   something of the topic may become available (a due time, a lease end; -1 for none) and \`seq\`
   the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
-  the counter; otherwise both are -1. A caller that will wait is registered in the topic's
-  hash (lib/topic.ts: listen), so that adds bump the counter while it may be waiting. A paused
-  topic reserves nothing and answers next -1. A push topic answers {CODE.pushTopic}: its jobs
-  are delivered, not popped.
+  the counter; otherwise \`next\` is 1 when more jobs may be ready (lib/reserve.ts: a ZCARD
+  settles it when ARGV[8] asks and the pop cannot tell otherwise), else 0, and \`seq\` is -1;
+  a caller passes the word to its waiters only when more may be ready. A caller that will wait
+  is registered in the topic's hash (lib/topic.ts: listen), so that adds bump the counter
+  while it may be waiting. A paused topic reserves nothing and answers next -1. A push topic
+  answers {CODE.pushTopic}: its jobs are delivered, not popped.
   Cost: HMGET (meta); ZPOPMIN (ready); per job GET + SET; one ZADD (reserved), and HSET + ZADD
   LT when the first lease ends before the topic's next. Empty: HMGET and ZPOPMIN only (and an
   HSET about every 100 s of a caller's waiting). Upkeep, when next has passed: see
@@ -37,6 +40,7 @@ export const pop = defineScript<PopReply>({
   (the job is reserved from there, not written to the ready list first).
 ]]
 local topic, count, nonce, wait = ARGV[4], tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
+local ask = ARGV[8] == "1"
 local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq", "waiting", "lease", "slot")
 local cfg = config(topic, meta[1] or false)
 knowTiming(topic, meta[2], meta[5], meta[6])
@@ -46,20 +50,22 @@ if type(cfg.push) == "table" then return {CODE.pushTopic} end
 if cfg.paused then return {-1, seq} end
 local upkeep, bound, fresh = knownNext(topic), nil, nil
 if upkeep and upkeep <= NOW then bound, fresh = catchUp(topic) end
-local out = reserveReady(topic, count, nonce, bound, fresh)
+local out, more = reserveReady(topic, count, nonce, bound, fresh, ask)
 if #out == 0 then
   if wait > 0 then listen(topic, meta[4], wait) end
   return {knownNext(topic) or -1, seq}
 end
 table.insert(out, 1, -1)
-table.insert(out, 1, -1)
+table.insert(out, 1, more and 1 or 0)
 return out
 `,
   parse(reply) {
     const [next, seq, ...records] = list(reply, "pop");
     if (seq === undefined && Number(next) === CODE.pushTopic)
       return { records: [], pushTopic: true };
-    if (records.length > 0) return { records: records.map((raw) => record(raw, "pop")) };
+    if (records.length > 0) {
+      return { records: records.map((raw) => record(raw, "pop")), more: Number(next) === 1 };
+    }
     const nextAt = Number(next);
     return { records: [], nextAt: nextAt >= 0 ? nextAt : undefined, seq: Number(seq) };
   },
