@@ -103,7 +103,7 @@ type Api = {
 };
 
 /** One redis-server with delayq on it: the service (HTTP) and the library, both on `driver`. */
-type Stack = {
+export type Stack = {
   driver: Driver;
   counter: CommandCounter;
   apis: Record<Via, Api>;
@@ -115,7 +115,11 @@ type Stack = {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-async function openStack(driver: Driver): Promise<Stack> {
+/** `serviceEnv`: more variables for the service process (e.g. NODE_OPTIONS for a profile). */
+export async function openStack(
+  driver: Driver,
+  serviceEnv: Record<string, string> = {},
+): Promise<Stack> {
   const server = await startRedisServer();
   const closers: (() => Promise<void> | void)[] = [() => server.stop()];
   const close = async () => {
@@ -153,6 +157,7 @@ async function openStack(driver: Driver): Promise<Stack> {
         DQ_PREFIX: PREFIX,
         // No cron here: pop promotes due jobs itself, and a tick would only add noise.
         DQ_TICK_INTERVAL_MS: String(3_600_000),
+        ...serviceEnv,
       },
     });
     closers.push(() => service.stop());
@@ -229,7 +234,7 @@ export type SingleRun = {
  * The single-job shape: `concurrency` producers each add one job per request until `jobs` are
  * in, then `concurrency` consumers pop `count` (wait 20 s) and finish each job one by one.
  */
-async function singleRun(
+export async function singleRun(
   stack: Stack,
   via: Via,
   count: number,
