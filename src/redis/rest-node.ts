@@ -58,7 +58,10 @@ function nodeRequester(own: HttpClientShape, timeoutMs: number): Requester {
   const base = new URL(own.baseUrl);
   const secure = base.protocol === "https:";
   const send = secure ? httpsRequest : httpRequest;
-  const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  // Idle connections close after 4 s, as fetch's (undici's keepAliveTimeout): a connection the
+  // server has dropped meanwhile is less likely to be picked for a request.
+  const options = { keepAlive: true, timeout: 4_000 };
+  const agent = secure ? new HttpsAgent(options) : new HttpAgent(options);
   const basePath = base.pathname === "/" ? "" : base.pathname;
   return {
     get readYourWrites() {
