@@ -23,6 +23,8 @@ import { pushStep } from "./scheduler/push";
 export type RedisSettings = {
   url: string;
   token: string;
+  /** DQ_REDIS_TIMEOUT_MS: what `options.signal` gives each request, for a client without signals. */
+  timeoutMs: number;
   options: typeof REDIS_CLIENT_OPTIONS & {
     retry: { retries: number };
     /** A fresh signal per HTTP request: the request (with its retry) ends at DQ_REDIS_TIMEOUT_MS. */
@@ -73,6 +75,7 @@ export function buildService(
       ? misconfiguredIfThrows(() =>
           makeRedis({
             ...restSettings(config),
+            timeoutMs: config.DQ_REDIS_TIMEOUT_MS,
             // One retry on a network error: an API caller would rather get a fast 503 than wait.
             options: {
               ...REDIS_CLIENT_OPTIONS,

@@ -113,7 +113,11 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 export const message = (error: unknown) =>
   error instanceof Error ? error.message.split("\n")[0] || error.name : String(error);
 
-export async function openStack(driver: Driver): Promise<Stack> {
+/** `serviceEnv`: more variables for the service process (e.g. NODE_OPTIONS for a profile). */
+export async function openStack(
+  driver: Driver,
+  serviceEnv: Record<string, string> = {},
+): Promise<Stack> {
   const server = await startRedisServer();
   const closers: (() => Promise<void> | void)[] = [() => server.stop()];
   const close = async () => {
@@ -151,6 +155,7 @@ export async function openStack(driver: Driver): Promise<Stack> {
         DQ_PREFIX: PREFIX,
         // No cron here: pop promotes due jobs itself, and a tick would only add noise.
         DQ_TICK_INTERVAL_MS: String(3_600_000),
+        ...serviceEnv,
       },
     });
     closers.push(() => service.stop());

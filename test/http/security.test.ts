@@ -129,6 +129,27 @@ describe("DQ_TOKENS parsing", () => {
     expect(await tokens.identify("nobody")).toBeUndefined();
   });
 
+  it("answers the same when a token comes again (valid ones are remembered)", async () => {
+    const tokens = parseTokens("admin,shop:shop-a.*|payments");
+    const asked = ["shop", "admin", "nobody", "shop", "sho", "shopp", "admin ", "nobody", "admin"];
+    const answers = [];
+    for (let round = 0; round < 3; round++) {
+      for (const token of asked) answers.push(await tokens.identify(token));
+    }
+    const once = [
+      { scope: ["shop-a.*", "payments"] },
+      { scope: undefined },
+      undefined,
+      { scope: ["shop-a.*", "payments"] },
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      { scope: undefined },
+    ];
+    expect(answers).toEqual([...once, ...once, ...once]);
+  });
+
   it("names the broken entry without echoing any token", () => {
     expect(() => parseTokens("good,,other")).toThrow(/entry 2 has no token/);
     expect(() => parseTokens("secret-value:bad pattern")).toThrow(DelayqError);
