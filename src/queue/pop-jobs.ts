@@ -1,6 +1,7 @@
 // Popping: one pop script call per try, with the long-poll wait between tries.
 import type { Job } from "../domain/schemas";
 import { pop } from "../redis/lua/scripts/pop";
+import { randomHex } from "../redis/nonce";
 import { decodeRecord } from "../redis/record";
 import { scriptError } from "./errors";
 import type { Shared } from "./options";
@@ -43,9 +44,4 @@ export async function popJobs(
     });
     if (!woke) return [];
   }
-}
-
-function randomHex(bytes: number): string {
-  const buffer = crypto.getRandomValues(new Uint8Array(bytes));
-  return Array.from(buffer, (b) => b.toString(16).padStart(2, "0")).join("");
 }
