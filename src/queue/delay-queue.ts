@@ -230,7 +230,12 @@ export class DelayQueue {
     mode: "put" | "patch",
   ): Promise<{ config: TopicConfig; secretGenerated: boolean }> {
     this.allow(topic);
-    return setTopicConfig(this.shared, topic, input, mode);
+    const set = await setTopicConfig(this.shared, topic, input, mode);
+    // Jobs already waiting became claimable: those due now go out at once, not at the next tick.
+    const push = set.config.push;
+    if (push)
+      this.options.onPushed?.([{ topic, via: push.via ?? "direct", dueAt: this.shared.clock() }]);
+    return set;
   }
 
   /** Counts per state, the earliest due time and the config of one topic. */

@@ -39,6 +39,21 @@ async function settled(app: PushApp) {
 }
 
 describe("direct delivery", () => {
+  it("delivers jobs that waited in a pulled topic as soon as it is switched to push, not at the next tick", async () => {
+    const receiver = await startReceiver();
+    receivers.push(receiver);
+    const app = testPushApp();
+    const add = await app.call("POST", "/v1/jobs", { body: { topic: "late", id: "w1", body: 1 } });
+    expect(add.status).toBe(201);
+    const put = await app.call("PUT", "/v1/topics/late", {
+      body: { push: { url: `${receiver.url}/hook`, secret: SECRET } },
+    });
+    expect(put.status).toBe(200);
+    // No tick runs here: the PUT's own background work claims and delivers the waiting job.
+    await settled(app);
+    expect(receiver.received.map((r) => JSON.parse(r.body).id)).toEqual(["w1"]);
+  });
+
   it("POSTs a due job at its due time, signed, with the documented body and headers", async () => {
     const app = await setup({ headers: { "X-Api-Key": "k1" } });
     const body = '{"tx":4200001234567890123,"note":"支付"}';
