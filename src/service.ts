@@ -117,6 +117,13 @@ export function buildService(
       }),
     subrequests: config.DQ_SUBREQUESTS,
   });
+  // A request's background work (polls after a start, pushes after an add, an outcome, a
+  // callback's follow-up) has the request's budget, less the few calls the request made itself.
+  const requestBudget = () => {
+    const budget = dispatcher.budget();
+    budget.take(REQUEST_OWN_SUBREQUESTS);
+    return budget;
+  };
   payments = createPayments({
     scripts: createScriptRunner(redis, config.DQ_PREFIX, config.DQ_RETENTION_SECONDS * 1000),
     clock: Date.now,
@@ -127,8 +134,9 @@ export function buildService(
     count: (provider, outcome) => counters.inc("delayq_polls_total", { provider, outcome }),
     // From the budget of the run whose poll asks (the tick's, the request's), never a new one.
     pollSoon: (budget) => dispatcher.soon(PAYMENTS_TOPIC, DIRECT_WINDOW_MS, budget),
-    // Outcomes to push topics go out at once, not at the next tick, from the same budget.
-    onOutcome: (topics, budget = dispatcher.budget()) =>
+    // Outcomes to push topics go out at once, not at the next tick, from the same budget (a
+    // notification's: its request's).
+    onOutcome: (topics, budget = requestBudget()) =>
       Promise.all(
         [...new Set(topics)].map((topic) =>
           dispatcher.run({ now: Date.now(), topic, budget }).catch((error: unknown) => {
@@ -157,14 +165,19 @@ export function buildService(
     counters,
     metricsMaxTopics: metricsMaxTopics(env),
     payments: {
-      payments,
+      payments: { ...payments, pollSoon: () => (payments as Payments).pollSoon(requestBudget()) },
       background: inBackground,
       alipayAccounts: accounts.alipay,
       wechatpayAccounts: accounts.wechatpay,
       log,
     },
     push: {
-      dispatcher,
+      dispatcher: {
+        ...dispatcher,
+        run: (args) => dispatcher.run({ budget: requestBudget(), ...args }),
+        settle: (id, receipt, attempt, defer, budget = requestBudget()) =>
+          dispatcher.settle(id, receipt, attempt, defer, budget),
+      },
       publicUrl: config.DQ_PUBLIC_URL,
       qstashReady: dispatcher.qstash !== undefined && config.DQ_PUBLIC_URL !== undefined,
       background: inBackground,
@@ -182,6 +195,12 @@ export function buildService(
   });
   return { config, queue, app, scheduler, log, counters, budget: dispatcher.budget };
 }
+
+/**
+ * The most subrequests a request makes itself before the work it hands to the background (a
+ * write, a settle, a watch's read and transition), kept out of that work's budget.
+ */
+const REQUEST_OWN_SUBREQUESTS = 3;
 
 /** The payment accounts; a bad value stops the service with a message naming the variable. */
 function accountsOf(config: ServiceConfig) {
