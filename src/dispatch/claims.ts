@@ -10,7 +10,7 @@ import type { Parcel } from "./delivery";
 
 /** Subrequests a direct job may cost: the look before it is sent, the POST, the settle. */
 export const DIRECT_COST = 3;
-/** Claims one run makes while they take only QStash jobs (each claims up to `batch`). */
+/** Claims one run makes while jobs are left and the budget pays (each claims up to `batch`). */
 const MAX_CLAIM_ROUNDS = 10;
 
 /** One of delayq's own push topics' handler, by its push url (`internal:<name>`). */
@@ -59,8 +59,9 @@ function cost(claimed: Claimed): number {
 /**
  * Claims jobs due by `horizon` (of every push topic, or of `topic`). Each claim first takes its
  * own subrequest and the worst cost of as many jobs as it asks for, then gives back what the jobs
- * it got do not need. A claim that took only QStash jobs (one request per 100) is followed by
- * another. Nothing is claimed that the budget cannot pay for: it stays due for the next run.
+ * it got do not need (QStash jobs cost one request per 100); while a claim was full and the budget
+ * still pays for more, another follows. Nothing is claimed that the budget cannot pay for: it
+ * stays due for the next run.
  */
 export async function claimDue(
   options: ClaimOptions,
@@ -78,7 +79,7 @@ export async function claimDue(
       out.more = true;
       break;
     }
-    const before = { claimed: out.claimed, cost: cost(out), pushed: pushed(out) };
+    const before = { claimed: out.claimed, cost: cost(out) };
     let groups: Awaited<ReturnType<typeof claim.parse>>;
     try {
       groups = await options.scripts.run(claim, args.now, [
@@ -95,12 +96,10 @@ export async function claimDue(
     classify(options, groups, out);
     budget.giveBack(most * worst - (cost(out) - before.cost));
     out.more = out.claimed - before.claimed >= most;
-    if (!out.more || pushed(out) > before.pushed) break;
+    if (!out.more) break;
   }
   return out;
 }
-
-const pushed = (claimed: Claimed) => claimed.direct.length + claimed.internal.length;
 
 function classify(
   options: ClaimOptions,
