@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type FetchCounter, installFetchCounter, tallyTotal } from "../../bench/lib/subrequests";
 import { createBudget } from "../../src/dispatch/budget";
+import { coalesced } from "../../src/dispatch/soon";
 import { type Receiver, startReceiver, testPushApp } from "../support/push";
 import { bridgeStats } from "../support/redis";
 
@@ -85,4 +86,48 @@ describe("a push run and its follow-ups", () => {
       expect(got.at).toBeGreaterThanOrEqual(due);
     }
   }, 30_000);
+});
+
+describe("a budget", () => {
+  it("takes only what is left, gives back no more than was taken", () => {
+    const budget = createBudget(10);
+    expect(budget.take(7)).toBe(true);
+    expect(budget.take(4)).toBe(false);
+    expect(budget.left()).toBe(3);
+    expect(budget.takeUpTo(5)).toBe(3);
+    expect(budget.take(1)).toBe(false);
+    budget.giveBack(2);
+    expect(budget.taken()).toBe(8);
+    budget.giveBack(50);
+    expect(budget.left()).toBe(10);
+  });
+});
+
+describe("runs for work due soon", () => {
+  it("join the run that claims next while a claim is answered, per budget and topic", async () => {
+    const starts: string[] = [];
+    const answers: (() => void)[] = [];
+    const soon = coalesced<string>(async (topic, _windowMs, _budget, claimed) => {
+      const n = starts.push(topic);
+      // The claim is answered when the test says so.
+      await new Promise<void>((resolve) => answers.push(resolve));
+      claimed();
+      return `${topic}#${n}`;
+    });
+    const one = createBudget(100);
+    const other = createBudget(100);
+    const first = soon("t", 25_000, one);
+    const joined = [soon("t", 25_000, one), soon("t", 25_000, one), soon("t", 25_000, one)];
+    const apart = soon("t", 25_000, other);
+    await Promise.resolve();
+    // One claim under way for each budget; the three calls made meanwhile wait for one more.
+    expect(starts).toEqual(["t", "t"]);
+    for (const answer of answers.splice(0)) answer();
+    expect(await first).toBe("t#1");
+    expect(await apart).toBe("t#2");
+    await new Promise((r) => setTimeout(r, 0));
+    expect(starts).toHaveLength(3);
+    for (const answer of answers.splice(0)) answer();
+    expect(new Set(await Promise.all(joined))).toEqual(new Set(["t#3"]));
+  });
 });
