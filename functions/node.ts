@@ -52,7 +52,7 @@ try {
   process.exit(1);
 }
 
-const { app, scheduler, log } = service;
+const { app, scheduler, log, budget } = service;
 const server = serve({ fetch: app.fetch, port, hostname: host }, () => {
   const redis = tcp ? "tcp" : "rest";
   log({ level: "info", event: "listening", url: `http://${host}:${port}`, redis });
@@ -71,7 +71,8 @@ const defer = (work: Promise<unknown>) => {
 const ticker = setInterval(() => {
   if (busy) return;
   busy = true;
-  ticking = scheduler.tick({ defer }).finally(() => {
+  // Each tick is one invocation, as on Workers: one subrequest budget for it and its deliveries.
+  ticking = scheduler.tick({ defer, budget: budget() }).finally(() => {
     busy = false;
   });
 }, tickEveryMs);

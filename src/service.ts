@@ -3,6 +3,7 @@
 
 import type { Context } from "hono";
 import { parseConfig, type ServiceConfig } from "./config";
+import type { Budget } from "./dispatch/budget";
 import { createDispatcher, DIRECT_WINDOW_MS } from "./dispatch/dispatcher";
 import { createQStash, type QStash } from "./dispatch/qstash";
 import { DelayqError } from "./domain/errors";
@@ -12,6 +13,7 @@ import { jsonLogger, type Logger, messageOf } from "./log";
 import { metricsMaxTopics } from "./metrics/collect";
 import { type Counters, countedStep, createCounters } from "./metrics/counters";
 import { parseAlipayAccounts, parseWechatPayAccounts } from "./payments/accounts";
+import { POLL_SUBREQUESTS } from "./payments/watch-types";
 import { createPayments, type Payments } from "./payments/watches";
 import { DelayQueue } from "./queue";
 import { PAYMENTS_TOPIC } from "./redis/lua/scripts/payments";
@@ -49,6 +51,11 @@ export type Service = {
   log: Logger;
   /** The process's counters: /metrics shows them; push delivery and polling count into them. */
   counters: Counters;
+  /**
+   * A fresh subrequest budget (DQ_SUBREQUESTS) for one invocation: an entry point makes one per
+   * cron event and hands it to `scheduler.tick`, so everything the tick starts shares it.
+   */
+  budget(): Budget;
 };
 
 /**
@@ -94,7 +101,12 @@ export function buildService(
   // Payment polls are jobs of an internal push topic, handed by the dispatcher to the poller.
   let payments: Payments | undefined;
   const dispatcher = createDispatcher({
-    internal: { "internal:payments": (meta, body) => (payments as Payments).poll(meta, body) },
+    internal: {
+      "internal:payments": {
+        subrequests: POLL_SUBREQUESTS,
+        run: (meta, body, budget) => (payments as Payments).poll(meta, body, budget),
+      },
+    },
     redis,
     prefix: config.DQ_PREFIX,
     retentionMs: config.DQ_RETENTION_SECONDS * 1000,
@@ -108,6 +120,13 @@ export function buildService(
       }),
     subrequests: config.DQ_SUBREQUESTS,
   });
+  // A request's background work (polls after a start, pushes after an add, an outcome, a
+  // callback's follow-up) has the request's budget, less the few calls the request made itself.
+  const requestBudget = () => {
+    const budget = dispatcher.budget();
+    budget.take(REQUEST_OWN_SUBREQUESTS);
+    return budget;
+  };
   payments = createPayments({
     scripts: createScriptRunner(redis, config.DQ_PREFIX, config.DQ_RETENTION_SECONDS * 1000),
     clock: Date.now,
@@ -116,17 +135,14 @@ export function buildService(
     defaults: { ttrMs: config.DQ_DEFAULT_TTR * 1000, maxAttempts: config.DQ_DEFAULT_MAX_ATTEMPTS },
     log,
     count: (provider, outcome) => counters.inc("delayq_polls_total", { provider, outcome }),
-    pollSoon: () =>
-      dispatcher.run({
-        now: Date.now(),
-        horizon: Date.now() + DIRECT_WINDOW_MS,
-        topic: PAYMENTS_TOPIC,
-      }),
-    // Outcomes to push topics go out at once, not at the next tick.
-    onOutcome: (topics) =>
+    // From the budget of the run whose poll asks (the tick's, the request's), never a new one.
+    pollSoon: (budget) => dispatcher.soon(PAYMENTS_TOPIC, DIRECT_WINDOW_MS, budget),
+    // Outcomes to push topics go out at once, not at the next tick, from the same budget (a
+    // notification's: its request's).
+    onOutcome: (topics, budget = requestBudget()) =>
       Promise.all(
         [...new Set(topics)].map((topic) =>
-          dispatcher.run({ now: Date.now(), topic }).catch((error: unknown) => {
+          dispatcher.run({ now: Date.now(), topic, budget }).catch((error: unknown) => {
             log({ level: "error", event: "push_failed", topic, message: messageOf(error) });
           }),
         ),
@@ -152,14 +168,19 @@ export function buildService(
     counters,
     metricsMaxTopics: metricsMaxTopics(env),
     payments: {
-      payments,
+      payments: { ...payments, pollSoon: () => (payments as Payments).pollSoon(requestBudget()) },
       background: inBackground,
       alipayAccounts: accounts.alipay,
       wechatpayAccounts: accounts.wechatpay,
       log,
     },
     push: {
-      dispatcher,
+      dispatcher: {
+        ...dispatcher,
+        run: (args) => dispatcher.run({ budget: requestBudget(), ...args }),
+        settle: (id, receipt, attempt, defer, budget = requestBudget()) =>
+          dispatcher.settle(id, receipt, attempt, defer, budget),
+      },
       publicUrl: config.DQ_PUBLIC_URL,
       qstashReady: dispatcher.qstash !== undefined && config.DQ_PUBLIC_URL !== undefined,
       background: inBackground,
@@ -172,10 +193,17 @@ export function buildService(
       countedStep(pushStep(dispatcher, log), counters),
     ],
     budgetMs: config.DQ_TICK_BUDGET_MS,
+    budget: dispatcher.budget,
     log,
   });
-  return { config, queue, app, scheduler, log, counters };
+  return { config, queue, app, scheduler, log, counters, budget: dispatcher.budget };
 }
+
+/**
+ * The most subrequests a request makes itself before the work it hands to the background (a
+ * write, a settle, a watch's read and transition), kept out of that work's budget.
+ */
+const REQUEST_OWN_SUBREQUESTS = 3;
 
 /** The payment accounts; a bad value stops the service with a message naming the variable. */
 function accountsOf(config: ServiceConfig) {

@@ -3,29 +3,40 @@ import type { PushConfig } from "../domain/push";
 import { notices, renotice } from "../redis/lua/scripts/push";
 import { splitRecord } from "../redis/record";
 import type { ScriptRunner } from "../redis/runner";
+import type { Budget } from "./budget";
 import { type Post, sendNotice } from "./delivery";
 
-/** Sends up to `limit` queued failure notices; answers how many went out. */
+/**
+ * Sends up to `limit` queued failure notices, as many as `budget` pays for (the take, a POST each,
+ * and the giving back of those not sent); answers how many went out.
+ */
 export async function sendNotices(
   scripts: ScriptRunner,
   clock: () => number,
   fetch: Post | undefined,
   limit: number,
+  budget: Budget,
 ): Promise<number> {
-  const taken = await scripts.run(notices, clock(), [limit]);
+  const most = Math.min(limit, budget.left() - 2);
+  if (most <= 0 || !budget.take(most + 2)) return 0;
+  const taken = await scripts.run(notices, clock(), [most]);
   const unsent: string[] = [];
   let sent = 0;
+  let posted = 0;
   await Promise.all(
     taken.map(async (notice) => {
       if (!notice.record) return;
       const { meta, body } = splitRecord(notice.record);
       const push = (JSON.parse(notice.config || "{}") as { push?: PushConfig }).push;
       if (!push?.failureUrl || meta.state !== "dead") return;
+      posted += 1;
       const ok = await sendNotice(push.failureUrl, push, meta, body, { fetch, now: clock });
       if (ok) sent += 1;
       else unsent.push(notice.id);
     }),
   );
+  budget.giveBack(most - posted);
   if (unsent.length > 0) await scripts.run(renotice, clock(), unsent);
+  else budget.giveBack(1);
   return sent;
 }

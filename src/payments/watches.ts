@@ -1,5 +1,6 @@
 // Payment watches (DESIGN §4): start, read, stop; the poller that queries the provider on the
 // watch's schedule; and the one transition to an outcome that polls and notifications share.
+import type { Budget } from "../dispatch/budget";
 import { backoffStepMs } from "../domain/backoff";
 import { DelayqError, parseInput } from "../domain/errors";
 import {
@@ -66,6 +67,7 @@ export function createPayments(options: PaymentsOptions) {
     conclusion: Conclusion,
     polls: number,
     defer: (work: Promise<unknown>) => void,
+    budget?: Budget,
   ): Promise<boolean> {
     const prefix =
       conclusion.kind === "outcome" ? outcomePrefix(spec, source, polls, conclusion) : "";
@@ -89,7 +91,7 @@ export function createPayments(options: PaymentsOptions) {
         tradeState: conclusion.tradeState,
         source,
       });
-      if (options.onOutcome) defer(options.onOutcome(spec.notify));
+      if (options.onOutcome) defer(options.onOutcome(spec.notify, budget));
     }
     return result.applied;
   }
@@ -101,6 +103,7 @@ export function createPayments(options: PaymentsOptions) {
     outTradeNo: string,
     answer: ProviderAnswer & { kind: "trade" },
     defer: (work: Promise<unknown>) => void,
+    budget?: Budget,
   ): Promise<boolean> {
     const watchId = await watchIdOf(name, account, outTradeNo);
     const stored = await scripts.run(watchRead, clock(), [watchId]);
@@ -109,7 +112,7 @@ export function createPayments(options: PaymentsOptions) {
     const conclusion = judge(spec, answer, clock);
     if (conclusion.kind !== "outcome") return false;
     const polls = Number(stored.fields.polls ?? 0);
-    return conclude(watchId, spec, "", "notify", conclusion, polls, defer);
+    return conclude(watchId, spec, "", "notify", conclusion, polls, defer, budget);
   }
 
   return {
@@ -180,21 +183,26 @@ export function createPayments(options: PaymentsOptions) {
      * One poll, for a claimed poll job (the dispatcher's internal handler for __payments):
      * queries the provider (closing the order first when its deadline has come and it asked to)
      * and applies the verified answer. Only verified answers decide; anything else is retried.
+     * What it leads to (the polls due soon, the outcome's pushes) is paid from `budget`, the
+     * invocation's. Answers the subrequests the poll itself made (at most POLL_SUBREQUESTS).
      */
-    async poll(meta: RecordMeta, body: string): Promise<void> {
+    async poll(meta: RecordMeta, body: string, budget?: Budget): Promise<number> {
       const spec = JSON.parse(body) as Spec;
       const watchId = meta.id.slice("pay:".length);
       const receipt = meta.receipt ?? "";
       // Stopped (or settled by a notification) since this poll was claimed: ask no more.
       const current = await scripts.run(watchRead, clock(), [watchId]);
-      if (current?.fields.state !== "polling") return;
+      if (current?.fields.state !== "polling") return 1;
       let conclusion: Conclusion;
+      // The provider calls, counted before they are made (a failed one counts too).
+      let calls = 0;
       try {
         const api = provider(spec.provider, spec.account);
-        conclusion =
-          clock() >= spec.deadline
-            ? await atDeadline(spec, api, clock)
-            : judge(spec, await api.query(spec.outTradeNo), clock);
+        const atEnd = clock() >= spec.deadline;
+        calls = atEnd && spec.closeOnDeadline ? 2 : 1;
+        conclusion = atEnd
+          ? await atDeadline(spec, api, clock)
+          : judge(spec, await api.query(spec.outTradeNo), clock);
       } catch (error) {
         if (error instanceof DelayqError && error.code === "unknown_account") {
           conclusion = { kind: "outcome", state: "failed", tradeState: error.message };
@@ -225,16 +233,18 @@ export function createPayments(options: PaymentsOptions) {
         conclusion,
         meta.attempts,
         (w) => outcomes.push(w),
+        budget,
       );
       await Promise.all(outcomes);
-      if (applied && conclusion.kind !== "outcome") await options.pollSoon?.();
+      if (applied && conclusion.kind !== "outcome") await options.pollSoon?.(budget);
+      return 2 + calls;
     },
 
     /**
      * A provider's verified notification about an order: settles its watch through the same
      * transition as a poll (an order nobody watches is ignored). True when it changed the watch.
      * `defer` takes the outcome's deliveries to push topics (the request's waitUntil); without it
-     * they are awaited before this answers.
+     * they are awaited before this answers. They spend from `budget`, the request's.
      */
     async notified(
       name: ProviderName,
@@ -242,19 +252,25 @@ export function createPayments(options: PaymentsOptions) {
       outTradeNo: string,
       answer: ProviderAnswer & { kind: "trade" },
       defer?: (work: Promise<unknown>) => void,
+      budget?: Budget,
     ): Promise<boolean> {
       const outcomes: Promise<unknown>[] = [];
-      const changed = await settleByNotification(name, account, outTradeNo, answer, (work) =>
-        defer ? defer(work) : outcomes.push(work),
+      const changed = await settleByNotification(
+        name,
+        account,
+        outTradeNo,
+        answer,
+        (work) => (defer ? defer(work) : outcomes.push(work)),
+        budget,
       );
       await Promise.all(outcomes);
       return changed;
     },
 
     provider,
-    /** Runs the polls due within seconds (see PaymentsOptions.pollSoon). */
-    pollSoon: async () => {
-      await options.pollSoon?.();
+    /** Runs the polls due within seconds (see PaymentsOptions.pollSoon), from `budget`. */
+    pollSoon: async (budget?: Budget) => {
+      await options.pollSoon?.(budget);
     },
   };
 }

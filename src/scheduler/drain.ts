@@ -19,13 +19,13 @@ export type DrainReport = StepReport & {
 
 /**
  * Runs slices (one atomic script each, at most 1000 jobs) until nothing is due or the tick's
- * time is up; a backlog of any size drains in pieces. An idle drain is one slice costing two
+ * time (or its subrequest budget: one per slice) is up; a backlog of any size drains in pieces. An idle drain is one slice costing two
  * Redis commands whatever the number of topics.
  */
 export function drainStep(queue: DelayQueue): SchedulerStep<DrainReport> {
   return {
     name: "drain",
-    async run({ now, until }: StepContext): Promise<DrainReport> {
+    async run({ now, until, budget }: StepContext): Promise<DrainReport> {
       const report: DrainReport = {
         promoted: 0,
         expired: 0,
@@ -36,6 +36,10 @@ export function drainStep(queue: DelayQueue): SchedulerStep<DrainReport> {
         noticesDue: false,
       };
       for (;;) {
+        if (budget && !budget.take(1)) {
+          report.more = true;
+          return report;
+        }
         const slice = await queue.tickSlice(now);
         report.promoted += slice.promoted;
         report.expired += slice.expired;

@@ -18,13 +18,13 @@ export type PushReport = StepReport & {
 export function pushStep(dispatcher: Dispatcher, log: Logger): SchedulerStep<PushReport> {
   return {
     name: "push",
-    async run({ now, reports, defer }: StepContext): Promise<PushReport> {
+    async run({ now, reports, defer, budget }: StepContext): Promise<PushReport> {
       const drain = reports.drain as DrainReport | undefined;
       const report: PushReport = { notices: 0, more: false };
-      if (!drain || drain.noticesDue) report.notices = await dispatcher.sendNotices();
+      if (!drain || drain.noticesDue) report.notices = await dispatcher.sendNotices(50, budget);
       if (drain && !drain.pushDue) return report;
       // A run claims at once and resolves when the last delivery is settled.
-      const run = dispatcher.run({ now });
+      const run = dispatcher.run({ now, budget });
       const work = run.then(
         (done) => {
           if (done.more) log({ level: "warn", event: "push_budget", ...done });

@@ -1,4 +1,5 @@
 // The scheduler: what the cron does each tick, as steps sharing one time budget.
+import type { Budget } from "../dispatch/budget";
 import { type Logger, messageOf, silentLogger } from "../log";
 
 /** What a step reports: counts of what it did, and whether work was left when it stopped. */
@@ -16,6 +17,11 @@ export type StepContext = {
    * runtime: a Worker's `waitUntil`. Without it the step awaits that work itself.
    */
   defer?: (work: Promise<unknown>) => void;
+  /**
+   * The invocation's subrequest budget, shared by the steps and all the work they start (the
+   * deferred included); what it cannot pay for stays due for the next tick. None: no limit.
+   */
+  budget?: Budget;
 };
 
 /** One kind of due work: draining delay buckets, delivering push jobs, polling payments. */
@@ -32,6 +38,8 @@ export type SchedulerOptions = {
   log?: Logger;
   /** The clock when a tick is given no `now`. @default Date.now */
   clock?: () => number;
+  /** Makes the budget of a tick that is given none (one invocation's). @default no limit */
+  budget?: () => Budget;
 };
 
 /** What a tick did, step by step. A step that failed reports `error` and the others still run. */
@@ -43,7 +51,11 @@ export type TickReport = {
 };
 
 export type Scheduler = {
-  tick(options?: { now?: number; defer?: StepContext["defer"] }): Promise<TickReport>;
+  tick(options?: {
+    now?: number;
+    defer?: StepContext["defer"];
+    budget?: StepContext["budget"];
+  }): Promise<TickReport>;
 };
 
 /**
@@ -57,13 +69,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const budgetMs = options.budgetMs ?? 20_000;
   const clock = options.clock ?? Date.now;
   return {
-    async tick({ now = clock(), defer } = {}) {
+    async tick({ now = clock(), defer, budget = options.budget?.() } = {}) {
       const until = Date.now() + budgetMs;
       const report: TickReport = { now, steps: {}, more: false };
       const reports: Record<string, StepReport> = {};
       for (const step of options.steps) {
         try {
-          const done = await step.run({ now, until, reports, defer });
+          const done = await step.run({ now, until, reports, defer, budget });
           reports[step.name] = done;
           report.steps[step.name] = done;
           report.more ||= done.more;

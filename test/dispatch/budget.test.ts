@@ -1,0 +1,133 @@
+// One subrequest budget per invocation, for push topics: a run and the follow-up runs its
+// deliveries start (receivers giving jobs back due soon) spend from one budget. Real receivers,
+// real Redis through the bridge; every fetch counted by the invocation that made it.
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type FetchCounter, installFetchCounter, tallyTotal } from "../../bench/lib/subrequests";
+import { createBudget } from "../../src/dispatch/budget";
+import { coalesced } from "../../src/dispatch/soon";
+import { type Receiver, startReceiver, testPushApp } from "../support/push";
+import { bridgeStats } from "../support/redis";
+
+const BUDGET = 20;
+const JOBS = 4;
+
+let receiver: Receiver;
+let fetches: FetchCounter;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  const receiverOrigin = new URL(receiver.url).origin;
+  const bridgeOrigin = new URL(inject("bridgeUrl")).origin;
+  fetches = installFetchCounter((url) => {
+    if (url.origin === bridgeOrigin) return url.pathname.startsWith("/__") ? undefined : "redis";
+    return url.origin === receiverOrigin ? "delivery" : undefined;
+  });
+});
+
+afterAll(async () => {
+  fetches?.uninstall();
+  await receiver?.close();
+});
+
+describe("a push run and its follow-ups", () => {
+  it("share the invocation's budget; what it cannot pay for is delivered by the next one, never early", async () => {
+    const app = testPushApp({ subrequests: BUDGET });
+    const put = await app.call("PUT", "/v1/topics/p", {
+      body: { push: { url: `${receiver.url}/hook` }, ttr: 30, maxAttempts: 100 },
+    });
+    expect(put.status).toBe(200);
+    // Every answer gives the job back due in 50 ms: each delivery starts a follow-up run.
+    receiver.answer(() => ({ status: 200, body: '{"status":"retry","delay":0.05}' }));
+    const dueAt = Date.now() + 300;
+    await app.queue.addBatch(
+      Array.from({ length: JOBS }, (_, n) => ({ topic: "p", id: `b${n}`, runAt: dueAt })),
+    );
+    const redisBefore = (await bridgeStats(inject("bridgeUrl"), app.token)).requests.total;
+    const tally = fetches.tally("tick");
+    const report = await fetches.run(tally, () =>
+      app.dispatcher.run({ now: Date.now(), budget: createBudget(BUDGET) }),
+    );
+    expect(report.claimed).toBe(JOBS);
+    const first = receiver.received.length;
+    // The follow-ups ran in this invocation (more deliveries than jobs), and stopped at the budget
+    // before their own limit of 5 in a chain (which would make 24).
+    expect(first).toBeGreaterThan(JOBS);
+    expect(first).toBeLessThan(JOBS * 6);
+    expect(tallyTotal(tally), JSON.stringify(tally.counts)).toBeLessThanOrEqual(BUDGET);
+    expect(tally.counts.delivery).toBe(first);
+    // The bridge saw as many Redis requests as were counted for the invocation.
+    const bridgeSaw =
+      (await bridgeStats(inject("bridgeUrl"), app.token)).requests.total - redisBefore;
+    expect(bridgeSaw).toBe(tally.counts.redis);
+
+    // The next invocations (the next ticks) take the jobs left waiting: each is finished.
+    receiver.answer(() => ({ status: 204 }));
+    const giveUp = Date.now() + 10_000;
+    for (;;) {
+      const states = await Promise.all(
+        Array.from({ length: JOBS }, async (_, n) => {
+          const got = await app.call("GET", `/v1/jobs/b${n}`);
+          return got.json.job.state as string;
+        }),
+      );
+      if (states.every((state) => state === "finished")) break;
+      expect(Date.now(), `jobs: ${states.join(", ")}`).toBeLessThan(giveUp);
+      const next = fetches.tally("next tick");
+      await fetches.run(next, () =>
+        app.dispatcher.run({ now: Date.now(), budget: createBudget(BUDGET) }),
+      );
+      expect(tallyTotal(next)).toBeLessThanOrEqual(BUDGET);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(receiver.received.length).toBeGreaterThan(first);
+    // Never early: each delivery at or after the due time its body names.
+    for (const got of receiver.received) {
+      const { dueAt: due } = JSON.parse(got.body) as { dueAt: number };
+      expect(got.at).toBeGreaterThanOrEqual(due);
+    }
+  }, 30_000);
+});
+
+describe("a budget", () => {
+  it("takes only what is left, gives back no more than was taken", () => {
+    const budget = createBudget(10);
+    expect(budget.take(7)).toBe(true);
+    expect(budget.take(4)).toBe(false);
+    expect(budget.left()).toBe(3);
+    expect(budget.takeUpTo(5)).toBe(3);
+    expect(budget.take(1)).toBe(false);
+    budget.giveBack(2);
+    expect(budget.taken()).toBe(8);
+    budget.giveBack(50);
+    expect(budget.left()).toBe(10);
+  });
+});
+
+describe("runs for work due soon", () => {
+  it("join the run that claims next while a claim is answered, per budget and topic", async () => {
+    const starts: string[] = [];
+    const answers: (() => void)[] = [];
+    const soon = coalesced<string>(async (topic, _windowMs, _budget, claimed) => {
+      const n = starts.push(topic);
+      // The claim is answered when the test says so.
+      await new Promise<void>((resolve) => answers.push(resolve));
+      claimed();
+      return `${topic}#${n}`;
+    });
+    const one = createBudget(100);
+    const other = createBudget(100);
+    const first = soon("t", 25_000, one);
+    const joined = [soon("t", 25_000, one), soon("t", 25_000, one), soon("t", 25_000, one)];
+    const apart = soon("t", 25_000, other);
+    await Promise.resolve();
+    // One claim under way for each budget; the three calls made meanwhile wait for one more.
+    expect(starts).toEqual(["t", "t"]);
+    for (const answer of answers.splice(0)) answer();
+    expect(await first).toBe("t#1");
+    expect(await apart).toBe("t#2");
+    await new Promise((r) => setTimeout(r, 0));
+    expect(starts).toHaveLength(3);
+    for (const answer of answers.splice(0)) answer();
+    expect(new Set(await Promise.all(joined))).toEqual(new Set(["t#3"]));
+  });
+});
