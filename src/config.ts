@@ -105,6 +105,8 @@ export const NodeEnvSchema = z
     PORT: whole("PORT", 1, 65_535, 8787),
     HOST: z.string().min(1, "HOST is empty").default("127.0.0.1"),
     DQ_TICK_INTERVAL_MS: whole("DQ_TICK_INTERVAL_MS", 100, 3_600_000, 60_000),
+    // Node has no subrequest limit: a tick is held only to this bound unless one is set.
+    DQ_SUBREQUESTS: whole("DQ_SUBREQUESTS", 10, 100_000, 100_000),
   })
   // Checked even when other variables failed, so that one start names every problem.
   .refine((env) => env.REDIS_URL !== undefined || env.UPSTASH_REDIS_REST_URL !== undefined, {

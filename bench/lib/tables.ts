@@ -394,7 +394,7 @@ export function paymentsTable(value: unknown): string {
       `${fmt(w.ticks.count)} / ${ms(w.ticks.maxTickMs)} / ${fmt(w.ticks.carried)}`,
     ],
     [
-      "invocations (ticks, starts): most subrequests in one (which) / over 1,000 / over 50",
+      "invocations (ticks, starts): most subrequests in one (which) / over the budget (DQ_SUBREQUESTS 10,000) / over 50",
       `${fmt(w.invocations.maxSubrequests)} (${w.invocations.maxSubrequestsLabel}) / ${fmt(w.invocations.overBudget)} / ${fmt(w.invocations.overFreePlan)}`,
     ],
     ["longest invocation (start to last subrequest), s", fmt(w.invocations.maxSpanMs / 1000, 1)],
