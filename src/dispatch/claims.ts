@@ -3,6 +3,7 @@
 import type { PushConfig } from "../domain/push";
 import type { Logger } from "../log";
 import { claim } from "../redis/lua/scripts/push";
+import { randomHex } from "../redis/nonce";
 import { type RecordMeta, splitRecord } from "../redis/record";
 import type { ScriptRunner } from "../redis/runner";
 import type { Budget } from "./budget";
@@ -121,9 +122,4 @@ function classify(
       }
     }
   }
-}
-
-function randomHex(bytes: number): string {
-  const buffer = crypto.getRandomValues(new Uint8Array(bytes));
-  return Array.from(buffer, (b) => b.toString(16).padStart(2, "0")).join("");
 }
