@@ -13,6 +13,13 @@ import type { Parcel } from "./delivery";
 export const DIRECT_COST = 3;
 /** Claims one run makes while jobs are left and the budget pays (each claims up to `batch`). */
 const MAX_CLAIM_ROUNDS = 10;
+/**
+ * Jobs the first claim of a run asks for; each claim after a full one asks for twice as many (up
+ * to `batch`). A claim takes the worst cost of every job it asks for until it knows what it got,
+ * so runs sharing a budget at once (an outcome pushed to several topics) would otherwise starve
+ * each other: the first to claim would hold nearly all of it.
+ */
+const FIRST_CLAIM = 16;
 
 /** One of delayq's own push topics' handler, by its push url (`internal:<name>`). */
 export type InternalHandler = {
@@ -61,7 +68,7 @@ function cost(claimed: Claimed): number {
  * Claims jobs due by `horizon` (of every push topic, or of `topic`). Each claim first takes its
  * own subrequest and the worst cost of as many jobs as it asks for, then gives back what the jobs
  * it got do not need (QStash jobs cost one request per 100); while a claim was full and the budget
- * still pays for more, another follows. Nothing is claimed that the budget cannot pay for: it
+ * still pays for more, another follows, asking for twice as many (from FIRST_CLAIM up to batch). Nothing is claimed that the budget cannot pay for: it
  * stays due for the next run.
  */
 export async function claimDue(
@@ -74,8 +81,8 @@ export async function claimDue(
     DIRECT_COST,
     ...Object.values(options.internal ?? {}).map((handler) => handler.subrequests),
   );
-  for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
-    const most = Math.min(options.batch, Math.floor((budget.left() - 1) / worst));
+  for (let round = 0, size = FIRST_CLAIM; round < MAX_CLAIM_ROUNDS; round++, size *= 2) {
+    const most = Math.min(options.batch, size, Math.floor((budget.left() - 1) / worst));
     if (most <= 0 || !budget.take(1 + most * worst)) {
       out.more = true;
       break;

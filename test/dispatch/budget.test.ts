@@ -89,6 +89,27 @@ describe("a push run and its follow-ups", () => {
 });
 
 describe("a budget", () => {
+  it("let runs that share it at once each claim their jobs (an outcome pushed to several topics)", async () => {
+    receiver.answer(() => ({ status: 204 }));
+    const app = testPushApp();
+    const topics = ["fan-1", "fan-2", "fan-3"];
+    for (const topic of topics) {
+      await app.call("PUT", `/v1/topics/${topic}`, {
+        body: { push: { url: `${receiver.url}/f` } },
+      });
+    }
+    // Added through the library (no request's own delivery): only the runs below deliver them.
+    for (const topic of topics) await app.queue.add({ topic, id: `${topic}-job` });
+    const budget = createBudget(1000);
+    const reports = await Promise.all(
+      topics.map((topic) => app.dispatcher.run({ now: Date.now(), topic, budget })),
+    );
+    // Before: the first run's claim held the worst cost of a full batch (nearly all of the
+    // budget) while it was answered, and the others found nothing left to claim with.
+    expect(reports.map((report) => report.delivered)).toEqual([1, 1, 1]);
+    expect(budget.taken()).toBeLessThanOrEqual(1000);
+  });
+
   it("takes only what is left, gives back no more than was taken", () => {
     const budget = createBudget(10);
     expect(budget.take(7)).toBe(true);
