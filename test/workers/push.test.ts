@@ -7,8 +7,10 @@ import {
   SELF,
   waitOnExecutionContext,
 } from "cloudflare:test";
+import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
 import worker from "../../functions/worker";
+import { DelayQueue } from "../../src/index";
 
 const AUTH = { authorization: "Bearer worker-admin" };
 const receiver = String((env as Record<string, unknown>).RECEIVER_URL);
@@ -51,12 +53,27 @@ describe("push inside workerd", () => {
     expect(got?.headers["delayq-signature"]).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
   });
 
+  it("a topic switched to push delivers the jobs that waited at once, from the PUT's waitUntil", async () => {
+    const topic = `wq-${uid()}`;
+    const id = `${topic}-w`;
+    await call("POST", "/v1/jobs", { topic, id, body: "x" });
+    await call("PUT", `/v1/topics/${topic}`, { push: { url: `${receiver}/hook` } });
+    const [got] = await received(id);
+    expect(got?.headers["delayq-id"]).toBe(id);
+  });
+
   it("the cron's scheduled handler claims and delivers due push jobs", async () => {
     const topic = `ws-${uid()}`;
     const id = `${topic}-b`;
-    // Added while pulled (nothing delivers it), then the topic becomes pushed: only a tick does.
+    // Added while pulled, then the topic becomes pushed through the library, not a request (whose
+    // own waitUntil would deliver it): only a tick does.
     await call("POST", "/v1/jobs", { topic, id, body: "x" });
-    await call("PUT", `/v1/topics/${topic}`, { push: { url: `${receiver}/hook` } });
+    const vars = env as Record<string, string>;
+    const queue = new DelayQueue({
+      redis: new Redis({ url: vars.UPSTASH_REDIS_REST_URL, token: vars.UPSTASH_REDIS_REST_TOKEN }),
+      prefix: vars.DQ_PREFIX ?? "dq",
+    });
+    await queue.configure(topic, { push: { url: `${receiver}/hook` } });
     expect(await received(id, 300)).toEqual([]);
     const ctx = createExecutionContext();
     await worker.scheduled(
