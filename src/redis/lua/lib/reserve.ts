@@ -76,16 +76,8 @@ local function reserveReady(topic, count, nonce, bound, fresh, ask)
         -- Not due by its record (never expected: ready ids are due): put it back in place.
         enqueue(id, topic, meta.due)
       elseif meta and meta.state == "waiting" then
-        if meta.deadline and NOW > meta.deadline then
-          kill(id, meta, body, "deadline")
-        else
-          meta.state, meta.attempts, meta.leaseEnd = "reserved", meta.attempts + 1, NOW + meta.ttr
-          meta.receipt = nonce .. "." .. #out
-          out[#out + 1] = save(id, meta, body)
-          leases[#leases + 1] = meta.leaseEnd
-          leases[#leases + 1] = id
-          if first == nil or meta.leaseEnd < first then first = meta.leaseEnd end
-        end
+        local ends = reserve(id, meta, body, NOW, nonce, out, leases)
+        if ends and (first == nil or ends < first) then first = ends end
       end
     end
     if #later > 0 then

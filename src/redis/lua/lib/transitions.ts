@@ -169,6 +169,23 @@ local function expire(topic, limit)
   return #ids, dead
 end
 
+-- Reserves a waiting job from \`start\` (its lease ends at start + ttr; one more attempt) with
+-- the receipt "<nonce>.<n>", n its place in \`out\`; appends its record to \`out\` and its lease
+-- to \`leases\` ({end, id, ...}, for one ZADD). Returns the lease's end; or, when its deadline
+-- comes before \`start\`, lets it die instead and returns nil.
+local function reserve(id, meta, body, start, nonce, out, leases)
+  if meta.deadline and start > meta.deadline then
+    kill(id, meta, body, "deadline")
+    return nil
+  end
+  meta.state, meta.attempts, meta.leaseEnd = "reserved", meta.attempts + 1, start + meta.ttr
+  meta.receipt, meta.messageId = nonce .. "." .. #out, nil
+  out[#out + 1] = save(id, meta, body)
+  leases[#leases + 1] = meta.leaseEnd
+  leases[#leases + 1] = id
+  return meta.leaseEnd
+end
+
 -- Claims up to \`limit\` of a push topic's waiting jobs due by \`horizon\`, earliest first (its
 -- open slots are opened first). Each is reserved like a pop (one more attempt, the receipt
 -- "<nonce>.<n>") with a lease from its due time: until max(due, now) + ttr; one past its
@@ -189,17 +206,8 @@ local function claim(topic, horizon, limit, nonce, out)
     for _, id in ipairs(due) do
       local meta, body = load(id)
       if meta and meta.state == "waiting" then
-        local start = math.max(meta.due, NOW)
-        if meta.deadline and start > meta.deadline then
-          kill(id, meta, body, "deadline")
-        else
-          meta.state, meta.attempts, meta.leaseEnd = "reserved", meta.attempts + 1, start + meta.ttr
-          meta.receipt, meta.messageId = nonce .. "." .. #out, nil
-          out[#out + 1] = save(id, meta, body)
-          leases[#leases + 1] = meta.leaseEnd
-          leases[#leases + 1] = id
-          if first == nil or meta.leaseEnd < first then first = meta.leaseEnd end
-        end
+        local ends = reserve(id, meta, body, math.max(meta.due, NOW), nonce, out, leases)
+        if ends and (first == nil or ends < first) then first = ends end
       end
     end
   end
