@@ -52,7 +52,7 @@ try {
   process.exit(1);
 }
 
-const { app, scheduler, log, budget } = service;
+const { app, scheduler, log } = service;
 const server = serve({ fetch: app.fetch, port, hostname: host }, () => {
   const redis = tcp ? "tcp" : "rest";
   log({ level: "info", event: "listening", url: `http://${host}:${port}`, redis });
@@ -71,8 +71,8 @@ const defer = (work: Promise<unknown>) => {
 const ticker = setInterval(() => {
   if (busy) return;
   busy = true;
-  // Each tick is one invocation, as on Workers: one subrequest budget for it and its deliveries.
-  ticking = scheduler.tick({ defer, budget: budget() }).finally(() => {
+  // Each tick is one invocation, as on Workers: the scheduler gives it one subrequest budget.
+  ticking = scheduler.tick({ defer }).finally(() => {
     busy = false;
   });
 }, tickEveryMs);

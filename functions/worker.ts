@@ -53,13 +53,11 @@ export default {
 
   // A misconfigured cron throws, so that the invocation shows as failed with the message.
   async scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext) {
-    // Push deliveries wait for their due times (up to a minute) in waitUntil. One budget for the
-    // event: the tick and everything it defers stay within DQ_SUBREQUESTS together.
-    const built = service(env);
-    await built.scheduler.tick({
+    // Push deliveries wait for their due times (up to a minute) in waitUntil. Each tick has one
+    // subrequest budget (the scheduler's), shared by everything it defers.
+    await service(env).scheduler.tick({
       now: controller.scheduledTime,
       defer: (work) => ctx.waitUntil(work),
-      budget: built.budget(),
     });
   },
 };

@@ -3,7 +3,6 @@
 
 import type { Context } from "hono";
 import { parseConfig, type ServiceConfig } from "./config";
-import type { Budget } from "./dispatch/budget";
 import { createDispatcher, DIRECT_WINDOW_MS } from "./dispatch/dispatcher";
 import { createQStash, type QStash } from "./dispatch/qstash";
 import { DelayqError } from "./domain/errors";
@@ -51,11 +50,6 @@ export type Service = {
   log: Logger;
   /** The process's counters: /metrics shows them; push delivery and polling count into them. */
   counters: Counters;
-  /**
-   * A fresh subrequest budget (DQ_SUBREQUESTS) for one invocation: an entry point makes one per
-   * cron event and hands it to `scheduler.tick`, so everything the tick starts shares it.
-   */
-  budget(): Budget;
 };
 
 /**
@@ -196,7 +190,7 @@ export function buildService(
     budget: dispatcher.budget,
     log,
   });
-  return { config, queue, app, scheduler, log, counters, budget: dispatcher.budget };
+  return { config, queue, app, scheduler, log, counters };
 }
 
 /**

@@ -19,8 +19,8 @@ export type DrainReport = StepReport & {
 
 /**
  * Runs slices (one atomic script each, at most 1000 jobs) until nothing is due or the tick's
- * time (or its subrequest budget: one per slice) is up; a backlog of any size drains in pieces. An idle drain is one slice costing two
- * Redis commands whatever the number of topics.
+ * time (or its subrequest budget: one per slice) is up; a backlog of any size drains in pieces.
+ * An idle drain is one slice costing two Redis commands whatever the number of topics.
  */
 export function drainStep(queue: DelayQueue): SchedulerStep<DrainReport> {
   return {

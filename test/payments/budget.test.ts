@@ -148,7 +148,6 @@ describe("payment polls and the subrequest budget", () => {
         service.scheduler.tick({
           now: Date.now(),
           defer: (work) => deferred.push(work),
-          budget: service.budget(),
         }),
       );
       await sleep(700);
