@@ -82,6 +82,21 @@ describe("pop", () => {
     expect((await queue.pop("t")).map((j) => j.id)).toEqual(["far"]);
   });
 
+  it("opens the slot of a reservation that pop itself took back into a far slot (found by the model test)", async () => {
+    const { queue, clock } = testQueue();
+    // A backoff of 25 minutes sends the retry to a slot list.
+    await queue.add({ topic: "t", id: "j", delay: 1, ttr: 1, backoff: [1500], maxAttempts: 3 });
+    clock.advance(1000);
+    // This upkeep records that the topic has no slot list.
+    expect((await queue.pop("t")).map((job) => job.id)).toEqual(["j"]);
+    clock.advance(600_000);
+    // This one takes the lease back into a slot list, which lowers the slot bound; the upkeep
+    // must not write its earlier "none" back over it.
+    expect(await queue.pop("t")).toEqual([]);
+    clock.advance(1_500_000);
+    expect(await queue.pop("t")).toMatchObject([{ id: "j", attempts: 2 }]);
+  });
+
   it("lets a job whose deadline passed die instead of handing it out", async () => {
     const { queue, clock } = testQueue();
     await queue.add({ topic: "t", id: "late", deadline: clock.now + 1000 });

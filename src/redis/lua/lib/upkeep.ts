@@ -53,7 +53,7 @@ end
 -- (timing).
 local function catchUp(topic)
   local t = timing(topic)
-  local passed, lease, slot, bound = t.next, t.lease, t.slot, nil
+  local passed, lease, bound = t.next, t.lease, nil
   if lease == nil or (lease and lease <= NOW) then
     lease = head(key.reserved(topic))
     if lease and lease <= NOW then
@@ -61,6 +61,9 @@ local function catchUp(topic)
       lease = head(key.reserved(topic))
     end
   end
+  -- Read after the leases: a reservation taken back may have gone to a slot list, lowering the
+  -- bound (lowerNext), which must not be written back over with the value from before.
+  local slot = t.slot
   if slot == nil or (slot and slot <= NOW) then
     slot = head(key.slots(topic))
     if slot and slot - SLOT <= NOW then
