@@ -4,6 +4,7 @@ import { pop } from "../redis/lua/scripts/pop";
 import { randomHex } from "../redis/nonce";
 import { decodeRecord } from "../redis/record";
 import { scriptError } from "./errors";
+import type { Drained } from "./long-poll";
 import type { Shared } from "./options";
 
 /**
@@ -18,25 +19,49 @@ export async function popJobs(
   signal?: AbortSignal,
 ): Promise<Job[]> {
   const giveUpAt = Date.now() + wait * 1000;
-  const { scripts, clock } = shared;
-  for (;;) {
+  const { scripts, clock, wakeups } = shared;
+  for (let first = true; ; first = false) {
     const now = clock();
     // What is left of the wait: the script registers a caller that will wait (lib/topic.ts).
     const waitMs = wait === 0 ? 0 : Math.max(0, giveUpAt - Date.now());
-    // Others waiting here are woken only when more jobs may be ready: the script says so.
-    const others = shared.wakeups.waiting(topic) > 0 ? "1" : "";
-    const reply = await scripts.run(pop, now, [topic, count, randomHex(6), waitMs, others]);
-    if ("pushTopic" in reply) throw scriptError("pushTopic", { id: topic });
-    shared.wakeups.popped(topic, "more" in reply && reply.more);
-    if (reply.records.length > 0)
-      return reply.records.map((raw) => decodeRecord(raw, now, shared.rawBodies));
-    if (!("seq" in reply) || wait === 0) return [];
-    const woke = await shared.wakeups.wait({
+    // A caller that will wait, in a process whose last pop of the topic found its ready list
+    // empty just now with nothing changed here since, reads the topic's change counter instead
+    // of popping: unchanged, a pop would find nothing (in the herd, every consumer back from a
+    // finish sent one). One command instead of a pop's three; none when a waiter here is
+    // popping for the due time that has come (Wakeups.known).
+    const known =
+      first && waitMs > 0 ? wakeups.known(topic, now, waitMs, shared.pollIntervalMs) : undefined;
+    let drained: Drained | undefined;
+    if (
+      known &&
+      (known.pending ||
+        (await wakeups.confirm(shared.redis, topic, shared.keys.meta(topic), known.drained)))
+    ) {
+      drained = known.drained;
+    } else {
+      // Others waiting here are woken only when more jobs may be ready: the script says so.
+      const others = wakeups.waiting(topic) > 0 ? "1" : "";
+      const snapshot = wakeups.snapshot(topic);
+      const reply = await scripts.run(pop, now, [topic, count, randomHex(6), waitMs, others]);
+      if ("pushTopic" in reply) throw scriptError("pushTopic", { id: topic });
+      wakeups.popped(topic, "more" in reply && reply.more);
+      if (reply.records.length > 0) {
+        if ("drained" in reply && reply.drained) {
+          wakeups.learn(topic, snapshot, reply.drained);
+          wakeups.tell(topic, reply.drained.nextAt);
+        }
+        return reply.records.map((raw) => decodeRecord(raw, now, shared.rawBodies));
+      }
+      if (!("seq" in reply) || wait === 0) return [];
+      drained = { nextAt: reply.nextAt, seq: reply.seq };
+      wakeups.learn(topic, snapshot, drained, reply.registeredUntil);
+    }
+    const woke = await wakeups.wait({
       redis: shared.redis,
       topic,
       metaKey: shared.keys.meta(topic),
-      nextAt: reply.nextAt,
-      seq: reply.seq,
+      nextAt: drained.nextAt,
+      seq: drained.seq,
       giveUpAt,
       pollIntervalMs: shared.pollIntervalMs,
       clock,

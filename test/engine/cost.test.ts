@@ -106,6 +106,59 @@ describe("the long-poll signal", () => {
   });
 });
 
+describe("the herd", () => {
+  it("a consumer back for more reads the change counter instead of a pop, when the last pop here found nothing else ready", async () => {
+    // Real time (long-polls); the poll interval is out of reach.
+    const queue = new DelayQueue({ redis: stack.client(), prefix: "herd", pollIntervalMs: 60_000 });
+    await stack.loadScripts();
+    await queue.addBatch([
+      { topic: "t", id: "a", delay: 0.4 },
+      { topic: "t", id: "b", delay: 1 },
+    ]);
+    // Two consumers of one process long-poll; one takes "a" at its due time.
+    const waits = [queue.pop("t", { wait: 2 }), queue.pop("t", { wait: 2 })];
+    expect((await Promise.race(waits)).map((job) => job.id)).toEqual(["a"]);
+    const spent = await cost(async () => {
+      // Its caller is back at once, before "b" is due.
+      const again = queue.pop("t", { wait: 2 });
+      const got = (await Promise.all([...waits, again])).flat();
+      expect(got.map((job) => job.id).sort()).toEqual(["a", "b"]);
+    });
+    // HGET (the counter, unchanged: nothing was added since that pop found the ready list
+    // empty), then one pop at b's due time: EVALSHA, HMGET, ZRANGE, ZREM, HSET (upkeep), ZPOPMIN,
+    // GET, SET, ZADD. Before, the caller's pop found nothing: EVALSHA, HMGET, ZPOPMIN.
+    expect(spent.commands).toBe(10);
+  });
+});
+
+describe("the herd's wake-ups", () => {
+  it("a pop that leaves fresh due jobs in the ready list says more is ready without a ZCARD", async () => {
+    const queue = new DelayQueue({
+      redis: stack.client(),
+      prefix: "wakeups",
+      pollIntervalMs: 60_000,
+    });
+    await stack.loadScripts();
+    const dueAt = Date.now() + 400;
+    await queue.addBatch([
+      { topic: "t", id: "a", runAt: dueAt },
+      { topic: "t", id: "b", runAt: dueAt },
+    ]);
+    const zcards = async () => (await stack.commandStats()).zcard ?? 0;
+    const before = await zcards();
+    // Two consumers of one process: the one that wakes at the due time pops with the other
+    // waiting, takes "a", and leaves "b" in the ready list; the other wakes for it.
+    const got = await Promise.all([queue.pop("t", { wait: 2 }), queue.pop("t", { wait: 2 })]);
+    expect(
+      got
+        .flat()
+        .map((job) => job.id)
+        .sort(),
+    ).toEqual(["a", "b"]);
+    expect(await zcards()).toBe(before);
+  });
+});
+
 describe("pop's upkeep", () => {
   it("costs 3 commands beside the pop when one job fell due: the bucket's first entries, its removal, the timing", async () => {
     const { queue, clock } = queueOn("upkeep");

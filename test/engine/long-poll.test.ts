@@ -119,6 +119,25 @@ describe("pop with wait", () => {
     await Promise.all([first, second]);
   });
 
+  it("a waiter that gave its due time up wakes for the next one, which the pop that took the job told", async () => {
+    // Only due times wake these waiters: the poll interval is out of reach, and the jobs were
+    // added by another process before anyone waited, so no add here hints at them.
+    const { consumer, other } = queues(60_000);
+    await other.add({ topic: "t", id: "a", delay: 0.3 });
+    const { job: second } = await other.add({ topic: "t", id: "b", delay: 0.9 });
+    const waits = [consumer.pop("t", { wait: 5 }), consumer.pop("t", { wait: 5 })];
+    // One waiter takes "a"; its caller holds it. The other had given a's due time up to it, and
+    // learns b's from that pop (before, it slept until its wait ran out).
+    const got = await Promise.all(waits);
+    expect(
+      got
+        .flat()
+        .map((j) => j.id)
+        .sort(),
+    ).toEqual(["a", "b"]);
+    expect(Date.now() - second.dueAt).toBeLessThan(1500);
+  });
+
   it("reads the change counter no sooner than an interval after its pop (which just read it)", async () => {
     const { consumer, stats } = queues(600);
     expect(await consumer.pop("empty", { wait: 1 })).toEqual([]);

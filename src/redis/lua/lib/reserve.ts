@@ -40,26 +40,33 @@ end
 -- are candidates beside the ready list's first ones, and only those not taken are written to
 -- the ready list. Returns the reserved records, and whether more jobs may be ready: false when
 -- fewer than \`count\` were found, or the ready list is known to be empty; when it is not known
--- and \`ask\` is set (other callers wait for this topic), a ZCARD of the ready list says; else
--- true.
+-- and \`ask\` is set (other callers wait for this topic), a ZCARD of the ready list says (unless
+-- fresh jobs were just written there); else
+-- true. Third, whether the ready list is known to be empty now (its last ZPOPMIN came back short,
+-- or that ZCARD found nothing): the caller may then tell when to look again.
 -- Cost: per round ZPOPMIN, per job GET + SET; a ZADD (ready) when fresh jobs are left over;
 -- then ZADD (reserved), and only when the first lease ends before the topic's bounds, HSET
 -- (and ZADD LT when it lowers the next: lowerNext); a ZCARD when \`ask\` needs it.
 local function reserveReady(topic, count, nonce, bound, fresh, ask)
-  local out, leases, first, known = {}, {}, nil, false
+  local out, leases, first, known, wrote = {}, {}, nil, false, false
   for _ = 1, 10 do
     local want = count - #out
     local popped = rcall("ZPOPMIN", key.ready(topic), want)
     local exhausted = #popped < 2 * want
+    wrote = false
     if fresh and #fresh > 0 then
       local back
       popped, back = mergeDue(popped, fresh, want)
       if #back > 0 then rcall("ZADD", key.ready(topic), unpack(back)) end
       -- Left over fresh jobs are in the ready list now: the next round may find them there.
       exhausted = exhausted and #back == 0
+      wrote = #back > 0
     end
     fresh = nil
-    if #popped == 0 then break end
+    if #popped == 0 then
+      known = true
+      break
+    end
     local later = {}
     for i = 1, #popped, 2 do
       local id, due = popped[i], tonumber(popped[i + 1])
@@ -92,7 +99,11 @@ local function reserveReady(topic, count, nonce, bound, fresh, ask)
     lowerNext(topic, first, "lease")
   end
   local more = #out >= count and not known
-  if more and ask then more = rcall("ZCARD", key.ready(topic)) > 0 end
-  return out, more
+  -- Fresh jobs left over were just written to the ready list: more is ready, no need to ask.
+  if more and ask and not wrote then
+    more = rcall("ZCARD", key.ready(topic)) > 0
+    known = not more
+  end
+  return out, more, known
 end
 `;

@@ -27,10 +27,14 @@ local function bump(topic) rcall("HINCRBY", key.meta(topic), "seq", 1) end
 -- change counter only while it has not passed (scripts/add.ts), so a topic nobody long-polls
 -- pays no counter write per job.
 local LISTEN_HOLD, LISTEN_REFRESH = ${LISTEN_HOLD_MS}, ${LISTEN_REFRESH_MS}
+-- Returns the registration's end as it stands now.
 local function listen(topic, current, wait)
-  if (tonumber(current) or 0) < NOW + wait + LISTEN_REFRESH then
-    rcall("HSET", key.meta(topic), "waiting", NOW + wait + LISTEN_HOLD)
+  local registered = tonumber(current) or 0
+  if registered < NOW + wait + LISTEN_REFRESH then
+    registered = NOW + wait + LISTEN_HOLD
+    rcall("HSET", key.meta(topic), "waiting", registered)
   end
+  return registered
 end
 
 -- Whether a caller may be long-polling the topic (\`current\`: its \`waiting\` field as read).

@@ -7,8 +7,13 @@ import { defineScript, list, record } from "../script";
  * refusal of a push topic.
  */
 export type PopReply =
-  | { records: string[]; more: boolean }
-  | { records: []; nextAt: number | undefined; seq: number }
+  | {
+      records: string[];
+      more: boolean;
+      /** Present when the topic's ready list is empty after this pop: when to look again. */
+      drained?: { nextAt: number | undefined; seq: number };
+    }
+  | { records: []; nextAt: number | undefined; seq: number; registeredUntil: number }
   | { records: []; pushTopic: true };
 
 export const pop = defineScript<PopReply>({
@@ -24,12 +29,15 @@ export const pop = defineScript<PopReply>({
   ARGV[8] "1" when other callers of the caller's process wait for this topic (see \`more\`)
   Each reservation counts an attempt, leases the job until now + ttr and gets the receipt
   "<nonce>.<n>". A job whose deadline has passed dies instead of being handed out.
-  Returns {next, seq, records...}. When nothing was reserved, \`next\` is the earliest time
+  Returns {next, seq, registered} when nothing was reserved: \`next\` is the earliest time
   something of the topic may become available (a due time, a lease end; -1 for none) and \`seq\`
   the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
-  the counter; otherwise \`next\` is 1 when more jobs may be ready (lib/reserve.ts: a ZCARD
-  settles it when ARGV[8] asks and the pop cannot tell otherwise), else 0, and \`seq\` is -1;
-  a caller passes the word to its waiters only when more may be ready. A caller that will wait
+  the counter; \`registered\` is until when callers of the topic are registered as waiting (0
+  when this one will not wait). Otherwise {more, after, seq, records...}: \`more\` is 1 when more jobs may be ready
+  (lib/reserve.ts: a ZCARD settles it when ARGV[8] asks and the pop cannot tell otherwise),
+  else 0, and a caller passes the word to its waiters only when more may be ready; \`after\`
+  is -2 unless the ready list is known to be empty now, and then what \`next\` would be for an
+  empty pop, so that the caller's process knows when to look again without another pop. A caller that will wait
   is registered in the topic's hash (lib/topic.ts: listen), so that adds bump the counter
   while it may be waiting. A paused topic reserves nothing and answers next -1. A push topic
   answers {CODE.pushTopic}: its jobs are delivered, not popped.
@@ -47,26 +55,43 @@ knowTiming(topic, meta[2], meta[5], meta[6])
 local seq = tonumber(meta[3]) or 0
 if type(cfg.push) == "table" then return {CODE.pushTopic} end
 -- Paused: nothing becomes available until it resumes, which bumps seq.
-if cfg.paused then return {-1, seq} end
+if cfg.paused then return {-1, seq, 0} end
 local upkeep, bound, fresh = knownNext(topic), nil, nil
 if upkeep and upkeep <= NOW then bound, fresh = catchUp(topic) end
-local out, more = reserveReady(topic, count, nonce, bound, fresh, ask)
+local out, more, drained = reserveReady(topic, count, nonce, bound, fresh, ask)
 if #out == 0 then
-  if wait > 0 then listen(topic, meta[4], wait) end
-  return {knownNext(topic) or -1, seq}
+  local registered = 0
+  if wait > 0 then registered = listen(topic, meta[4], wait) end
+  return {knownNext(topic) or -1, seq, registered}
 end
-table.insert(out, 1, -1)
+local after = -2
+if drained then after = knownNext(topic) or -1 end
+table.insert(out, 1, seq)
+table.insert(out, 1, after)
 table.insert(out, 1, more and 1 or 0)
 return out
 `,
   parse(reply) {
-    const [next, seq, ...records] = list(reply, "pop");
-    if (seq === undefined && Number(next) === CODE.pushTopic)
+    const values = list(reply, "pop");
+    if (values.length === 1 && Number(values[0]) === CODE.pushTopic)
       return { records: [], pushTopic: true };
-    if (records.length > 0) {
-      return { records: records.map((raw) => record(raw, "pop")), more: Number(next) === 1 };
+    if (values.length === 3) {
+      const nextAt = Number(values[0]);
+      return {
+        records: [],
+        nextAt: nextAt >= 0 ? nextAt : undefined,
+        seq: Number(values[1]),
+        registeredUntil: Number(values[2]),
+      };
     }
-    const nextAt = Number(next);
-    return { records: [], nextAt: nextAt >= 0 ? nextAt : undefined, seq: Number(seq) };
+    const [more, after, seq, ...records] = values;
+    const afterAt = Number(after);
+    return {
+      records: records.map((raw) => record(raw, "pop")),
+      more: Number(more) === 1,
+      ...(afterAt === -2
+        ? {}
+        : { drained: { nextAt: afterAt >= 0 ? afterAt : undefined, seq: Number(seq) } }),
+    };
   },
 });
