@@ -18,7 +18,7 @@ export type DrainReport = StepReport & {
 };
 
 /**
- * Runs slices (one atomic script each, at most 1000 jobs) until nothing is due or the tick's
+ * Runs slices (one atomic script each, at most 500 jobs) until nothing is due or the tick's
  * time (or its subrequest budget: one per slice) is up; a backlog of any size drains in pieces.
  * An idle drain is one slice costing two Redis commands whatever the number of topics.
  */

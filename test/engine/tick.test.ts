@@ -30,4 +30,17 @@ describe("tick", () => {
       more: false,
     });
   });
+
+  it("moves at most 500 jobs in one slice (each a few ms at 1M jobs) and says more is left", async () => {
+    const { queue, clock } = testQueue();
+    const n = 1200;
+    for (let b = 0; b < n; b += 400) {
+      await queue.addBatch(
+        Array.from({ length: 400 }, (_, i) => ({ topic: "bulk", id: `j${b + i}`, delay: 1 })),
+      );
+    }
+    clock.advance(1000);
+    expect(await queue.tickSlice()).toMatchObject({ promoted: 500, more: true });
+    expect(await tick(queue)).toMatchObject({ promoted: n - 500, slices: 2, more: false });
+  });
 });
