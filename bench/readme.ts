@@ -15,7 +15,7 @@ import {
   singleTables,
   systemsTable,
 } from "./lib/tables";
-import type { ScaleResult } from "./scale";
+import type { Attribution, ScaleResult } from "./scale";
 
 const README = fileURLToPath(new URL("../README.md", import.meta.url));
 const RESULTS = fileURLToPath(new URL("./results/latest.json", import.meta.url));
@@ -38,7 +38,22 @@ function scaleLine(value: unknown): string {
     `jobs/s in batches of 1000; once all due, ticks drained the backlog in ` +
     `${fmt(d.drainSeconds, 1)} s (${fmt(d.tickSlices)} slices, ${fmt(d.drainJobsPerSec)} jobs/s); ` +
     `the longest single call took ${fmt(d.longestCallMs, 1)} ms; calls over 10 ms: ` +
-    `${over || "none"}.`
+    `${over || "none"}.${growthNote(d)}`
+  );
+}
+
+/** Whether the slow calls were a hash table doubling (older results lack the split). */
+function growthNote(d: ScaleResult): string {
+  const part = (what: string, table: string, g: Attribution | undefined) =>
+    g
+      ? ` ${what} over 10 ms (server time): ${fmt(g.over10ms)}, of which ${fmt(g.over10msAtTableGrowth)} ` +
+        `during one of the ${fmt(g.atTableGrowth)} in which ${table} doubled (longest of those ` +
+        `${fmt(g.longestAtTableGrowthMs, 1)} ms); the others took ${fmt(g.medianOtherMs, 1)} ms ` +
+        `at the median, ${fmt(g.longestOtherMs, 1)} ms at most.`
+      : "";
+  return (
+    part("Add calls (250 jobs each)", "the keyspace's hash table", d.addCalls) +
+    part("Drain slices", "the ready list's hash table", d.drainSlices)
   );
 }
 

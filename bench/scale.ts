@@ -5,7 +5,8 @@ import { Redis } from "@upstash/redis";
 import { startBridge } from "../dev/bridge";
 import { startRedisServer } from "../dev/redis-server";
 import { type Reply, RespConnection } from "../dev/resp";
-import { DelayQueue, REDIS_CLIENT_OPTIONS, tick } from "../src/index";
+import { DelayQueue, REDIS_CLIENT_OPTIONS } from "../src/index";
+import { keys } from "../src/redis/keys";
 import { scriptTexts } from "../src/redis/lua/scripts";
 import { log, startProgress } from "./lib/measure";
 import { makeBody } from "./lib/workloads";
@@ -25,6 +26,27 @@ export type ScaleResult = {
   longestCallMs: number;
   /** Calls over 10 ms, by script (or command). */
   callsOver10ms: Record<string, number>;
+  /**
+   * Whether the drain's slow slices are the script or the server: the tick slices over 10 ms
+   * (server time, SLOWLOG), how many of them were slices during which the ready list's hash
+   * table doubled (its size crossed a power of two from 2^14 up: Redis allocates the new table
+   * and starts rehashing inside that command), and the slice times apart from those.
+   */
+  drainSlices: Attribution;
+  /** The same for the add calls (250 jobs each) and the keyspace's own hash table. */
+  addCalls: Attribution;
+};
+
+/** Calls of one kind, split by whether a hash table doubled during them. */
+export type Attribution = {
+  over10ms: number;
+  over10msAtTableGrowth: number;
+  /** Calls during which the table doubled, and the longest of them (ms). */
+  atTableGrowth: number;
+  longestAtTableGrowthMs: number;
+  /** The other calls: median and longest server time (ms; under 1 ms counts as 1). */
+  medianOtherMs: number;
+  longestOtherMs: number;
 };
 
 const BATCH = 1000;
@@ -67,6 +89,65 @@ async function slowest(
   return { longestUs, over10ms };
 }
 
+function integer(reply: Reply): number {
+  return reply.type === "integer" ? reply.value : Number.NaN;
+}
+
+function merge(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
+  const out = { ...a };
+  for (const [name, count] of Object.entries(b)) out[name] = (out[name] ?? 0) + count;
+  return out;
+}
+
+/** The slow log's durations (µs), oldest first. */
+async function slowLog(conn: RespConnection): Promise<number[]> {
+  const reply: Reply = await conn.call("SLOWLOG", "GET", "1000000");
+  const entries = reply.type === "array" ? (reply.value ?? []) : [];
+  return entries
+    .map((entry) => {
+      const fields = entry.type === "array" ? (entry.value ?? []) : [];
+      const id = fields[0]?.type === "integer" ? fields[0].value : 0;
+      const us = fields[2]?.type === "integer" ? fields[2].value : 0;
+      return { id, us };
+    })
+    .sort((x, y) => x.id - y.id)
+    .map((entry) => entry.us);
+}
+
+/** Whether the ready list's hash table doubled during a slice: its size crossed 2^k, k >= 14. */
+function doubled(before: number, after: number): boolean {
+  for (let k = 14; 2 ** k <= after; k++) if (before < 2 ** k) return true;
+  return false;
+}
+
+/** A step (a tick slice, an add batch): a table's size before and after, its slow-log entries. */
+type Sized = { before: number; after: number; logged: number };
+
+/**
+ * Pairs each step with its slow-log entries (calls under 1 ms have none) and splits the calls
+ * by whether the table doubled during their step.
+ */
+function attribute(steps: Sized[], durationsUs: number[]): Attribution {
+  let next = 0;
+  const growth: number[] = [];
+  const other: number[] = [];
+  for (const step of steps) {
+    const calls = step.logged > 0 ? durationsUs.slice(next, next + step.logged) : [1000];
+    next += step.logged;
+    for (const us of calls) (doubled(step.before, step.after) ? growth : other).push(us / 1000);
+  }
+  other.sort((a, b) => a - b);
+  const over = (list: number[]) => list.filter((ms) => ms > 10).length;
+  return {
+    over10ms: over(growth) + over(other),
+    over10msAtTableGrowth: over(growth),
+    atTableGrowth: growth.length,
+    longestAtTableGrowthMs: Math.max(0, ...growth),
+    medianOtherMs: other[Math.floor(other.length / 2)] ?? 0,
+    longestOtherMs: other[other.length - 1] ?? 0,
+  };
+}
+
 export async function runScale(jobs: number): Promise<ScaleResult> {
   const server = await startRedisServer();
   const admin = await RespConnection.open(server.port);
@@ -86,8 +167,12 @@ export async function runScale(jobs: number): Promise<ScaleResult> {
 
     let added = 0;
     let bodyBytes = 0;
+    let addMs = 0;
+    // As for the drain below: the keyspace's size and the slow log's length after each batch.
+    const addLog: Sized[] = [];
+    let logged = 0;
+    let keyCount = integer(await admin.call("DBSIZE"));
     const stopAdd = startProgress("delayq D", () => `added ${added}/${jobs}`);
-    const addStart = performance.now();
     try {
       for (let i = 0; i < jobs; i += BATCH) {
         const batch = Array.from({ length: Math.min(BATCH, jobs - i) }, (_, j) => {
@@ -96,33 +181,58 @@ export async function runScale(jobs: number): Promise<ScaleResult> {
           // Due over the second hour from now, spread evenly: the slot lists' workload.
           return { topic: "backlog", id: `j${i + j}`, body, delay: 3600 + ((i + j) % 3600) };
         });
+        const start = performance.now();
         await queue.addBatch(batch);
+        addMs += performance.now() - start;
         added += batch.length;
+        const size = integer(await admin.call("DBSIZE"));
+        const length = integer(await admin.call("SLOWLOG", "LEN"));
+        addLog.push({ before: keyCount, after: size, logged: length - logged });
+        keyCount = size;
+        logged = length;
       }
     } finally {
       stopAdd();
     }
-    const addSeconds = (performance.now() - addStart) / 1000;
+    const addSeconds = addMs / 1000;
+    const addDurations = await slowLog(admin);
     const after = await info(admin, "used_memory");
 
     now += 7200_000; // all of it is due
+    // The drain runs slice by slice (as a tick does), each timed on its own; between slices the
+    // admin connection reads the ready list's size and the slow log's length, which tells
+    // which slice each slow-log entry belongs to. Those reads are not part of the drain's time.
+    const { longestUs, over10ms } = await slowest(admin);
+    await admin.call("SLOWLOG", "RESET");
+    const readyKey = keys("scale").ready("backlog");
     let promoted = 0;
     let slices = 0;
+    let drainMs = 0;
+    const sliceLog: Sized[] = [];
     const stopDrain = startProgress("delayq D", () => `promoted ${promoted}/${jobs}`);
-    const drainStart = performance.now();
     try {
+      let size = 0;
+      let logged = 0;
       for (;;) {
-        const result = await tick(queue, { budgetMs: 60_000 });
+        const start = performance.now();
+        const result = await queue.tickSlice(now);
+        drainMs += performance.now() - start;
         promoted += result.promoted;
-        slices += result.slices;
+        slices += 1;
+        const after = integer(await admin.call("ZCARD", readyKey));
+        const length = integer(await admin.call("SLOWLOG", "LEN"));
+        sliceLog.push({ before: size, after, logged: length - logged });
+        size = after;
+        logged = length;
         if (!result.more) break;
       }
     } finally {
       stopDrain();
     }
-    const drainSeconds = (performance.now() - drainStart) / 1000;
+    const drainSeconds = drainMs / 1000;
     if (promoted !== jobs) throw new Error(`ticks promoted ${promoted} of ${jobs} jobs`);
-    const { longestUs, over10ms } = await slowest(admin);
+    const drainLog = await slowLog(admin);
+    const drain = await slowest(admin);
     const bytesPerJob = (after - before) / jobs;
     log(
       `delayq D: ${jobs} jobs, ${bytesPerJob.toFixed(0)} B/job, drained in ${drainSeconds.toFixed(1)} s`,
@@ -135,8 +245,10 @@ export async function runScale(jobs: number): Promise<ScaleResult> {
       drainSeconds,
       drainJobsPerSec: jobs / drainSeconds,
       tickSlices: slices,
-      longestCallMs: longestUs / 1000,
-      callsOver10ms: over10ms,
+      longestCallMs: Math.max(longestUs, drain.longestUs) / 1000,
+      callsOver10ms: merge(over10ms, drain.over10ms),
+      drainSlices: attribute(sliceLog, drainLog),
+      addCalls: attribute(addLog, addDurations),
     };
   } finally {
     admin.close();
