@@ -6,12 +6,13 @@ import { processCpuMs } from "../lib/processes";
 import type { JobBody } from "../lib/types";
 import { makeBody } from "../lib/workloads";
 import { type OuqiangServer, ouqiangApi, ouqiangBinary, startOuqiang } from "../peers/ouqiang";
-import { type SingleRun, timeShape } from "./shape";
+import { cpuMsSince, type SingleRun, timeShape } from "./shape";
 import { type SingleOptions, sleep } from "./stack";
 
 /** A redis-server, its command counter and ouqiang's server on it. */
 type OuqiangStack = {
   counter: CommandCounter;
+  redisPid: number;
   server: OuqiangServer;
   api: ReturnType<typeof ouqiangApi>;
   close(): Promise<void>;
@@ -27,6 +28,7 @@ async function openOuqiang(bin: string): Promise<OuqiangStack> {
   });
   return {
     counter,
+    redisPid: redis.process.pid ?? 0,
     server,
     api: ouqiangApi(server.url),
     async close() {
@@ -49,7 +51,7 @@ export async function runOuqiangSingle(
   log("ouqiang/delay-queue single-job shape: start");
   const n = options.jobs;
   const topic = "single";
-  const { counter, server, api, close } = await openOuqiang(found.bin);
+  const { counter, redisPid, server, api, close } = await openOuqiang(found.bin);
   try {
     const ready = async (count: number, timeoutMs: number) => {
       const deadline = Date.now() + timeoutMs;
@@ -79,6 +81,8 @@ export async function runOuqiangSingle(
 
     const before = await counter.snapshot();
     const cpuBefore = processCpuMs(server.pid);
+    const redisCpuBefore = processCpuMs(redisPid);
+    const clientCpuBefore = process.cpuUsage();
     const run = await timeShape(
       "ouqiang/delay-queue",
       "pushed",
@@ -95,6 +99,8 @@ export async function runOuqiangSingle(
       options,
     );
     const cpuMs = processCpuMs(server.pid) - cpuBefore;
+    const redisCpuMs = processCpuMs(redisPid) - redisCpuBefore;
+    const clientCpuMs = cpuMsSince(clientCpuBefore);
     // Its lease entries stay in a bucket until the timer finds them, ttr after the pop: wait,
     // so that their removal is counted as part of the jobs' cost.
     await sleep((options.ouqiangTtr + 2) * 1000);
@@ -116,6 +122,8 @@ export async function runOuqiangSingle(
       apiRequests,
       serviceCpuMsPerRequest: cpuMs / apiRequests,
       serviceCpuMsPerJob: cpuMs / n,
+      redisCpuMsPerJob: redisCpuMs / n,
+      clientCpuMsPerJob: clientCpuMs / n,
       latencyMs: run.latencies.summary(),
       duplicates: run.duplicates,
       byCommand: delta.byCommand,

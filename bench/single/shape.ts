@@ -33,6 +33,13 @@ export type SingleRun = {
   /** The server process's CPU over the run ÷ API requests (HTTP and ouqiang only). */
   serviceCpuMsPerRequest: number | null;
   serviceCpuMsPerJob: number | null;
+  /** redis-server's CPU time over the run ÷ jobs (its scripts and commands, for every system). */
+  redisCpuMsPerJob: number;
+  /**
+   * The benchmark process's own CPU time over the run ÷ jobs: the consumers and producer (the
+   * typed client over HTTP; the library itself when `via` is library). All share 2 cores.
+   */
+  clientCpuMsPerJob: number;
   /** Client round trips by route, ms. */
   latencyMs: Record<string, Percentiles>;
   duplicates: number;
@@ -159,6 +166,8 @@ export async function singleRun(
   await warmUp(api, `warm-${topic}`, options.warmup);
   const counting = await stack.count(via);
   const cpuBefore = via === "http" ? processCpuMs(stack.service.child.pid ?? 0) : 0;
+  const redisCpuBefore = processCpuMs(stack.redisPid);
+  const clientCpuBefore = process.cpuUsage();
   const run = await timeShape(
     `${system} pop ${count}`,
     "added",
@@ -174,6 +183,8 @@ export async function singleRun(
   await sleep(1_500);
   const { delta, requests } = await counting();
   const cpuMs = via === "http" ? processCpuMs(stack.service.child.pid ?? 0) - cpuBefore : null;
+  const redisCpuMs = processCpuMs(stack.redisPid) - redisCpuBefore;
+  const clientCpuMs = cpuMsSince(clientCpuBefore);
   const apiRequests = run.added + run.pops + run.finished;
   return {
     system,
@@ -189,8 +200,16 @@ export async function singleRun(
     apiRequests,
     serviceCpuMsPerRequest: cpuMs === null ? null : cpuMs / apiRequests,
     serviceCpuMsPerJob: cpuMs === null ? null : cpuMs / n,
+    redisCpuMsPerJob: redisCpuMs / n,
+    clientCpuMsPerJob: clientCpuMs / n,
     latencyMs: run.latencies.summary(),
     duplicates: run.duplicates,
     byCommand: delta.byCommand,
   };
+}
+
+/** This process's CPU time since `before` (process.cpuUsage), ms. */
+export function cpuMsSince(before: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000;
 }

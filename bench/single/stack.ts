@@ -101,6 +101,8 @@ export type Stack = {
   counter: CommandCounter;
   apis: Record<Via, Api>;
   service: ServiceProcess;
+  /** redis-server's pid, to read its CPU time. */
+  redisPid: number;
   /** "delayq HTTP REST", "delayq library TCP", ...: the `system` of a run's result. */
   name(via: Via): string;
   /** Starts counting (commands, then `via`'s REST requests); call the result to read the costs. */
@@ -185,6 +187,7 @@ export async function openStack(
       counter,
       apis,
       service,
+      redisPid: server.process.pid ?? 0,
       name: (via) => `delayq ${via === "http" ? "HTTP" : "library"} ${driver.toUpperCase()}`,
       async count(via) {
         const before = await counter.snapshot();
