@@ -1,6 +1,7 @@
 // Long-polling pop on the real clock: wakes at the due time, on writes, and stays cheap.
 import { describe, expect, it } from "vitest";
 import { DelayQueue } from "../../src/index";
+import { testClock } from "../support/queue";
 import { testRedis } from "../support/redis";
 
 function queues(pollIntervalMs = 1000) {
@@ -136,6 +137,36 @@ describe("pop with wait", () => {
         .sort(),
     ).toEqual(["a", "b"]);
     expect(Date.now() - second.dueAt).toBeLessThan(1500);
+  });
+
+  it("a caller that pops for a due time that has come claims it, so a waiter asleep does not pop for it too", async () => {
+    const prefix = `lp${crypto.randomUUID().slice(0, 8)}`;
+    const clock = testClock();
+    const consumer = testRedis();
+    const queue = new DelayQueue({
+      redis: consumer.redis,
+      prefix,
+      pollIntervalMs: 60_000,
+      clock: () => clock.now,
+    });
+    await queue.addBatch([
+      { topic: "t", id: "a", delay: 1 },
+      { topic: "t", id: "b", delay: 2 },
+    ]);
+    // Two consumers of one process wait; at a's due time one of them takes it, and its pop
+    // says b is next (the other waiter is told so too).
+    const waits = [queue.pop("t", { wait: 2 }), queue.pop("t", { wait: 2 })];
+    await new Promise((r) => setTimeout(r, 100));
+    clock.advance(1000);
+    expect((await Promise.race(waits)).map((j) => j.id)).toEqual(["a"]);
+    const before = (await consumer.stats()).commands;
+    // b falls due, and the caller of "a" is back before the waiter's next look at the clock:
+    // its pop takes b, and the waiter, finding the due time taken, does not pop for nothing.
+    clock.advance(1000);
+    const again = queue.pop("t", { wait: 2 });
+    const got = (await Promise.all([...waits, again])).flat();
+    expect(got.map((j) => j.id).sort()).toEqual(["a", "b"]);
+    expect((await consumer.stats()).commands - before).toBe(1);
   });
 
   it("reads the change counter no sooner than an interval after its pop (which just read it)", async () => {
