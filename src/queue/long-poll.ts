@@ -43,7 +43,7 @@ type TopicState = {
 
 /** A pop found the ready list empty: when to look again, and the change counter then. */
 export type Drained = { nextAt: number | undefined; seq: number };
-type Known = Drained & { version: number; at: number };
+type Known = Drained & { at: number };
 
 /**
  * The long-polls of one process, by topic. Writers leave tickets in shared state; each waiter
@@ -157,7 +157,7 @@ export class Wakeups {
       state.registeredUntil = Math.max(state.registeredUntil, until);
     }
     if (snapshot === undefined || state.version !== snapshot) return;
-    state.known = { ...drained, version: state.version, at: Date.now() };
+    state.known = { ...drained, at: Date.now() };
     if (state.seq === undefined) state.seq = drained.seq;
   }
 
@@ -188,7 +188,8 @@ export class Wakeups {
       return undefined;
     }
     const known = state.known;
-    if (!known || known.version !== state.version) return undefined;
+    // Any change here since the pop that learned it has forgotten it (`changed`).
+    if (!known) return undefined;
     if (now + waitMs > state.registeredUntil) return undefined;
     if (known.nextAt !== undefined && now >= known.nextAt) {
       const claimed =
