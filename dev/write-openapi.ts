@@ -14,7 +14,6 @@ const noRedis: RedisClient = {
     exec: () => Promise.reject(new Error("write-openapi: Redis is not used")),
   }),
   get: () => Promise.reject(new Error("write-openapi: Redis is not used")),
-  hget: () => Promise.reject(new Error("write-openapi: Redis is not used")),
 };
 
 /**

@@ -232,10 +232,10 @@ export class Wakeups {
   async confirm(
     redis: RedisClient,
     topic: string,
-    metaKey: string,
+    seqKey: string,
     known: Drained,
   ): Promise<boolean> {
-    const current = await readSeq(redis, metaKey);
+    const current = await readSeq(redis, seqKey);
     const state = this.topics.get(topic);
     if (!state) return false;
     state.seqAt = Math.max(state.seqAt, Date.now());
@@ -289,7 +289,7 @@ export class Wakeups {
         const last = giveUpAt - Date.now() <= pollIntervalMs;
         if (!last && Date.now() - state.seqAt >= pollIntervalMs) {
           state.seqAt = Date.now();
-          const current = await readSeq(options.redis, options.metaKey);
+          const current = await readSeq(options.redis, options.seqKey);
           if (current !== seq) {
             const first = current !== state.seq;
             if (first) this.changed(state);
@@ -316,8 +316,8 @@ export class Wakeups {
 export type WaitOptions = {
   redis: RedisClient;
   topic: string;
-  /** The topic's hash, whose `seq` field is its change counter. */
-  metaKey: string;
+  /** The topic's change counter (keys.ts: seq). */
+  seqKey: string;
   /** When something of the topic may become available (unix ms by `clock`); undefined: unknown. */
   nextAt: number | undefined;
   /** The change counter as the pop saw it. */
@@ -331,7 +331,7 @@ export type WaitOptions = {
 
 async function readSeq(redis: RedisClient, key: string): Promise<number> {
   try {
-    return Number((await redis.hget(key, "seq")) ?? 0);
+    return Number((await redis.get(key)) ?? 0);
   } catch (error) {
     throw redisError(error);
   }

@@ -35,7 +35,7 @@ export async function popJobs(
     if (
       known &&
       (known.pending ||
-        (await wakeups.confirm(shared.redis, topic, shared.keys.meta(topic), known.drained)))
+        (await wakeups.confirm(shared.redis, topic, shared.keys.seq(topic), known.drained)))
     ) {
       drained = known.drained;
     } else {
@@ -59,7 +59,7 @@ export async function popJobs(
     const woke = await wakeups.wait({
       redis: shared.redis,
       topic,
-      metaKey: shared.keys.meta(topic),
+      seqKey: shared.keys.seq(topic),
       nextAt: drained.nextAt,
       seq: drained.seq,
       giveUpAt,

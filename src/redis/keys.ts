@@ -26,16 +26,32 @@ export const KEY_LAYOUT = {
   /** zset: dead jobs, scored by when they died (ms). */
   dead: "t:<topic>:dead",
   /**
-   * hash: the topic's own fields, read in one command by pop and add: \`config\` (JSON), \`seq\`
-   * (bumped whenever jobs may be available sooner while a caller long-polls: the long-poll
-   * signal), \`waiting\` (until when a long-polling caller may be waiting, ms), \`next\` (a lower
-   * bound of the earliest time something of the topic needs looking at: a delayed job's due
-   * time, a lease's end, a slot's opening; pop does its upkeep only once it has passed, and the
-   * schedule's entry for the topic is never later than it), \`lease\` and \`slot\` (lower bounds
-   * of the first lease end and the first slot opening; "-" for none, so pop's upkeep reads
-   * those indexes only when their time has come).
+   * A topic's own fields live in four strings, so that pop reads them in the same MGET as the
+   * records it popped (lib/topic.ts). string: the topic's config (JSON); absent for none.
    */
-  meta: "t:<topic>:meta",
+  config: "t:<topic>:config",
+  /**
+   * string: `<next>|<lease>|<slot>`, ms, "-" for none and "" for not known. `next` is a lower
+   * bound of the earliest time something of the topic needs looking at (a delayed job's due time,
+   * a lease's end, a slot's opening): pop does its upkeep only once it has passed, and the
+   * schedule's entry for the topic is never later than it. `lease` and `slot` are lower bounds
+   * of the first lease end and the first slot opening, so that pop's upkeep reads those indexes
+   * only when their time has come.
+   */
+  timing: "t:<topic>:timing",
+  /** string: until when a long-polling caller may be waiting for the topic, ms. */
+  waiting: "t:<topic>:waiting",
+  /**
+   * integer: the topic's change counter, bumped whenever jobs may be available sooner while a
+   * caller long-polls it (the long-poll signal), and on the topic's first write.
+   */
+  seq: "t:<topic>:seq",
+  /**
+   * hash: the same fields (config, next, lease, slot, waiting, seq) as earlier versions kept them,
+   * in one hash. A script that finds none of a topic's four strings moves this hash's fields into
+   * them (lib/topic.ts: adopt), so that topics written by an earlier version carry on.
+   */
+  legacyMeta: "t:<topic>:meta",
   /** zset: topics with something timed, scored by the earliest time the scheduler must look. */
   schedule: "schedule",
   /** zset: every topic ever used or configured (score 0, listed by name). */

@@ -11,9 +11,8 @@ import { SCRIPTS, type ScriptName, scriptText } from "./lua/scripts";
  */
 export type RedisClient = {
   createScript(script: string): { exec(keys: string[], args: string[]): Promise<unknown> };
+  /** A string: a job's record, a topic's change counter (a long-polling pop watches it). */
   get(key: string): Promise<unknown>;
-  /** A hash field (a long-polling pop watches its topic's seq with it). */
-  hget(key: string, field: string): Promise<unknown>;
 };
 
 /**

@@ -6,7 +6,7 @@ import { DelayqError } from "../domain/errors";
 import { type RedisClient, redisError } from "./runner";
 
 /** The ioredis calls the driver makes; a `Redis` and a `Cluster` of ioredis both have them. */
-export type IoredisLike = Pick<Redis, "evalsha" | "eval" | "get" | "hget">;
+export type IoredisLike = Pick<Redis, "evalsha" | "eval" | "get">;
 
 export type ConnectRedisOptions = {
   /**
@@ -118,13 +118,6 @@ export function tcpRedis(
     async get(key) {
       try {
         return await client.get(key);
-      } catch (error) {
-        throw fail(error);
-      }
-    },
-    async hget(key, field) {
-      try {
-        return await client.hget(key, field);
       } catch (error) {
         throw fail(error);
       }

@@ -24,21 +24,12 @@ async function snapshot(redis: Redis, base: string): Promise<Snapshot> {
         out[name] = pairs;
       } else if (type === "list") {
         out[name] = await redis.lrange(key, 0, -1);
-      } else if (type === "hash") {
-        // A topic's hash: its config as JSON, counters and times as numbers ("-": none).
-        const raw = (await redis.hgetall<Record<string, unknown>>(key)) ?? {};
-        // Without deserialization the client answers HGETALL as a flat [field, value, ...].
-        const fields: Record<string, unknown> = Array.isArray(raw)
-          ? Object.fromEntries(
-              Array.from({ length: raw.length / 2 }, (_, i) => [raw[2 * i], raw[2 * i + 1]]),
-            )
-          : raw;
-        out[name] = Object.fromEntries(
-          Object.entries(fields).map(([field, value]) => [
-            field,
-            field === "config" ? JSON.parse(String(value)) : value === "-" ? "-" : Number(value),
-          ]),
-        );
+      } else if (name.endsWith(":timing")) {
+        // A topic's timing: times as numbers, "-" for none, "" for not known.
+        const [next, lease, slot] = String(await redis.get(key))
+          .split("|")
+          .map((at) => (at === "-" || at === "" ? at : Number(at)));
+        out[name] = { next, lease, slot };
       } else {
         const raw = String(await redis.get(key));
         const cut = raw.indexOf("\n");
@@ -97,9 +88,10 @@ describe("keyspace", () => {
       },
       "t:q:delayed": [["a", now + 2000]],
       "t:q:ready": [["b", now]],
-      // The topic's hash: the long-poll signal (bumped by the topic's first add; later adds
-      // bump it only while a caller long-polls), and when pop must next do its upkeep.
-      "t:q:meta": { seq: 1, next: now + 2000 },
+      // The topic's long-poll signal (bumped by the topic's first add; later adds bump it only
+      // while a caller long-polls), and when pop must next do its upkeep: no lease, no slot.
+      "t:q:seq": 1,
+      "t:q:timing": { next: now + 2000, lease: "-", slot: "-" },
       schedule: [["q", now + 2000]],
       topics: [["q", 0]],
     });
@@ -237,12 +229,7 @@ describe("keyspace", () => {
     expect(keys["t:q:reserved"]).toEqual([["a", now + 31_000]]);
     // pop did the topic's upkeep (its next, a's due time, had come), then the lease lowered it.
     // Its timing: the next event, and bounds of the first lease end and first slot opening.
-    expect(keys["t:q:meta"]).toEqual({
-      seq: 1,
-      next: now + 31_000,
-      lease: now + 31_000,
-      slot: "-",
-    });
+    expect(keys["t:q:timing"]).toEqual({ next: now + 31_000, lease: now + 31_000, slot: "-" });
     // The schedule's entry stays where it was, a lower bound: the tick visits, finds nothing
     // due and sets it exactly (pop saves a write on every upkeep).
     expect(keys.schedule).toEqual([["q", now + 1000]]);
@@ -265,9 +252,9 @@ describe("keyspace", () => {
     expect(keys.schedule).toEqual([["q", t.clock.now + 60_000]]);
     t.clock.advance(60_000);
     expect(await tick(t.queue)).toMatchObject({ promoted: 0, expired: 0 });
-    expect(Object.keys(await state(t)).sort()).toEqual(["j:a", "t:q:meta", "topics"]);
+    expect(Object.keys(await state(t)).sort()).toEqual(["j:a", "t:q:seq", "t:q:timing", "topics"]);
     // Nothing timed: no next event, no lease, no slot.
-    expect((await state(t))["t:q:meta"]).toEqual({ seq: 1, next: "-", lease: "-", slot: "-" });
+    expect((await state(t))["t:q:timing"]).toEqual({ next: "-", lease: "-", slot: "-" });
   });
 
   it("an expired lease goes through backoff into the delay bucket, then dead", async () => {
@@ -334,7 +321,8 @@ describe("keyspace", () => {
     const t = testQueue();
     await t.queue.configure("q", { paused: true, backoff: "alipay" });
     expect(await state(t)).toEqual({
-      "t:q:meta": { config: { paused: true, backoff: "alipay" }, seq: 1 },
+      "t:q:config": { paused: true, backoff: "alipay" },
+      "t:q:seq": 1,
       topics: [["q", 0]],
     });
   });
@@ -347,5 +335,60 @@ describe("keyspace", () => {
     expect(names.length).toBeGreaterThan(4);
     const tag = t.keys.base.slice(0, t.keys.base.indexOf("}") + 1);
     for (const name of names) expect(`${t.keys.base}${name}`.startsWith(tag)).toBe(true);
+  });
+});
+
+describe("a topic written by an earlier version", () => {
+  /** Moves a topic's keys back into the one hash earlier versions kept (keys.ts: legacyMeta). */
+  async function asEarlierVersion(t: TestQueue, topic: string) {
+    const [config, timing, seq] = await Promise.all(
+      [t.keys.config(topic), t.keys.timing(topic), t.keys.seq(topic)].map((key) =>
+        t.redis.get<string>(key),
+      ),
+    );
+    const [next, lease, slot] = String(timing ?? "-|-|-").split("|");
+    const fields: Record<string, string> = { next: String(next), seq: String(seq) };
+    // The oldest hashes had no lease and slot bounds: pop then reads those heads itself.
+    if (lease !== "") fields.lease = String(lease);
+    if (slot !== "") fields.slot = String(slot);
+    if (config !== null) fields.config = String(config);
+    await t.redis.del(t.keys.config(topic), t.keys.timing(topic), t.keys.seq(topic));
+    await t.redis.hset(t.keys.legacyMeta(topic), fields);
+  }
+
+  it("keeps its config, timing and counter: the first write moves them into the topic's keys", async () => {
+    const t = testQueue();
+    await t.queue.configure("q", { ttr: 7 });
+    await t.queue.add({ topic: "q", id: "a", delay: 2 });
+    await asEarlierVersion(t, "q");
+    expect(await t.redis.exists(t.keys.legacyMeta("q"), t.keys.seq("q"))).toBe(1);
+    // A counter that has moved on, as a busy topic's has.
+    await t.redis.hset(t.keys.legacyMeta("q"), { seq: "41" });
+
+    await t.queue.add({ topic: "q", id: "b", delay: 5 });
+    const keys = await state(t);
+    expect(keys["t:q:meta"]).toBeUndefined();
+    expect(keys["t:q:config"]).toEqual({ ttr: 7 });
+    expect(keys["t:q:seq"]).toBe(41);
+    expect(keys["t:q:timing"]).toEqual({ next: t.clock.now + 2000, lease: "-", slot: "-" });
+    // The adopted config gave the new job its ttr; the adopted next lets a pop promote "a".
+    expect((await t.queue.get("b")).ttr).toBe(7);
+    t.clock.advance(2000);
+    expect((await t.queue.pop("q")).map((job) => job.id)).toEqual(["a"]);
+  });
+
+  it("a pop that finds jobs moves it too, and a paused topic stays paused", async () => {
+    const t = testQueue();
+    await t.queue.add({ topic: "p", id: "a" });
+    await t.queue.configure("p", { paused: true });
+    await asEarlierVersion(t, "p");
+    expect(await t.queue.pop("p")).toEqual([]);
+    const keys = await state(t);
+    expect(keys["t:p:meta"]).toBeUndefined();
+    expect(keys["t:p:config"]).toEqual({ paused: true });
+    // The entry the pop took is back in place.
+    expect(keys["t:p:ready"]).toEqual([["a", t.clock.now]]);
+    await t.queue.configure("p", { paused: false });
+    expect((await t.queue.pop("p")).map((job) => job.id)).toEqual(["a"]);
   });
 });

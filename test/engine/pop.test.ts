@@ -97,6 +97,21 @@ describe("pop", () => {
     expect(await queue.pop("t")).toMatchObject([{ id: "j", attempts: 2 }]);
   });
 
+  it("hands a job out once when its slot opens in the pop that takes it from the ready list (found by the model test)", async () => {
+    const { queue, clock } = testQueue();
+    const start = clock.now; // a multiple of the 10-minute slot
+    await queue.add({ topic: "t", id: "j", runAt: start + 2 * 3600_000 });
+    // After an outage the slot is open, unopened; the job is replaced to be due now: it goes
+    // to the ready list and its old id stays in the slot list.
+    clock.advance(2 * 3600_000 + 1000);
+    await queue.add({ topic: "t", id: "j", runAt: clock.now - 500, replace: true });
+    // The pop takes "j" off the ready list before its upkeep opens the slot: the slot's id
+    // must not go to the delay bucket as if "j" waited nowhere.
+    expect((await queue.pop("t", { count: 2 })).map((job) => job.id)).toEqual(["j"]);
+    expect((await queue.topic("t")).counts).toEqual({ delayed: 0, ready: 0, reserved: 1, dead: 0 });
+    expect(await queue.pop("t")).toEqual([]);
+  });
+
   it("lets a job whose deadline passed die instead of handing it out", async () => {
     const { queue, clock } = testQueue();
     await queue.add({ topic: "t", id: "late", deadline: clock.now + 1000 });

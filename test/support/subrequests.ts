@@ -8,7 +8,7 @@ import { claim } from "../../src/redis/lua/scripts/push";
 import type { RedisClient } from "../../src/redis/runner";
 
 /**
- * `redis`, unchanged, except that each call (a script, GET, HGET) adds one to `redisCalls` of the
+ * `redis`, unchanged, except that each call (a script, GET) adds one to `redisCalls` of the
  * invocation it is made in, and each claim's reply is also handed to `onClaim`.
  */
 export function countingRedis(
@@ -36,10 +36,6 @@ export function countingRedis(
     get(key) {
       count();
       return redis.get(key);
-    },
-    hget(key, field) {
-      count();
-      return redis.hget(key, field);
     },
   };
 }

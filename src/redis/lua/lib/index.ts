@@ -19,7 +19,7 @@ export { SLOT_MS };
  *   ARGV[2]  now, unix ms (the caller's clock; scripts never read the time)
  *   ARGV[3]  how long finished and deleted records are kept, ms
  * and takes its own arguments from ARGV[4] on. Helpers come in dependency order: the record
- * codec, the topic's hash, the slot lists, the transitions, pop's upkeep and reservations,
+ * codec, the topic's own keys, the slot lists, the transitions, pop's upkeep and reservations,
  * access checks, jobs written by other scripts.
  */
 export const LUA_LIB = `

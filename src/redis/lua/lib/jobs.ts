@@ -5,7 +5,7 @@ export const LUA_JOBS = `
 -- Adds one job as the add script would: ttr, max attempts and backoff from the arguments, else
 -- from the topic's config, else from \`defaults\` ({ttr = ms, maxAttempts = n}); indexed by its due
 -- time (claimable when the topic is pushed). An id that exists is left alone: returns false.
--- Cost: SET NX, GET (config), enqueue's, ZADD NX (topics), INCR (seq).
+-- Cost: SET NX, MGET (the topic's keys: its config), enqueue's, ZADD NX (topics), INCR (seq).
 local function addJob(id, topic, due, body, ttr, maxAttempts, backoffSpec, defaults)
   local cfg = config(topic)
   local meta = {

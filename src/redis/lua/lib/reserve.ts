@@ -43,15 +43,19 @@ end
 -- and \`ask\` is set (other callers wait for this topic), a ZCARD of the ready list says (unless
 -- fresh jobs were just written there); else
 -- true. Third, whether the ready list is known to be empty now (its last ZPOPMIN came back short,
--- or that ZCARD found nothing): the caller may then tell when to look again.
--- Cost: per round ZPOPMIN, per job GET + SET; a ZADD (ready) when fresh jobs are left over;
--- then ZADD (reserved), and only when the first lease ends before the topic's bounds, HSET
--- (and ZADD LT when it lowers the next: lowerNext); a ZCARD when \`ask\` needs it.
-local function reserveReady(topic, count, nonce, bound, fresh, ask)
+-- or that ZCARD found nothing): the caller may then tell when to look again. \`pre\`, when given,
+-- is the first round's ZPOPMIN, made by the caller ({id, due, ...}), and \`records\` the records
+-- it read with it, by id.
+-- Cost: per round ZPOPMIN (none in the first with \`pre\`), per job GET (none for \`records\`) and
+-- SET; a ZADD (ready) when fresh jobs are left over; then ZADD (reserved), and only when the
+-- first lease ends before the topic's bounds, SET (timing; and ZADD LT when it lowers the next:
+-- lowerNext); a ZCARD when \`ask\` needs it.
+local function reserveReady(topic, count, nonce, bound, fresh, ask, pre, records)
   local out, leases, first, known, wrote = {}, {}, nil, false, false
   for _ = 1, 10 do
     local want = count - #out
-    local popped = rcall("ZPOPMIN", key.ready(topic), want)
+    local popped = pre or rcall("ZPOPMIN", key.ready(topic), want)
+    pre = nil
     local exhausted = #popped < 2 * want
     wrote = false
     if fresh and #fresh > 0 then
@@ -76,6 +80,8 @@ local function reserveReady(topic, count, nonce, bound, fresh, ask)
       if due > NOW or (bound and due >= bound) then
         later[#later + 1] = due
         later[#later + 1] = id
+      elseif records and records[id] then
+        meta, body = decode(records[id])
       else
         meta, body = load(id)
       end

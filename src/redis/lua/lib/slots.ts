@@ -24,6 +24,10 @@ local function toSlot(topic, slot, ids)
   lowerNext(topic, slot - SLOT, "slot")
 end
 
+-- Ids a pop has taken off the ready list and not yet handed out (scripts/pop.ts): for migrate
+-- they are still in it.
+local popping = {}
+
 -- Moves up to \`limit\` ids from the topic's open slot lists (oldest slot first, at most 10
 -- slots) to the delayed zset; the promote that follows moves the due ones on. An id whose job no
 -- longer waits in that slot (deleted, replaced, handed out) is dropped, and so is one whose job is
@@ -66,7 +70,7 @@ local function migrate(topic, limit)
   local inReady = rcall("ZMSCORE", key.ready(topic), unpack(ids))
   local scored, earliest = {}, nil
   for n, id in ipairs(ids) do
-    if not inReady[n] then
+    if not inReady[n] and not popping[id] then
       scored[#scored + 1] = dues[n]
       scored[#scored + 1] = id
       if earliest == nil or dues[n] < earliest then earliest = dues[n] end

@@ -28,12 +28,13 @@ export const add = defineScript<AddReply>({
     CODE.existing  the id exists in this topic: the stored record, unchanged
     CODE.exists    the id exists in another topic: that record
     CODE.reserved  replace refused, the job is reserved: its record
-  Cost: per job one SET NX (a GET more when the id exists); per topic one HMGET (its hash:
-  config, next, seq, waiting), one ZADD per index written, HSET + ZADD LT when a delayed job is
-  due before the topic's next; per far slot written RPUSH, ZADD, INCRBY (and the same next
-  check); when a job was written and a caller may be long-polling the topic (lib/topic.ts:
-  listen), one HINCRBY of its seq; for a topic written to for the first time, ZADD NX to the
-  topic list and the HINCRBY; for a push topic two ZADD LT more (claims, schedule).
+  Cost: per job one SET NX (a GET more when the id exists); per topic one MGET (its keys:
+  config, timing, waiting, seq), one ZADD per index written, SET (timing) + ZADD LT when a
+  delayed job is due before the topic's next; per far slot written RPUSH, ZADD, INCRBY (and the
+  same next check); when a job was written and a caller may be long-polling the topic
+  (lib/topic.ts: listen), one INCR of its seq; for a topic written to for the first time, HGETALL
+  (an earlier version's hash: lib/topic.ts, adopt), ZADD NX to the topic list and the INCR; for a
+  push topic two ZADD LT more (claims, schedule).
 ]]
 local DEF_TTR, DEF_MAX = tonumber(ARGV[4]), tonumber(ARGV[5])
 local DEF_BACKOFF = nil
@@ -46,12 +47,12 @@ for i = 7, #ARGV, ${ADD_FIELDS} do
   local id, topic, dueAt = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local cfg = configs[topic]
   if not cfg then
-    local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq", "waiting", "lease", "slot")
-    cfg = config(topic, meta[1])
-    knowTiming(topic, meta[2], meta[5], meta[6])
-    -- A topic without a hash has never been written to: it joins the topic list now.
-    fresh[topic] = not meta[1] and not meta[3]
-    listening[topic] = listened(meta[4])
+    local t = fields(topic)
+    cfg = config(topic)
+    -- A topic with neither config nor counter has never been written to: it joins the topic
+    -- list now.
+    fresh[topic] = not t.config and not t.seq
+    listening[topic] = listened(topic)
     configs[topic], ids[topic], due[topic] = cfg, {}, {}
     order[#order + 1] = topic
   end

@@ -20,7 +20,8 @@ export const kick = defineScript<number>({
   ARGV[4] topic   ARGV[5] count (oldest first), or "" when ids are given   ARGV[6..] ids (≤ 1000)
   Ids that are not dead jobs of this topic are skipped. Returns how many were kicked. A push
   topic's kicked jobs are claimable at once.
-  Cost: ZRANGE (by count), per job GET, ZREM, ZADD, SET; one INCR (seq); ZSCORE (push?), and
+  Cost: ZRANGE (by count), per job GET, ZREM, ZADD, SET; MGET (the topic's keys) and INCR (seq);
+  ZSCORE (push?), and
   for a push topic two ZADD LT.
 ]]
 ${DEAD_SELECTION}

@@ -73,7 +73,8 @@ export const release = defineScript<HeldReply>({
   when its attempts are used up or the wait would end after its deadline.
   ARGV[4] id   ARGV[5] receipt or ""   ARGV[6] scope   ARGV[7] delay, ms, or "" for the backoff step
   Returns {CODE.ok, record}, or {error code, current state}.
-  Cost: GET, ZREM, SET, ZADD (+ ZADD LT to the schedule when delayed), INCR (seq).
+  Cost: GET, ZREM, SET, ZADD (+ ZADD LT to the schedule when delayed), MGET (the topic's keys),
+  INCR (seq).
 ]]
 local id, receipt = ARGV[4], ARGV[5]
 local meta, body, code = held(id, receipt, ARGV[6])

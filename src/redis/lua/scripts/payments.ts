@@ -15,7 +15,10 @@ export const PAYMENTS_TOPIC_CONFIG = JSON.stringify({
 /** Lua: makes sure __payments is a push topic (its polls are claimed like push jobs). */
 const ENSURE_TOPIC = `
 local function ensurePaymentsTopic()
-  if rcall("HSETNX", key.meta("${PAYMENTS_TOPIC}"), "config", ARGV[#ARGV]) == 1 then
+  local t = fields("${PAYMENTS_TOPIC}")
+  if not t.config then
+    t.config = ARGV[#ARGV]
+    rcall("SET", key.config("${PAYMENTS_TOPIC}"), t.config)
     rcall("ZADD", key.pushTopics, 0, "${PAYMENTS_TOPIC}")
     pushed["${PAYMENTS_TOPIC}"] = true
   end
@@ -39,7 +42,7 @@ function readWatch(flat: readonly unknown[]): WatchRecord {
 /** Lua: the watch's fields and its poll's due time (-1 when none waits). */
 const READ = `
 local function readWatch(watchId)
-  local fields = rcall("HGETALL", key.watch(watchId))
+  local stored = rcall("HGETALL", key.watch(watchId))
   local nextAt = -1
   local meta = load("pay:" .. watchId)
   -- A poll claimed ahead of its due time (the dispatcher's lookahead) is still the next one.
@@ -47,7 +50,7 @@ local function readWatch(watchId)
     nextAt = meta.due
   end
   local out = {nextAt}
-  for _, value in ipairs(fields) do out[#out + 1] = value end
+  for _, value in ipairs(stored) do out[#out + 1] = value end
   return out
 end
 `;
@@ -65,7 +68,8 @@ export const watchStart = defineScript<{ created: boolean; watch: WatchRecord }>
   and its poll job pay:<id> in __payments, due at the first poll.
   Returns {1 if created else 0, then what watchRead returns}.
   Cost: EXISTS; when new HSET, and the poll job's add (SET NX, GET, ZADD, ZADD LT x2, ZADD NX,
-  INCR), plus SET NX for the internal topic; then HGETALL, GET.
+  INCR), plus MGET of the internal topic's keys (and SET of its config the first time); then
+  HGETALL, GET.
 ]]
 ${ENSURE_TOPIC}
 ${READ}

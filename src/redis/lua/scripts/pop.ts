@@ -20,10 +20,13 @@ export const pop = defineScript<PopReply>({
   name: "pop",
   lua: `
 --[[ pop: reserves up to count due jobs of a topic, the earliest due first.
-  Reads the topic's hash once (config, next, seq). When its \`next\` has passed, pop first does
-  the topic's upkeep itself: takes back expired reservations (up to 100), moves the ids of open
-  slots (up to 1000) and promotes due jobs (up to 1000), so pull consumers never wait for a
-  scheduler tick; otherwise it pays nothing for it.
+  Takes the ready list's first \`count\` entries, then reads the topic's own keys and their
+  records in one MGET. When the topic's \`next\` has passed, pop first does the topic's upkeep
+  itself: takes back expired reservations (up to 100), moves the ids of open slots (up to 1000)
+  and promotes due jobs (up to 1000), so pull consumers never wait for a scheduler tick;
+  otherwise it pays nothing for it. Entries taken and not handed out go back in place: on a
+  paused or push topic, and when the upkeep wrote jobs to the ready list (they may come first;
+  the pop then takes the list's first entries again).
   ARGV[4] topic   ARGV[5] count (1-100)   ARGV[6] receipt nonce, unique per call
   ARGV[7] how long the caller will wait for a job when none is due, ms (0: it will not)
   ARGV[8] "1" when other callers of the caller's process wait for this topic (see \`more\`)
@@ -33,40 +36,70 @@ export const pop = defineScript<PopReply>({
   something of the topic may become available (a due time, a lease end; -1 for none) and \`seq\`
   the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
   the counter; \`registered\` is until when callers of the topic are registered as waiting (0
-  when this one will not wait). Otherwise {more, after, seq, records...}: \`more\` is 1 when more jobs may be ready
-  (lib/reserve.ts: a ZCARD settles it when ARGV[8] asks and the pop cannot tell otherwise),
-  else 0, and a caller passes the word to its waiters only when more may be ready; \`after\`
-  is -2 unless the ready list is known to be empty now, and then what \`next\` would be for an
-  empty pop, so that the caller's process knows when to look again without another pop. A caller that will wait
-  is registered in the topic's hash (lib/topic.ts: listen), so that adds bump the counter
-  while it may be waiting. A paused topic reserves nothing and answers next -1. A push topic
-  answers {CODE.pushTopic}: its jobs are delivered, not popped.
-  Cost: HMGET (meta); ZPOPMIN (ready); per job GET + SET; one ZADD (reserved), and HSET + ZADD
-  LT when the first lease ends before the topic's next. Empty: HMGET and ZPOPMIN only (and an
-  HSET about every 100 s of a caller's waiting). Upkeep, when next has passed: see
-  lib/upkeep.ts (catchUp): 3 commands when one job falls due and no lease or slot has
-  (the job is reserved from there, not written to the ready list first).
+  when this one will not wait). Otherwise {more, after, seq, records...}: \`more\` is 1 when
+  more jobs may be ready (lib/reserve.ts: a ZCARD settles it when ARGV[8] asks and the pop
+  cannot tell otherwise), else 0, and a caller passes the word to its waiters only when more may
+  be ready; \`after\` is -2 unless the ready list is known to be empty now, and then what \`next\`
+  would be for an empty pop, so that the caller's process knows when to look again without
+  another pop. A caller that will wait is registered (lib/topic.ts: listen), so that adds bump
+  the counter while it may be waiting. A paused topic reserves nothing and answers next -1. A
+  push topic answers {CODE.pushTopic}: its jobs are delivered, not popped.
+  Cost: ZPOPMIN (ready); MGET (the topic's keys and the records); per job SET; one ZADD
+  (reserved), and SET (timing) + ZADD LT when the first lease ends before the topic's next.
+  Empty: ZPOPMIN and MGET only (and a SET about every 100 s of a caller's waiting). Upkeep, when
+  next has passed: see lib/upkeep.ts (catchUp): 3 commands when one job falls due and no lease
+  or slot has (the job is reserved from there, not written to the ready list first), and a GET
+  for its record.
 ]]
 local topic, count, nonce, wait = ARGV[4], tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
 local ask = ARGV[8] == "1"
-local meta = rcall("HMGET", key.meta(topic), "config", "next", "seq", "waiting", "lease", "slot")
-local cfg = config(topic, meta[1] or false)
-knowTiming(topic, meta[2], meta[5], meta[6])
-local seq = tonumber(meta[3]) or 0
-if type(cfg.push) == "table" then return {CODE.pushTopic} end
+local popped = rcall("ZPOPMIN", key.ready(topic), count)
+local names = {ownKeys(topic)}
+for i = 1, #popped, 2 do names[#names + 1] = key.job(popped[i]) end
+local read = rcall("MGET", unpack(names))
+-- A topic that was never written to needs no adopting when nothing is done with it.
+local t = fields(topic, read, #popped > 0 or wait > 0)
+local records = {}
+for i = 1, #popped, 2 do
+  local raw = read[4 + (i + 1) / 2]
+  if raw then records[popped[i]] = raw end
+  popping[popped[i]] = true
+end
+
+-- Puts the entries taken back as they were.
+local function putBack()
+  if #popped == 0 then return end
+  local back = {}
+  for i = 1, #popped, 2 do back[#back + 1], back[#back + 2] = popped[i + 1], popped[i] end
+  rcall("ZADD", key.ready(topic), unpack(back))
+  popped = {}
+end
+
+local cfg = {}
+if t.config then cfg = cjson.decode(t.config) end
+if type(cfg.push) == "table" then
+  putBack()
+  return {CODE.pushTopic}
+end
 -- Paused: nothing becomes available until it resumes, which bumps seq.
-if cfg.paused then return {-1, seq, 0} end
-local upkeep, bound, fresh = knownNext(topic), nil, nil
-if upkeep and upkeep <= NOW then bound, fresh = catchUp(topic) end
-local out, more, drained = reserveReady(topic, count, nonce, bound, fresh, ask)
+if cfg.paused then
+  putBack()
+  return {-1, t.seq or 0, 0}
+end
+local upkeep, bound, fresh, wrote = knownNext(topic), nil, nil, false
+if upkeep and upkeep <= NOW then bound, fresh, wrote = catchUp(topic) end
+-- Jobs the upkeep wrote to the ready list may come before the entries taken: pop again.
+if wrote then putBack() end
+local out, more, drained = reserveReady(topic, count, nonce, bound, fresh, ask,
+  not wrote and popped or nil, records)
 if #out == 0 then
   local registered = 0
-  if wait > 0 then registered = listen(topic, meta[4], wait) end
-  return {knownNext(topic) or -1, seq, registered}
+  if wait > 0 then registered = listen(topic, wait) end
+  return {knownNext(topic) or -1, t.seq or 0, registered}
 end
 local after = -2
 if drained then after = knownNext(topic) or -1 end
-table.insert(out, 1, seq)
+table.insert(out, 1, t.seq or 0)
 table.insert(out, 1, after)
 table.insert(out, 1, more and 1 or 0)
 return out

@@ -19,7 +19,7 @@ export const claim = defineScript<ClaimedTopic[]>({
   ~push sentinel is set from the claims index.
   Returns, per topic with jobs claimed: topic, its config JSON, the number of records, records.
   Cost when nothing is near: ZRANGE (claims), ZRANGE (claims, for the sentinel), ZADD or ZREM.
-  Per topic: ZSCORE (push?), HGET (config), lib claim's.
+  Per topic: ZSCORE (push?), MGET (the topic's keys: its config), lib claim's.
 ]]
 local horizon, most, maxTopics, nonce, only = tonumber(ARGV[4]), tonumber(ARGV[5]),
   tonumber(ARGV[6]), ARGV[7], ARGV[8]
@@ -37,7 +37,7 @@ for n, topic in ipairs(topics) do
     claim(topic, horizon, most - taken, nonce .. n, records)
     if #records > 0 then
       out[#out + 1] = topic
-      out[#out + 1] = rcall("HGET", key.meta(topic), "config") or "{}"
+      out[#out + 1] = fields(topic).config or "{}"
       out[#out + 1] = #records
       for _, raw in ipairs(records) do out[#out + 1] = raw end
       taken = taken + #records
@@ -173,7 +173,7 @@ export const notices = defineScript<Notice[]>({
   A notice that cannot be sent is put back (scripts/push.ts: renotice), so it is sent at least
   once unless the sender dies with it.
   The schedule's ~notices entry (set when a push job dies) is dropped once the list is empty.
-  Cost: LPOP, LLEN (+ ZREM), per job GET and GET (config).
+  Cost: LPOP, LLEN (+ ZREM), per job GET and MGET (its topic's keys: the config).
 ]]
 local ids = rcall("LPOP", key.notices, tonumber(ARGV[4]))
 if rcall("LLEN", key.notices) == 0 then rcall("ZREM", key.schedule, "~notices") end
@@ -182,7 +182,7 @@ local out = {}
 for _, id in ipairs(ids) do
   local raw = rcall("GET", key.job(id)) or ""
   local cfg = "{}"
-  if raw ~= "" then cfg = rcall("HGET", key.meta(decode(raw).topic), "config") or "{}" end
+  if raw ~= "" then cfg = fields(decode(raw).topic).config or "{}" end
   out[#out + 1] = id
   out[#out + 1] = raw
   out[#out + 1] = cfg

@@ -26,8 +26,8 @@ export const tick = defineScript<TickReply>({
   Returns {promoted, expired, died, topics visited, 1 if more is due now else 0, 1 if push
   jobs need claiming else 0, 1 if failure notices wait else 0}.
   Cost when idle: this EVALSHA and one ZRANGE, whatever the number of topics. Per topic
-  visited: migrate, promote and expire, three ZRANGEs for the next event, and HSET + ZADD (or
-  HDEL + ZREM) to set it.
+  visited: MGET (its keys), migrate, promote and expire, three ZRANGEs for the next event, and
+  SET (timing) + ZADD (or ZREM) to set it.
 ]]
 local budget, maxTopics = tonumber(ARGV[4]), tonumber(ARGV[5])
 local topics = rcall("ZRANGE", key.schedule, "-inf", NOW, "BYSCORE", "LIMIT", 0, maxTopics)

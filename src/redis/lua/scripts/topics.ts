@@ -40,7 +40,7 @@ local function stats(topic)
   end
   local pushed = rcall("HMGET", key.stats(topic), "delivered", "failed")
   return {topic, delayed, ready, rcall("ZCARD", key.reserved(topic)),
-    rcall("ZCARD", key.dead(topic)), oldest, rcall("HGET", key.meta(topic), "config") or "",
+    rcall("ZCARD", key.dead(topic)), oldest, fields(topic).config or "",
     tonumber(pushed[1] or "0"), tonumber(pushed[2] or "0")}
 end
 local out = {}
@@ -134,8 +134,8 @@ export const configure = defineScript<ConfigureReply>({
   A push config registers the topic as pushed and makes its waiting jobs claimable now; without
   one the topic is pulled (jobs claimed before stay reserved until settled or their lease ends).
   Returns {config JSON as stored, 1 if the push secret was generated now else 0}.
-  Cost: HGET, HSET, ZADD NX, HINCRBY (seq: an unpaused topic wakes its long-polls); ZADD or ZREM to
-  the push topics; when pushed, ZADD LT twice (claims, schedule).
+  Cost: MGET (the topic's keys), SET (config), ZADD NX, INCR (seq: an unpaused topic wakes its
+  long-polls); ZADD or ZREM to the push topics; when pushed, ZADD LT twice (claims, schedule).
 ]]
 local topic, given, mode, candidate = ARGV[4], cjson.decode(ARGV[5]), ARGV[6], ARGV[7]
 local old = config(topic)
@@ -165,7 +165,8 @@ else
 end
 local text = "{}"
 if next(new) ~= nil then text = cjson.encode(new) end
-rcall("HSET", key.meta(topic), "config", text)
+rcall("SET", key.config(topic), text)
+fields(topic).config = text
 rcall("ZADD", key.topics, "NX", 0, topic)
 bump(topic)
 return {text, generated}
