@@ -33,7 +33,7 @@ const JOB_EXAMPLE = {
   backoff: "wechatpay",
   createdAt: 1800000000000,
   reservedUntil: 1800000090000,
-  receipt: "4f1c2a9be07d.0",
+  receipt: "p1.mywpj0qw.mywpiww0",
 };
 export const Job = domain.Job.meta({
   id: "Job",

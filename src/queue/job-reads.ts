@@ -1,25 +1,21 @@
-// Reading jobs for DelayQueue: one job by id (one GET), and pages of a topic's jobs in one state.
+// Reading jobs for DelayQueue: one job by id, and pages of a topic's jobs in one state.
 import { parseInput } from "../domain/errors";
 import type { JobPage } from "../domain/results";
 import { type Job, JobId, type ListableState, ListInput } from "../domain/schemas";
 import { scopeAllows, type TopicScope } from "../domain/scope";
+import { getJob } from "../redis/lua/scripts/get";
 import { list } from "../redis/lua/scripts/list";
 import { decodeRecord } from "../redis/record";
-import { redisError } from "../redis/runner";
 import { notFound } from "./errors";
 import type { Shared } from "./options";
 
 /** The job with its current state; a job of a topic outside the scope is not found. */
 export async function readJob(shared: Shared, scope: TopicScope, id: string): Promise<Job> {
   parseInput(JobId, id, "job id");
-  let raw: unknown;
-  try {
-    raw = await shared.redis.get(shared.keys.job(id));
-  } catch (error) {
-    throw redisError(error);
-  }
-  if (raw === null || raw === undefined) throw notFound(id);
-  const job = decodeRecord(raw, shared.clock(), shared.rawBodies);
+  const now = shared.clock();
+  const raw = await shared.scripts.run(getJob, now, [id]);
+  if (raw === undefined) throw notFound(id);
+  const job = decodeRecord(raw, now, shared.rawBodies);
   if (!scopeAllows(scope, job.topic)) throw notFound(id);
   return job;
 }

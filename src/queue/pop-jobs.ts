@@ -1,7 +1,6 @@
 // Popping: one pop script call per try, with the long-poll wait between tries.
 import type { Job } from "../domain/schemas";
 import { pop } from "../redis/lua/scripts/pop";
-import { randomHex } from "../redis/nonce";
 import { decodeRecord } from "../redis/record";
 import { scriptError } from "./errors";
 import type { Drained } from "./long-poll";
@@ -42,7 +41,7 @@ export async function popJobs(
       // Others waiting here are woken only when more jobs may be ready: the script says so.
       const others = wakeups.waiting(topic) > 0 ? "1" : "";
       const snapshot = wakeups.snapshot(topic);
-      const reply = await scripts.run(pop, now, [topic, count, randomHex(6), waitMs, others]);
+      const reply = await scripts.run(pop, now, [topic, count, waitMs, others]);
       if ("pushTopic" in reply) throw scriptError("pushTopic", { id: topic });
       wakeups.popped(topic, "more" in reply && reply.more);
       if (reply.records.length > 0) {

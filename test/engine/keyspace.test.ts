@@ -206,7 +206,7 @@ describe("keyspace", () => {
     expect((await state(t)).schedule).toEqual([["q", now + 5000]]);
   });
 
-  it("pop promotes, reserves with a lease and a receipt, and schedules the lease's end", async () => {
+  it("pop promotes, reserves with a lease and leaves the record as it was, and schedules the lease's end", async () => {
     const t = testQueue();
     const now = t.clock.now;
     await t.queue.addBatch([
@@ -215,15 +215,13 @@ describe("keyspace", () => {
     ]);
     t.clock.advance(1000);
     const [job] = await t.queue.pop("q");
+    expect(job).toMatchObject({ state: "reserved", attempts: 1, reservedUntil: now + 31_000 });
     const keys = await state(t);
-    expect(keys["j:a"]).toMatchObject({
-      meta: {
-        state: "reserved",
-        attempts: 1,
-        leaseEnd: now + 1000 + 30_000,
-        receipt: job?.receipt,
-      },
-    });
+    // The reservation is the lease entry alone: the record is as the add wrote it, and the
+    // receipt is the attempt's number, the due time and the time added, in base 36.
+    expect(keys["j:a"]).toMatchObject({ meta: { state: "waiting", attempts: 0, due: now + 1000 } });
+    expect((keys["j:a"] as { meta: object }).meta).not.toHaveProperty("receipt");
+    expect(job?.receipt).toBe(`p1.${(now + 1000).toString(36)}.${now.toString(36)}`);
     expect(keys["t:q:delayed"]).toEqual([["b", now + 60_000]]);
     expect(keys["t:q:ready"]).toBeUndefined();
     expect(keys["t:q:reserved"]).toEqual([["a", now + 31_000]]);

@@ -13,7 +13,9 @@ describe("pop", () => {
     const [job] = await queue.pop("t");
     expect(job).toMatchObject({ id: "j", state: "reserved", attempts: 1 });
     expect(job?.reservedUntil).toBe(clock.now + 60_000);
-    expect(job?.receipt).toMatch(/^[0-9a-f]{12}\.0$/);
+    // The receipt: the attempt's number, the due time and the time added, in base 36.
+    const start = clock.now - 2500;
+    expect(job?.receipt).toBe(`p1.${(start + 2500).toString(36)}.${start.toString(36)}`);
   });
 
   it("takes up to count jobs, earliest due first", async () => {

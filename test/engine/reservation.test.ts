@@ -194,3 +194,56 @@ describe("stale receipts say what happened", () => {
     }
   });
 });
+
+describe("a pop's reservation, which lives in the lease zset alone", () => {
+  it("reads as reserved wherever a job is read: get, the reserved list, a duplicate add", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j", body: "b", ttr: 30 });
+    clock.advance(5);
+    const [job] = await queue.pop("t");
+    const reserved = {
+      state: "reserved",
+      attempts: 1,
+      receipt: job?.receipt,
+      reservedUntil: clock.now + 30_000,
+      body: "b",
+    };
+    expect(job).toMatchObject(reserved);
+    expect(await queue.get("j")).toMatchObject(reserved);
+    expect((await queue.list("t", { state: "reserved" })).jobs).toMatchObject([reserved]);
+    expect(await queue.add({ topic: "t", id: "j", body: "other" })).toMatchObject({
+      created: false,
+      job: reserved,
+    });
+    await expectError(queue.add({ topic: "t", id: "j", replace: true }), "job_reserved");
+    expect((await queue.topic("t")).counts).toEqual({ delayed: 0, ready: 0, reserved: 1, dead: 0 });
+  });
+
+  it("touch moves only the lease; a delete counts the attempt", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j", ttr: 10 });
+    const [job] = await queue.pop("t");
+    clock.advance(4000);
+    const touched = await queue.touch("j", { receipt: job?.receipt });
+    expect(touched).toMatchObject({ receipt: job?.receipt, reservedUntil: clock.now + 10_000 });
+    expect((await queue.get("j")).reservedUntil).toBe(clock.now + 10_000);
+    await queue.delete("j");
+    expect(await queue.get("j")).toMatchObject({ state: "deleted", attempts: 1 });
+    expect((await queue.topic("t")).counts.reserved).toBe(0);
+  });
+
+  it("a job added again under its id after a lapsed reservation gets a receipt of its own", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j", ttr: 1, maxAttempts: 1 });
+    const [first] = await queue.pop("t");
+    clock.advance(1000);
+    await tick(queue);
+    expect((await queue.get("j")).state).toBe("dead");
+    // Added anew with the same due time as before: the time added tells the reservations apart.
+    await queue.add({ topic: "t", id: "j", runAt: clock.now - 1000, replace: true });
+    const [second] = await queue.pop("t");
+    expect(second?.receipt).not.toBe(first?.receipt);
+    await expectError(queue.finish("j", { receipt: first?.receipt }), "stale_receipt");
+    await queue.finish("j", { receipt: second?.receipt });
+  });
+});

@@ -31,26 +31,26 @@ local function mergeDue(a, b, want)
 end
 
 -- Reserves up to \`count\` of the topic's ready jobs due by now, earliest due first: each counts
--- an attempt, is leased until now + its ttr and gets the receipt "<nonce>.<n>". A job whose
--- deadline has passed dies instead, and the next ready one is taken in its place (up to 10
--- rounds, so a run of expired jobs cannot hold the call long). With a \`bound\` (open slot lists
--- left after a clock jump), only jobs due before it: the ones due later wait until the lists
--- before them are opened, so that the earliest due still go first. \`fresh\` ({id, due, ...}, in
--- due order) are jobs this call's upkeep took out of the delay bucket (lib/upkeep.ts): they
--- are candidates beside the ready list's first ones, and only those not taken are written to
--- the ready list. Returns the reserved records, and whether more jobs may be ready: false when
--- fewer than \`count\` were found, or the ready list is known to be empty; when it is not known
--- and \`ask\` is set (other callers wait for this topic), a ZCARD of the ready list says (unless
--- fresh jobs were just written there); else
--- true. Third, whether the ready list is known to be empty now (its last ZPOPMIN came back short,
--- or that ZCARD found nothing): the caller may then tell when to look again. \`pre\`, when given,
--- is the first round's ZPOPMIN, made by the caller ({id, due, ...}), and \`records\` the records
--- it read with it, by id.
--- Cost: per round ZPOPMIN (none in the first with \`pre\`), per job GET (none for \`records\`) and
--- SET; a ZADD (ready) when fresh jobs are left over; then ZADD (reserved), and only when the
--- first lease ends before the topic's bounds, SET (timing; and ZADD LT when it lowers the next:
+-- an attempt and is leased until now + its ttr, its record left as it was (lib/transitions.ts:
+-- reserve). A job whose deadline has passed dies instead, and the next ready one is taken in
+-- its place (up to 10 rounds, so a run of expired jobs cannot hold the call long). With a
+-- \`bound\` (open slot lists left after a clock jump), only jobs due before it: the ones due
+-- later wait until the lists before them are opened, so that the earliest due still go first.
+-- \`fresh\` ({id, due, ...}, in due order) are jobs this call's upkeep took out of the delay
+-- bucket (lib/upkeep.ts): they are candidates beside the ready list's first ones, and only those
+-- not taken are written to the ready list. \`pre\`, when given, is the first round's ZPOPMIN,
+-- made by the caller ({id, due, ...}), and \`records\` the records it read with it, by id.
+-- Returns the reserved records, and whether more jobs may be ready: false when fewer than
+-- \`count\` were found, or the ready list is known to be empty; when it is not known and \`ask\`
+-- is set (other callers wait for this topic), a ZCARD of the ready list says (unless fresh jobs
+-- were just written there); else true. Third, whether the ready list is known to be empty now
+-- (its last ZPOPMIN came back short, or that ZCARD found nothing): the caller may then tell when
+-- to look again.
+-- Cost: per round ZPOPMIN (none in the first with \`pre\`), per job GET (none for \`records\`);
+-- a ZADD (ready) when fresh jobs are left over; then ZADD (reserved), and only when the first
+-- lease ends before the topic's bounds, SET (timing; and ZADD LT when it lowers the next:
 -- lowerNext); a ZCARD when \`ask\` needs it.
-local function reserveReady(topic, count, nonce, bound, fresh, ask, pre, records)
+local function reserveReady(topic, count, bound, fresh, ask, pre, records)
   local out, leases, first, known, wrote = {}, {}, nil, false, false
   for _ = 1, 10 do
     local want = count - #out
@@ -89,7 +89,7 @@ local function reserveReady(topic, count, nonce, bound, fresh, ask, pre, records
         -- Not due by its record (never expected: ready ids are due): put it back in place.
         enqueue(id, topic, meta.due)
       elseif meta and meta.state == "waiting" then
-        local ends = reserve(id, meta, body, NOW, nonce, out, leases)
+        local ends = reserve(id, meta, body, NOW, nil, out, leases)
         if ends and (first == nil or ends < first) then first = ends end
       end
     end

@@ -36,7 +36,7 @@ local popping = {}
 -- the start of the first open slot it did not empty (nil when none is left): jobs due from then
 -- on may still sit in a list, so nothing due after it may be promoted yet (issue 8.9).
 -- Cost: one ZRANGE; per slot visited LRANGE and LTRIM (or DEL + ZREM when emptied); per id one
--- GET; then ZMSCORE, ZADD, DECRBY, ZADD LT.
+-- GET; then ZMSCORE (ready), ZMSCORE (reserved), ZADD, DECRBY, ZADD LT.
 local function migrate(topic, limit)
   local slots = rcall("ZRANGE", key.slots(topic), "-inf", NOW + SLOT, "BYSCORE", "LIMIT", 0, 11)
   if #slots == 0 then return 0, nil end
@@ -67,10 +67,12 @@ local function migrate(topic, limit)
     if bound then break end
   end
   if #ids == 0 then return taken, bound end
+  -- Indexed already: in the ready list, or reserved by a pop (its record still reads waiting).
   local inReady = rcall("ZMSCORE", key.ready(topic), unpack(ids))
+  local leased = rcall("ZMSCORE", key.reserved(topic), unpack(ids))
   local scored, earliest = {}, nil
   for n, id in ipairs(ids) do
-    if not inReady[n] and not popping[id] then
+    if not inReady[n] and not leased[n] and not popping[id] then
       scored[#scored + 1] = dues[n]
       scored[#scored + 1] = id
       if earliest == nil or dues[n] < earliest then earliest = dues[n] end

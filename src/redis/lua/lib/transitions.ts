@@ -34,6 +34,47 @@ end
 
 local function ms(seconds) return math.floor(seconds * 1000 + 0.5) end
 
+-- A pop leaves the record of a job it reserves as it was (waiting, due, its attempts so far):
+-- the reservation is its entry in the topic's lease zset, whose score is the lease's end. The
+-- receipt is derived from the record: the attempt's number, the due time it was reserved at and
+-- when the job was added, which no other reservation of the job shares (a retry counts the
+-- attempt and moves the due time, a kick moves it, a replace adds the job anew). A push claim
+-- writes its reservation into the record.
+local B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+local function base36(n)
+  n = math.floor(n)
+  if n < 0 then return "-" .. base36(-n) end
+  local out = ""
+  repeat
+    local digit = n % 36
+    out = string.sub(B36, digit + 1, digit + 1) .. out
+    n = (n - digit) / 36
+  until n == 0
+  return out
+end
+local function popReceipt(meta)
+  return "p" .. (meta.attempts + 1) .. "." .. base36(meta.due) .. "." .. base36(meta.createdAt)
+end
+
+-- Fills in the reservation a pop made of a waiting job (its lease ending at \`leaseEnd\`, nil when
+-- not read), as the record would hold it had pop written it. Returns the meta.
+local function asReserved(meta, leaseEnd)
+  meta.receipt = popReceipt(meta)
+  meta.state, meta.attempts, meta.leaseEnd = "reserved", meta.attempts + 1, leaseEnd
+  meta.messageId = nil
+  return meta
+end
+
+-- Whether a waiting job is reserved by a pop: its lease zset entry (ZSCORE). If so, fills the
+-- reservation in (asReserved).
+local function reservedByPop(id, meta)
+  if meta.state ~= "waiting" then return false end
+  local leaseEnd = rcall("ZSCORE", key.reserved(meta.topic), id)
+  if not leaseEnd then return false end
+  asReserved(meta, tonumber(leaseEnd))
+  return true
+end
+
 -- How long to wait after the n-th reservation failed (n >= 1), in ms. \`spec\` is the record's
 -- backoff JSON (or nil).
 local function backoff(spec, n)
@@ -62,13 +103,18 @@ local function enqueue(id, topic, due)
   if isPush(topic) then claimable(topic, due) end
 end
 
--- Takes a job out of the index of its state. A waiting job in neither zset has its id in a slot
+-- Takes a job out of the index of its state. A waiting job in neither zset is reserved by a pop
+-- (its lease goes, and \`meta\` is filled in as reserved: asReserved) or has its id in a slot
 -- list: that entry stays (removing it would scan the list) and is skipped when the slot opens,
 -- and the count of slotted jobs drops now. Returns true for such a job.
 local function unindex(id, meta)
   if meta.state == "waiting" then
     local removed = rcall("ZREM", key.delayed(meta.topic), id)
       + rcall("ZREM", key.ready(meta.topic), id)
+    if removed == 0 and rcall("ZREM", key.reserved(meta.topic), id) == 1 then
+      asReserved(meta, nil)
+      return false
+    end
     if removed == 0 then
       rcall("DECR", key.slotted(meta.topic))
       return true
@@ -154,12 +200,16 @@ end
 -- Takes back up to \`limit\` reservations of a topic whose lease has ended: failed attempts.
 -- Returns how many came back and how many of those died.
 local function expire(topic, limit)
-  local ids = rcall("ZRANGE", key.reserved(topic), "-inf", NOW, "BYSCORE", "LIMIT", 0, limit)
-  if #ids == 0 then return 0, 0 end
+  local ended = rcall("ZRANGE", key.reserved(topic), "-inf", NOW, "BYSCORE", "LIMIT", 0, limit,
+    "WITHSCORES")
+  if #ended == 0 then return 0, 0 end
+  local ids = {}
+  for i = 1, #ended, 2 do ids[#ids + 1] = ended[i] end
   rcall("ZREM", key.reserved(topic), unpack(ids))
   local dead = 0
-  for _, id in ipairs(ids) do
+  for n, id in ipairs(ids) do
     local meta, body = load(id)
+    if meta and meta.state == "waiting" then asReserved(meta, tonumber(ended[2 * n])) end
     if meta and meta.state == "reserved" then
       retry(id, meta, body, nil, true)
       if meta.state == "dead" then dead = dead + 1 end
@@ -169,18 +219,24 @@ local function expire(topic, limit)
   return #ids, dead
 end
 
--- Reserves a waiting job from \`start\` (its lease ends at start + ttr; one more attempt) with
--- the receipt "<nonce>.<n>", n its place in \`out\`; appends its record to \`out\` and its lease
--- to \`leases\` ({end, id, ...}, for one ZADD). Returns the lease's end; or, when its deadline
--- comes before \`start\`, lets it die instead and returns nil.
+-- Reserves a waiting job from \`start\` (its lease ends at start + ttr; one more attempt);
+-- appends its record as reserved to \`out\` and its lease to \`leases\` ({end, id, ...}, for one
+-- ZADD). A pop (no \`nonce\`) leaves the record as it is: the lease is the reservation, and the
+-- receipt is derived (popReceipt). A push claim writes it into the record, with the receipt
+-- "<nonce>.<n>", n its place in \`out\`. Returns the lease's end; or, when its deadline comes
+-- before \`start\`, lets it die instead and returns nil.
 local function reserve(id, meta, body, start, nonce, out, leases)
   if meta.deadline and start > meta.deadline then
     kill(id, meta, body, "deadline")
     return nil
   end
-  meta.state, meta.attempts, meta.leaseEnd = "reserved", meta.attempts + 1, start + meta.ttr
-  meta.receipt, meta.messageId = nonce .. "." .. #out, nil
-  out[#out + 1] = save(id, meta, body)
+  if nonce then
+    meta.state, meta.attempts, meta.leaseEnd = "reserved", meta.attempts + 1, start + meta.ttr
+    meta.receipt, meta.messageId = nonce .. "." .. #out, nil
+    out[#out + 1] = save(id, meta, body)
+  else
+    out[#out + 1] = encode(asReserved(meta, start + meta.ttr)) .. "\\n" .. body
+  end
   leases[#leases + 1] = meta.leaseEnd
   leases[#leases + 1] = id
   return meta.leaseEnd

@@ -28,7 +28,8 @@ export const add = defineScript<AddReply>({
     CODE.existing  the id exists in this topic: the stored record, unchanged
     CODE.exists    the id exists in another topic: that record
     CODE.reserved  replace refused, the job is reserved: its record
-  Cost: per job one SET NX (a GET more when the id exists); per topic one MGET (its keys:
+  Cost: per job one SET NX (a GET more when the id exists, and a ZSCORE when that job waits:
+  reserved by a pop?); per topic one MGET (its keys:
   config, timing, waiting, seq), one ZADD per index written, SET (timing) + ZADD LT when a
   delayed job is due before the topic's next; per far slot written RPUSH, ZADD, INCRBY (and the
   same next check); when a job was written and a caller may be long-polling the topic
@@ -74,7 +75,11 @@ for i = 7, #ARGV, ${ADD_FIELDS} do
   local code = CODE.ok
   if not rcall("SET", key.job(id), raw, "NX") then
     local stored = rcall("GET", key.job(id))
-    local old = decode(stored)
+    local old, oldBody = decode(stored)
+    -- A job a pop reserved still reads as waiting: its lease tells (lib/transitions.ts).
+    if old.topic == topic and reservedByPop(id, old) then
+      stored = encode(old) .. "\\n" .. oldBody
+    end
     if old.topic ~= topic then
       code, raw = CODE.exists, stored
     elseif ARGV[i + 7] ~= "1" then

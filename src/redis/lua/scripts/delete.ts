@@ -12,7 +12,7 @@ export const deleteJob = defineScript<{ code: CodeName; messageId?: string }>({
   ARGV[4] id   ARGV[5] scope (lib/access.ts)
   Returns {CODE.ok, the QStash message id of its current delivery or ""}, {CODE.notFound} or
   {CODE.forbidden} (outside the scope). The caller cancels that message before answering.
-  Cost: GET, ZREM (one per index the job is in), SET.
+  Cost: GET, ZREM (one per index until the job's: a job a pop reserved takes three), SET.
 ]]
 local id = ARGV[4]
 local meta, body = load(id)

@@ -25,10 +25,10 @@ export const finish = defineScript<HeldReply>({
   (lib/transitions.ts: retry keeps it), sparing a second run.
   ARGV[4] id   ARGV[5] receipt, or "" for whoever holds it   ARGV[6] scope (lib/access.ts)
   Returns {CODE.ok, "finished"}, or {error code, current state} (lib/access.ts: held).
-  Cost: GET, ZREM, SET (a late finish: GET, ZREM, ZREM, SET).
+  Cost: GET, ZREM (the lease), SET (a late finish: GET, ZREM, ZREM, SET).
 ]]
 local id, receipt = ARGV[4], ARGV[5]
-local meta, body, code = held(id, receipt, ARGV[6])
+local meta, body, code = held(id, receipt, ARGV[6], true)
 if code == CODE.notReserved and meta.state == "finished" then
   return {CODE.ok, "finished"}
 end
@@ -36,8 +36,6 @@ if code == CODE.notReserved and receipt ~= "" and meta.state == "waiting" then
   unindex(id, meta)
 elseif code ~= CODE.ok then
   return {code, meta and stateOf(meta) or ""}
-else
-  rcall("ZREM", key.reserved(meta.topic), id)
 end
 meta.state, meta.endedAt, meta.leaseEnd = "finished", NOW, nil
 save(id, meta, body)
@@ -54,13 +52,15 @@ export const touch = defineScript<HeldReply>({
   which may hold the old end, is never late for it).
   ARGV[4] id   ARGV[5] receipt or ""   ARGV[6] scope (lib/access.ts)
   Returns {CODE.ok, record}, or {error code, current state}.
-  Cost: GET, ZADD, SET. (The schedule keeps its earlier time: a lower bound stays valid.)
+  Cost: GET, ZSCORE, ZADD for a pop's reservation (its lease is all there is to change); GET,
+  ZADD, SET for a push claim's. (The schedule keeps its earlier time: a lower bound stays valid.)
 ]]
 local id, receipt = ARGV[4], ARGV[5]
-local meta, body, code = held(id, receipt, ARGV[6])
+local meta, body, code, byPop = held(id, receipt, ARGV[6])
 if code ~= CODE.ok then return {code, meta and stateOf(meta) or ""} end
 meta.leaseEnd = math.max(meta.leaseEnd or 0, NOW + meta.ttr)
 rcall("ZADD", key.reserved(meta.topic), meta.leaseEnd, id)
+if byPop then return {CODE.ok, encode(meta) .. "\\n" .. body} end
 return {CODE.ok, save(id, meta, body)}
 `,
   parse: parseHeld("touch"),
@@ -77,9 +77,8 @@ export const release = defineScript<HeldReply>({
   INCR (seq).
 ]]
 local id, receipt = ARGV[4], ARGV[5]
-local meta, body, code = held(id, receipt, ARGV[6])
+local meta, body, code = held(id, receipt, ARGV[6], true)
 if code ~= CODE.ok then return {code, meta and stateOf(meta) or ""} end
-rcall("ZREM", key.reserved(meta.topic), id)
 local raw = retry(id, meta, body, tonumber(ARGV[7]))
 if meta.state == "waiting" then bump(meta.topic) end
 return {CODE.ok, raw}
@@ -96,9 +95,8 @@ export const bury = defineScript<HeldReply>({
   Cost: GET, ZREM, ZADD, SET.
 ]]
 local id, receipt = ARGV[4], ARGV[5]
-local meta, body, code = held(id, receipt, ARGV[6])
+local meta, body, code = held(id, receipt, ARGV[6], true)
 if code ~= CODE.ok then return {code, meta and stateOf(meta) or ""} end
-rcall("ZREM", key.reserved(meta.topic), id)
 return {CODE.ok, kill(id, meta, body, "buried")}
 `,
   parse: parseHeld("bury"),

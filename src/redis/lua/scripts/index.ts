@@ -4,6 +4,7 @@ import type { Script } from "../script";
 import { add } from "./add";
 import { deleteDead, kick } from "./dead-letter";
 import { deleteJob } from "./delete";
+import { getJob } from "./get";
 import { bury, finish, release, touch } from "./held";
 import { list } from "./list";
 import { watchPolled, watchRead, watchStart, watchStop } from "./payments";
@@ -20,6 +21,7 @@ export const SCRIPTS = {
   release,
   bury,
   delete: deleteJob,
+  get: getJob,
   kick,
   deleteDead,
   list,

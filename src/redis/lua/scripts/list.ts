@@ -45,6 +45,13 @@ local function fromZset(score, id)
   local n = math.min(#page / 2, room)
   for i = 1, n do
     local raw = rcall("GET", key.job(page[2 * i - 1]))
+    if raw and state == "reserved" then
+      -- A pop's reservation is its lease entry; the record still reads as before the pop.
+      local meta, body = decode(raw)
+      if meta.state == "waiting" then
+        raw = encode(asReserved(meta, tonumber(page[2 * i]))) .. "\\n" .. body
+      end
+    end
     if raw then out[#out + 1] = raw end
   end
   if #page / 2 > room then
@@ -71,7 +78,9 @@ local function fromSlots(from, at)
       local raw = not seen[ids[i]] and rcall("GET", key.job(ids[i]))
       if raw then
         local meta = decode(raw)
+        -- A stale id of a job due by now may be one a pop reserved (its record reads waiting).
         if meta.state == "waiting" and meta.topic == topic and slotOf(meta.due) == tonumber(name)
+          and not (meta.due <= NOW and rcall("ZSCORE", key.reserved(topic), ids[i]))
         then
           out[#out + 1] = raw
           seen[ids[i]] = true

@@ -27,32 +27,34 @@ export const pop = defineScript<PopReply>({
   otherwise it pays nothing for it. Entries taken and not handed out go back in place: on a
   paused or push topic, and when the upkeep wrote jobs to the ready list (they may come first;
   the pop then takes the list's first entries again).
-  ARGV[4] topic   ARGV[5] count (1-100)   ARGV[6] receipt nonce, unique per call
-  ARGV[7] how long the caller will wait for a job when none is due, ms (0: it will not)
-  ARGV[8] "1" when other callers of the caller's process wait for this topic (see \`more\`)
-  Each reservation counts an attempt, leases the job until now + ttr and gets the receipt
-  "<nonce>.<n>". A job whose deadline has passed dies instead of being handed out.
+  ARGV[4] topic   ARGV[5] count (1-100)
+  ARGV[6] how long the caller will wait for a job when none is due, ms (0: it will not)
+  ARGV[7] "1" when other callers of the caller's process wait for this topic (see \`more\`)
+  Each reservation counts an attempt and leases the job until now + ttr. It is the job's entry
+  in the lease zset only: the record stays as it was, and the receipt is derived from it
+  (lib/transitions.ts: reserve). A job whose deadline has passed dies instead of being handed
+  out.
   Returns {next, seq, registered} when nothing was reserved: \`next\` is the earliest time
   something of the topic may become available (a due time, a lease end; -1 for none) and \`seq\`
   the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
   the counter; \`registered\` is until when callers of the topic are registered as waiting (0
   when this one will not wait). Otherwise {more, after, seq, records...}: \`more\` is 1 when
-  more jobs may be ready (lib/reserve.ts: a ZCARD settles it when ARGV[8] asks and the pop
+  more jobs may be ready (lib/reserve.ts: a ZCARD settles it when ARGV[7] asks and the pop
   cannot tell otherwise), else 0, and a caller passes the word to its waiters only when more may
   be ready; \`after\` is -2 unless the ready list is known to be empty now, and then what \`next\`
   would be for an empty pop, so that the caller's process knows when to look again without
   another pop. A caller that will wait is registered (lib/topic.ts: listen), so that adds bump
   the counter while it may be waiting. A paused topic reserves nothing and answers next -1. A
   push topic answers {CODE.pushTopic}: its jobs are delivered, not popped.
-  Cost: ZPOPMIN (ready); MGET (the topic's keys and the records); per job SET; one ZADD
-  (reserved), and SET (timing) + ZADD LT when the first lease ends before the topic's next.
+  Cost: ZPOPMIN (ready); MGET (the topic's keys and the records); one ZADD (reserved), and SET
+  (timing) + ZADD LT when the first lease ends before the topic's next.
   Empty: ZPOPMIN and MGET only (and a SET about every 100 s of a caller's waiting). Upkeep, when
   next has passed: see lib/upkeep.ts (catchUp): 3 commands when one job falls due and no lease
   or slot has (the job is reserved from there, not written to the ready list first), and a GET
   for its record.
 ]]
-local topic, count, nonce, wait = ARGV[4], tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
-local ask = ARGV[8] == "1"
+local topic, count, wait = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local ask = ARGV[7] == "1"
 local popped = rcall("ZPOPMIN", key.ready(topic), count)
 local names = {ownKeys(topic)}
 for i = 1, #popped, 2 do names[#names + 1] = key.job(popped[i]) end
@@ -90,7 +92,7 @@ local upkeep, bound, fresh, wrote = knownNext(topic), nil, nil, false
 if upkeep and upkeep <= NOW then bound, fresh, wrote = catchUp(topic) end
 -- Jobs the upkeep wrote to the ready list may come before the entries taken: pop again.
 if wrote then putBack() end
-local out, more, drained = reserveReady(topic, count, nonce, bound, fresh, ask,
+local out, more, drained = reserveReady(topic, count, bound, fresh, ask,
   not wrote and popped or nil, records)
 if #out == 0 then
   local registered = 0
