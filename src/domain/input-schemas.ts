@@ -25,7 +25,7 @@ const RECEIPT_FIELD = Receipt.optional().meta({
   description:
     "The receipt pop gave; a receipt of an ended reservation is refused (`stale_receipt`). " +
     "Without one the call acts for whoever holds the job.",
-  example: "p1.mywpj0qw.mywpiww0",
+  example: "p1.mywpj0qw.mywpiww0.12nq13p",
 });
 export const ReceiptInput = z.strictObject({ receipt: RECEIPT_FIELD });
 export const ReleaseInput = z.strictObject({

@@ -33,7 +33,7 @@ const JOB_EXAMPLE = {
   backoff: "wechatpay",
   createdAt: 1800000000000,
   reservedUntil: 1800000090000,
-  receipt: "p1.mywpj0qw.mywpiww0",
+  receipt: "p1.mywpj0qw.mywpiww0.12nq13p",
 };
 export const Job = domain.Job.meta({
   id: "Job",

@@ -18,7 +18,7 @@ import type { DelayQueue } from "../queue";
 const ID = JobId.meta({ description: "The job's id.", example: "order-1042" });
 const RECEIPT = Receipt.optional().meta({
   description: "The receipt pop answered; one of an ended reservation is refused.",
-  example: "p1.mywpj0qw.mywpiww0",
+  example: "p1.mywpj0qw.mywpiww0.12nq13p",
 });
 const commandName = <N extends string>(name: N) =>
   z.literal(name).meta({ description: "The command." });

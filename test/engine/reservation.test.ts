@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { tick } from "../../src/index";
 import { expectError } from "../support/expect";
-import { testQueue } from "../support/queue";
+import { popReceipt, testQueue } from "../support/queue";
 
 describe("finish", () => {
   it("finishes with the receipt, and keeps the record for the retention window", async () => {
@@ -230,6 +230,21 @@ describe("a pop's reservation, which lives in the lease zset alone", () => {
     await queue.delete("j");
     expect(await queue.get("j")).toMatchObject({ state: "deleted", attempts: 1 });
     expect((await queue.topic("t")).counts.reserved).toBe(0);
+  });
+
+  it("jobs added and popped alike get receipts of their own (found by the scope fuzzer)", async () => {
+    const { queue } = testQueue();
+    await queue.addBatch([
+      { topic: "t", id: "a" },
+      { topic: "t", id: "b" },
+      { topic: "t", id: "order:42" },
+    ]);
+    const jobs = await queue.pop("t", { count: 3 });
+    expect(new Set(jobs.map((job) => job.receipt)).size).toBe(3);
+    const now = jobs[0]?.createdAt as number;
+    expect(jobs.map((job) => job.receipt).sort()).toEqual(
+      ["a", "b", "order:42"].map((id) => popReceipt(1, now, now, id)).sort(),
+    );
   });
 
   it("a job added again under its id after a lapsed reservation gets a receipt of its own", async () => {

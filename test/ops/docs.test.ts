@@ -116,6 +116,6 @@ describe("/docs", () => {
     expect(metrics).toContain("DQ_METRICS_MAX_TOPICS");
     const job = section(html, "schema-Job");
     expect(job).toContain("When the job is (or was) due, unix ms.");
-    expect(job).toContain('"receipt": "p1.mywpj0qw.mywpiww0"');
+    expect(job).toContain('"receipt": "p1.mywpj0qw.mywpiww0.12nq13p"');
   });
 });

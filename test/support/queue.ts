@@ -40,3 +40,13 @@ export function testQueue(
   const queue = new DelayQueue({ redis: test.redis, prefix, clock: () => clock.now, ...options });
   return { ...test, queue, clock, keys: keys(prefix) };
 }
+
+/**
+ * The receipt a pop gives (src/redis/lua/lib/transitions.ts: popReceipt), computed here on its
+ * own: the attempt's number, the due time and the time added, then djb2 of the id's UTF-8 bytes
+ * modulo 2^32, each in base 36.
+ */
+export function popReceipt(attempt: number, due: number, addedAt: number, id: string): string {
+  const hash = [...Buffer.from(id, "utf8")].reduce((h, byte) => (h * 33 + byte) % 2 ** 32, 5381);
+  return `p${attempt}.${due.toString(36)}.${addedAt.toString(36)}.${hash.toString(36)}`;
+}

@@ -31,7 +31,7 @@ const Result = z
       error: "",
       id: "order-1042",
       value: { order: "1042" },
-      receipt: "p1.mywpj0qw.mywpiww0",
+      receipt: "p1.mywpj0qw.mywpiww0.12nq13p",
     },
   });
 

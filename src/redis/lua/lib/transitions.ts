@@ -38,7 +38,8 @@ local function ms(seconds) return math.floor(seconds * 1000 + 0.5) end
 -- the reservation is its entry in the topic's lease zset, whose score is the lease's end. The
 -- receipt is derived from the record: the attempt's number, the due time it was reserved at and
 -- when the job was added, which no other reservation of the job shares (a retry counts the
--- attempt and moves the due time, a kick moves it, a replace adds the job anew). A push claim
+-- attempt and moves the due time, a kick moves it, a replace adds the job anew), then a hash of
+-- its id, so that jobs added and reserved alike do not share receipts either. A push claim
 -- writes its reservation into the record.
 local B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 local function base36(n)
@@ -52,8 +53,15 @@ local function base36(n)
   until n == 0
   return out
 end
+-- djb2 over the id's bytes, modulo 2^32 (exact in Lua's doubles; no bit library needed).
+local function idHash(id)
+  local h = 5381
+  for i = 1, #id do h = (h * 33 + string.byte(id, i)) % 4294967296 end
+  return h
+end
 local function popReceipt(meta)
   return "p" .. (meta.attempts + 1) .. "." .. base36(meta.due) .. "." .. base36(meta.createdAt)
+    .. "." .. base36(idHash(meta.id))
 end
 
 -- Fills in the reservation a pop made of a waiting job (its lease ending at \`leaseEnd\`, nil when
