@@ -61,6 +61,8 @@ for i = 1, #popped, 2 do names[#names + 1] = key.job(popped[i]) end
 local read = rcall("MGET", unpack(names))
 -- A topic that was never written to needs no adopting when nothing is done with it.
 local t = fields(topic, read, #popped > 0 or wait > 0)
+-- The records read, by id. They stay valid through the upkeep below, which rewrites only
+-- records of reservations it takes back, never of a job in the ready list.
 local records = {}
 for i = 1, #popped, 2 do
   local raw = read[4 + (i + 1) / 2]
@@ -77,8 +79,7 @@ local function putBack()
   popped = {}
 end
 
-local cfg = {}
-if t.config then cfg = cjson.decode(t.config) end
+local cfg = config(topic)
 if type(cfg.push) == "table" then
   putBack()
   return {CODE.pushTopic}
