@@ -1,11 +1,11 @@
-// Receipt nonces: hex of the asked length, and not repeating across pool refills.
+// Push claims' receipt nonces: hex of the asked length, and not repeating.
 import { describe, expect, it } from "vitest";
 import { randomHex } from "../../src/redis/nonce";
 
 describe("randomHex", () => {
-  it("gives `bytes` random bytes as hex, distinct across many pool refills", () => {
+  it("gives `bytes` random bytes as hex, distinct across many calls", () => {
     const seen = new Set<string>();
-    const n = 20_000; // 120,000 bytes: about 30 refills of the 4 KB pool
+    const n = 20_000;
     for (let i = 0; i < n; i++) seen.add(randomHex(6));
     expect(seen.size).toBe(n);
     for (const nonce of [...seen].slice(0, 100)) expect(nonce).toMatch(/^[0-9a-f]{12}$/);
