@@ -3,6 +3,7 @@ export { DelayqError, ERROR_STATUS, type ErrorCode } from "./domain/errors";
 export type {
   AddResult,
   BatchItemResult,
+  FinishItemResult,
   JobPage,
   TickSlice,
   TopicPage,

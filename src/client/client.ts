@@ -10,6 +10,7 @@ import type {
   BatchItemResult,
   CommandInput,
   CommandResult,
+  FinishItemResult,
   Health,
   Job,
   JobPage,
@@ -39,7 +40,7 @@ export function createClient(options: ClientOptions): DelayqClient {
  *   replaces the job with the same content, or fails with `job_reserved` if a consumer popped
  *   it in between.)
  * - `get`, `topic`, `topics`, `listJobs`, `health`: reads.
- * - `finish` and `delete`: idempotent on the server (finishing a finished job, or deleting a
+ * - `finish`, `finishMany` and `delete`: idempotent on the server (finishing a finished job, or deleting a
  *   deleted one, succeeds).
  * - `touch`: extending a lease twice ends it at about the same time.
  * - `configureTopic`: a PUT of the whole config.
@@ -121,6 +122,22 @@ export class DelayqClient {
   async finish(id: string, options: { receipt?: string } = {}): Promise<void> {
     const answer = await this.call(this.verb(id, "finish", { receipt: options.receipt }));
     expectField(answer, "finished", "boolean");
+  }
+
+  /**
+   * Finishes up to 100 reserved jobs in one request (`POST /v1/jobs/finish`): pass what `pop`
+   * gave (only each job's `id` and `receipt` are sent). One result per job, in order,
+   * `{finished: true}` or `{error}`; a refused job leaves the others finished.
+   */
+  async finishMany(jobs: readonly { id: string; receipt?: string }[]): Promise<FinishItemResult[]> {
+    const answer = await this.call({
+      method: "POST",
+      path: "/v1/jobs/finish",
+      body: {
+        jobs: jobs.map(({ id, receipt }) => (receipt === undefined ? { id } : { id, receipt })),
+      },
+    });
+    return expectField(answer, "results", "array") as FinishItemResult[];
   }
 
   /** Extends a reservation by the job's TTR from now (`POST /v1/jobs/{id}/touch`). */

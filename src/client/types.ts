@@ -1,7 +1,13 @@
 // The client's request and response types, derived from the server's schemas (types only).
 import type { z } from "zod";
 import type { ErrorCode } from "../domain/errors";
-import type { AddResult, BatchItemResult, JobPage, TopicPage } from "../domain/results";
+import type {
+  AddResult,
+  BatchItemResult,
+  FinishItemResult,
+  JobPage,
+  TopicPage,
+} from "../domain/results";
 import type {
   AddJobInput,
   Backoff,
@@ -20,6 +26,7 @@ export type {
   BatchItemResult,
   CommandResult,
   ErrorCode,
+  FinishItemResult,
   Job,
   JobPage,
   JobState,

@@ -28,6 +28,11 @@ const RECEIPT_FIELD = Receipt.optional().meta({
   example: "p1.mywpj0qw.mywpiww0.12nq13p",
 });
 export const ReceiptInput = z.strictObject({ receipt: RECEIPT_FIELD });
+/** One job of a batch finish: its id, and the receipt its pop gave. */
+export const FinishItem = z.strictObject({
+  id: JobId.meta({ description: "The job to finish.", example: "order-1042" }),
+  receipt: RECEIPT_FIELD,
+});
 export const ReleaseInput = z.strictObject({
   receipt: RECEIPT_FIELD,
   delay: Seconds.optional().meta({

@@ -8,6 +8,9 @@ export type AddResult = { created: boolean; job: Job };
 /** One item of a batch add: added (or found), or why not. */
 export type BatchItemResult = AddResult | { error: { code: ErrorCode; message: string } };
 
+/** One item of a batch finish: finished (or finished already), or why not. */
+export type FinishItemResult = { finished: true } | { error: { code: ErrorCode; message: string } };
+
 /** A page of jobs; pass `cursor` back for the next page (absent on the last). */
 export type JobPage = { jobs: Job[]; cursor?: string };
 

@@ -87,6 +87,48 @@ export const BatchResult = z
     }),
   })
   .meta({ id: "BatchResult" });
+export const FinishBatchBody = z
+  .strictObject({
+    jobs: z
+      .array(z.unknown().meta({ description: "A FinishItem; each item is validated on its own" }))
+      .min(1)
+      .max(domain.MAX_POP)
+      .meta({
+        description: "1-100 jobs to finish, each `{id, receipt?}` as pop gave them.",
+        example: [
+          { id: "order-1042", receipt: "p1.mywpj0qw.mywpiww0.12nq13p" },
+          { id: "order-1043", receipt: "p1.mywpj0qw.mywpiww1.1b0kq2x" },
+        ],
+      }),
+  })
+  .meta({ id: "FinishBatch" });
+export const FinishBatchResult = z
+  .object({
+    results: z
+      .array(
+        z.union([
+          z.object({ finished: z.literal(true).meta({ description: "Always true." }) }),
+          ErrorBody,
+        ]),
+      )
+      .meta({
+        description:
+          "One per job, in order: `{finished: true}`, or an Error for a job refused " +
+          "(the status a single finish would have answered is in its code).",
+        example: [
+          { finished: true },
+          {
+            error: {
+              code: "stale_receipt",
+              message:
+                "The receipt is not job order-1043's current one: its lease ran out and " +
+                "another consumer reserved it",
+            },
+          },
+        ],
+      }),
+  })
+  .meta({ id: "FinishBatchResult" });
 export const JobBody = z.object({ job: Job }).meta({ id: "JobResponse" });
 export const JobList = z
   .object({

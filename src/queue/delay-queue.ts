@@ -1,7 +1,14 @@
 // DelayQueue: the library's public API. Each operation is one Lua script, so one REST request.
 import type { z } from "zod";
 import { DelayqError, parseInput } from "../domain/errors";
-import type { AddResult, BatchItemResult, JobPage, TickSlice, TopicPage } from "../domain/results";
+import type {
+  AddResult,
+  BatchItemResult,
+  FinishItemResult,
+  JobPage,
+  TickSlice,
+  TopicPage,
+} from "../domain/results";
 import {
   type AddJobInput,
   type Job,
@@ -24,7 +31,7 @@ import { tick } from "../redis/lua/scripts/tick";
 import { redisError } from "../redis/runner";
 import { prepareAdd, prepareBatch, runAdds } from "./add-batch";
 import { type HeldVerb, scriptError } from "./errors";
-import { runHeld } from "./held-jobs";
+import { finishMany, finishOne, runHeld } from "./held-jobs";
 import { readJob, readJobPage } from "./job-reads";
 import { type DelayQueueOptions, type Shared, share } from "./options";
 import { popJobs } from "./pop-jobs";
@@ -149,7 +156,22 @@ export class DelayQueue {
   /** Finishes a reserved job. Without a receipt, finishes it for whoever holds it. */
   async finish(id: string, options: { receipt?: string } = {}): Promise<void> {
     const { receipt } = parseInput(ReceiptInput, options);
-    await this.held("finish", id, [receipt ?? "", this.luaScope]);
+    await finishOne(this.shared, this.luaScope, id, receipt ?? "");
+  }
+
+  /**
+   * Finishes up to 100 reserved jobs in one script call: the jobs one pop gave (their id and
+   * receipt count), or `{id, receipt?}` items (checked strictly, so that a misspelt `receipt` is
+   * refused rather than ignored). Each is decided on its own, as `finish` would: one result per
+   * item, in order, `{finished: true}` or `{error}` (a refused one leaves the rest finished).
+   */
+  async finishMany(
+    jobs: readonly (Job | { id: string; receipt?: string })[],
+  ): Promise<FinishItemResult[]> {
+    const items = Array.isArray(jobs)
+      ? jobs.map((job) => (isJob(job) ? { id: job.id, receipt: job.receipt } : job))
+      : jobs;
+    return finishMany(this.shared, this.luaScope, items);
   }
 
   /** Extends a reservation: the lease ends ttr from now. */
@@ -270,7 +292,11 @@ export class DelayQueue {
   }
 
   /** Runs a verb on a job the caller must hold; answers the job after the change. */
-  private held(verb: HeldVerb, id: string, args: (string | number)[]): Promise<Job> {
+  private held(
+    verb: Exclude<HeldVerb, "finish">,
+    id: string,
+    args: (string | number)[],
+  ): Promise<Job> {
     return runHeld(this.shared, verb, id, args);
   }
 
@@ -284,4 +310,9 @@ export class DelayQueue {
     const selection = ids ? ["", ...ids] : [count ?? 1000];
     return this.shared.scripts.run(script, this.shared.clock(), [topic, ...selection]);
   }
+}
+
+/** A job as the queue answers it (pop, get), rather than an item made by hand. */
+function isJob(item: unknown): item is Job {
+  return typeof item === "object" && item !== null && "state" in item && "topic" in item;
 }

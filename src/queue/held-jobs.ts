@@ -1,24 +1,78 @@
 // The verbs on a job a consumer holds (finish, touch, release, bury), run by their scripts.
-import { parseInput } from "../domain/errors";
-import { type Job, JobId } from "../domain/schemas";
+import { DelayqError, parseInput } from "../domain/errors";
+import type { FinishItemResult } from "../domain/results";
+import { FinishItem, type Job, JobId, MAX_POP } from "../domain/schemas";
 import { bury, finish, type HeldReply, release, touch } from "../redis/lua/scripts/held";
 import { decodeRecord } from "../redis/record";
 import { type HeldVerb, scriptError } from "./errors";
 import type { Shared } from "./options";
 
-/** Runs a verb on a job the caller must hold; answers the job after the change. */
+/** Runs touch, release or bury on a job the caller must hold; answers the job after the change. */
 export async function runHeld(
   shared: Shared,
-  verb: HeldVerb,
+  verb: Exclude<HeldVerb, "finish">,
   id: string,
   args: (string | number)[],
 ): Promise<Job> {
   parseInput(JobId, id, "job id");
   const now = shared.clock();
-  const script = { finish, touch, release, bury }[verb];
+  const script = { touch, release, bury }[verb];
   const reply: HeldReply = await shared.scripts.run(script, now, [id, ...args]);
   if (reply.code !== "ok") throw scriptError(reply.code, { id, state: reply.value, verb });
-  return verb === "finish"
-    ? (undefined as never)
-    : decodeRecord(reply.value, now, shared.rawBodies);
+  return decodeRecord(reply.value, now, shared.rawBodies);
+}
+
+/** Finishes one job the caller must hold (`receipt` "" for whoever holds it). */
+export async function finishOne(
+  shared: Shared,
+  scope: string,
+  id: string,
+  receipt: string,
+): Promise<void> {
+  parseInput(JobId, id, "job id");
+  const [reply] = await shared.scripts.run(finish, shared.clock(), [scope, id, receipt]);
+  if (reply && reply.code !== "ok") {
+    throw scriptError(reply.code, { id, state: reply.value, verb: "finish" });
+  }
+}
+
+/**
+ * Finishes up to MAX_POP jobs in one script call. Each item is validated and decided on its own:
+ * one result per item, in order, `{finished: true}` or `{error}`.
+ */
+export async function finishMany(
+  shared: Shared,
+  scope: string,
+  inputs: readonly unknown[],
+): Promise<FinishItemResult[]> {
+  if (!Array.isArray(inputs) || inputs.length === 0 || inputs.length > MAX_POP) {
+    throw new DelayqError("invalid_request", `jobs: give 1 to ${MAX_POP} jobs to finish`);
+  }
+  const results: FinishItemResult[] = new Array(inputs.length);
+  const args: string[] = [scope];
+  const positions: number[] = [];
+  inputs.forEach((input, i) => {
+    try {
+      const { id, receipt } = parseInput(FinishItem, input, `jobs.${i}`);
+      args.push(id, receipt ?? "");
+      positions.push(i);
+    } catch (error) {
+      if (!(error instanceof DelayqError)) throw error;
+      results[i] = { error: { code: error.code, message: error.message } };
+    }
+  });
+  if (positions.length === 0) return results;
+  const replies = await shared.scripts.run(finish, shared.clock(), args);
+  positions.forEach((position, j) => {
+    const reply = replies[j];
+    const id = args[1 + 2 * j] as string;
+    if (!reply) throw new Error("The finish script answered fewer jobs than it was given");
+    if (reply.code === "ok") {
+      results[position] = { finished: true };
+    } else {
+      const error = scriptError(reply.code, { id, state: reply.value, verb: "finish" });
+      results[position] = { error: { code: error.code, message: error.message } };
+    }
+  });
+  return results;
 }

@@ -115,6 +115,28 @@ describe("happy paths", () => {
     expect((await client.pop("work")).map((j) => j.id)).toEqual(["w-3"]);
   });
 
+  it("finishMany finishes what one pop gave in one request, sending only ids and receipts", async () => {
+    const { client, sent } = setup();
+    await client.addBatch([
+      { topic: "many", id: "m-1", body: { big: "x".repeat(100) } },
+      { topic: "many", id: "m-2" },
+    ]);
+    const jobs = await client.pop("many", { count: 2 });
+    const before = sent.length;
+    const results = await client.finishMany([...jobs, { id: "m-9" }]);
+    expect(results).toEqual([
+      { finished: true },
+      { finished: true },
+      { error: { code: "job_not_found", message: expect.stringMatching(/m-9 does not exist/) } },
+    ]);
+    expect(sent.length - before).toBe(1);
+    expect(sent[before]).toMatchObject({ method: "POST", url: `${BASE}/v1/jobs/finish` });
+    expect(sent[before]?.body).toEqual({
+      jobs: [...jobs.map(({ id, receipt }) => ({ id, receipt })), { id: "m-9" }],
+    });
+    expect((await client.get("m-1")).state).toBe("finished");
+  });
+
   it("touch extends the lease; release puts the job back after its delay", async () => {
     const { t, client } = setup();
     await client.add({ topic: "lease", id: "l-1" });

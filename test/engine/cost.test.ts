@@ -83,6 +83,21 @@ describe("one job's life", () => {
     expect(spent.commands / n).toBe(12);
     expect(spent.requests).toBe(3 * n);
   });
+  it("costs 3 commands a job more, and one request, finished by the pop's batch (finishMany)", async () => {
+    const { queue, clock } = queueOn("batch-finish");
+    await stack.loadScripts();
+    await queue.addBatch(Array.from({ length: 100 }, (_, i) => ({ topic: "t", id: `f${i}` })));
+    clock.advance(1);
+    const jobs = await queue.pop("t", { count: 100 });
+    expect(jobs).toHaveLength(100);
+    const spent = await cost(async () => {
+      const results = await queue.finishMany(jobs);
+      expect(results.filter((result) => "finished" in result)).toHaveLength(100);
+    });
+    // EVALSHA, then GET, ZREM, SET per job: the same 3 a single finish spends beside its EVALSHA.
+    expect(spent.commands).toBe(1 + 3 * 100);
+    expect(spent.requests).toBe(1);
+  });
 });
 
 describe("the long-poll signal", () => {

@@ -108,6 +108,91 @@ describe("finish", () => {
   });
 });
 
+describe("finishMany", () => {
+  it("finishes what one pop gave, each job as finish would, in one script call", async () => {
+    const { queue, clock, redis, keys } = testQueue({ retention: 120 });
+    for (const id of ["a", "b", "c"]) await queue.add({ topic: "t", id, body: id });
+    const jobs = await queue.pop("t", { count: 3 });
+    expect(jobs.map((job) => job.id)).toEqual(["a", "b", "c"]);
+    clock.advance(5);
+    expect(await queue.finishMany(jobs)).toEqual([
+      { finished: true },
+      { finished: true },
+      { finished: true },
+    ]);
+    for (const id of ["a", "b", "c"]) {
+      expect(await queue.get(id)).toMatchObject({
+        state: "finished",
+        endedAt: clock.now,
+        body: id,
+      });
+      expect(await redis.pttl(keys.job(id))).toBeGreaterThan(115_000);
+    }
+    expect((await queue.topic("t")).counts).toEqual({ delayed: 0, ready: 0, reserved: 0, dead: 0 });
+    // Again, with the same receipts or none: finishing a finished job succeeds.
+    expect(await queue.finishMany([...jobs, { id: "a" }])).toEqual(
+      Array(4).fill({ finished: true }),
+    );
+  });
+
+  it("decides each job on its own: one refused leaves the others finished", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "kept", ttr: 1 });
+    await queue.add({ topic: "t", id: "lost", ttr: 1 });
+    await queue.add({ topic: "t", id: "later", delay: 60 });
+    const [kept, lost] = await queue.pop("t", { count: 2 });
+    clock.advance(1000);
+    const [again] = await queue.pop("t"); // "kept"'s lease ran out first: another consumer has it
+    expect(again?.id).toBe("kept");
+    const results = await queue.finishMany([
+      { id: "kept", receipt: kept?.receipt },
+      { id: "lost", receipt: lost?.receipt }, // a late finish, accepted: nobody reserved it since
+      { id: "later" },
+      { id: "nope" },
+      { id: "bad id!" },
+      { id: "x", receipt: "p1.x", extra: 1 } as never,
+    ]);
+    expect(results[0]).toMatchObject({
+      error: { code: "stale_receipt", message: expect.stringMatching(/another reservation/) },
+    });
+    expect(results[1]).toEqual({ finished: true });
+    expect(results[2]).toMatchObject({
+      error: { code: "not_reserved", message: expect.stringMatching(/later is delayed/) },
+    });
+    expect(results[3]).toMatchObject({ error: { code: "job_not_found" } });
+    expect(results[4]).toMatchObject({
+      error: { code: "invalid_request", message: expect.stringMatching(/^Invalid jobs\.4/) },
+    });
+    expect(results[5]).toMatchObject({ error: { code: "invalid_request" } });
+    expect((await queue.get("kept")).state).toBe("reserved");
+    expect((await queue.get("lost")).state).toBe("finished");
+    expect((await queue.get("later")).state).toBe("delayed");
+    await queue.finishMany([{ id: "kept", receipt: again?.receipt }]);
+    expect((await queue.get("kept")).state).toBe("finished");
+  });
+
+  it("takes 1 to 100 jobs", async () => {
+    const { queue } = testQueue();
+    await expectError(queue.finishMany([]), "invalid_request", /give 1 to 100 jobs/);
+    const many = Array.from({ length: 101 }, (_, i) => ({ id: `j${i}` }));
+    await expectError(queue.finishMany(many), "invalid_request", /give 1 to 100 jobs/);
+  });
+
+  it("answers a job of a topic outside the caller's scope as missing, and leaves it", async () => {
+    const { queue } = testQueue();
+    await queue.add({ topic: "shop-b.orders", id: "theirs" });
+    await queue.add({ topic: "shop-a.orders", id: "mine" });
+    await queue.pop("shop-b.orders");
+    const scoped = queue.withScope(["shop-a.*"]);
+    await scoped.pop("shop-a.orders");
+    expect(await scoped.finishMany([{ id: "theirs" }, { id: "mine" }])).toEqual([
+      { error: { code: "job_not_found", message: expect.stringMatching(/theirs does not exist/) } },
+      { finished: true },
+    ]);
+    expect((await queue.get("theirs")).state).toBe("reserved");
+  });
+});
+
 describe("touch, release, bury", () => {
   it("touch extends the lease from now", async () => {
     const { queue, clock } = testQueue();

@@ -206,3 +206,55 @@ describe("finish, touch, release, bury", () => {
     expect(extra.json.error.message).toMatch(/unknown field "force"/);
   });
 });
+
+describe("POST /v1/jobs/finish", () => {
+  it("finishes what one pop gave, one result per item, a refused item leaving the others finished", async () => {
+    const { call } = testApp();
+    for (const id of ["a", "b", "c"]) await call("POST", "/v1/jobs", { body: { topic: "t", id } });
+    const pop = await call("POST", "/v1/topics/t/pop", { body: { count: 3 } });
+    const [a, b, c] = pop.json.jobs as { id: string; receipt: string }[];
+    const res = await call("POST", "/v1/jobs/finish", {
+      body: {
+        jobs: [
+          { id: a?.id, receipt: a?.receipt },
+          { id: b?.id, receipt: "p9.x" },
+          { id: c?.id },
+          { id: "nope" },
+          { id: "a", reciept: a?.receipt },
+        ],
+      },
+    });
+    expect(res.status).toBe(200);
+    expect(res.json.results).toEqual([
+      { finished: true },
+      { error: { code: "stale_receipt", message: expect.stringMatching(/not job b's current/) } },
+      { finished: true },
+      { error: { code: "job_not_found", message: expect.stringMatching(/nope does not exist/) } },
+      {
+        error: {
+          code: "invalid_request",
+          message: expect.stringMatching(/jobs\.4.*unknown field "reciept"/),
+        },
+      },
+    ]);
+    expect((await call("GET", "/v1/jobs/a")).json.job.state).toBe("finished");
+    expect((await call("GET", "/v1/jobs/b")).json.job.state).toBe("reserved");
+  });
+
+  it("answers 400 for no jobs, over 100, or a body of the wrong shape", async () => {
+    const { call } = testApp();
+    for (const body of [
+      { jobs: [] },
+      { jobs: Array.from({ length: 101 }, (_, i) => ({ id: `j${i}` })) },
+      { ids: ["a"] },
+    ]) {
+      const res = await call("POST", "/v1/jobs/finish", { body });
+      expect(res.status).toBe(400);
+      expect(res.json.error.code).toBe("invalid_request");
+      expect(res.json.error.message).toMatch(/jobs/);
+    }
+    const list = await call("POST", "/v1/jobs/finish", { body: [{ id: "a" }] });
+    expect(list.status).toBe(400);
+    expect(list.json.error.message).toMatch(/expected object, received array/);
+  });
+});

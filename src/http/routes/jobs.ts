@@ -1,4 +1,5 @@
-// Routes on jobs: add, batch add, get, delete, and the reservation verbs finish/touch/release/bury.
+// Routes on jobs: add, batch add, get, delete, the reservation verbs finish/touch/release/bury,
+// and batch finish.
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { requestJson } from "../body";
 import type { AppEnv } from "../context";
@@ -10,6 +11,8 @@ import {
   BatchResult,
   body,
   errors,
+  FinishBatchBody,
+  FinishBatchResult,
   IdParam,
   JobBody,
   json,
@@ -123,6 +126,28 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     async (c) => {
       await c.var.queue.finish(c.req.valid("param").id, c.req.valid("json"));
       return c.json({ finished: true as const }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/jobs/finish",
+      tags,
+      security: SECURED,
+      summary: "Finish up to 100 reserved jobs",
+      description:
+        "What a consumer sends after working through one pop's jobs: one request, one script " +
+        "call. Each job is decided as `POST /v1/jobs/{id}/finish` would decide it, on its own: " +
+        "`results` has one entry per item, in order, `{finished: true}` or `{error}`; a refused " +
+        "item leaves the others finished.",
+      request: { body: body(FinishBatchBody, true) },
+      responses: { 200: json(FinishBatchResult, "One result per item"), ...errors(413) },
+    }),
+    async (c) => {
+      // Each item is validated by finishMany, on its own.
+      const jobs = c.req.valid("json").jobs as { id: string; receipt?: string }[];
+      return c.json({ results: await c.var.queue.finishMany(jobs) }, 200);
     },
   );
 
