@@ -47,7 +47,10 @@ await row("topic stats", 0, () => queue.topic("t"));
 await row("configure", 0, () => queue.configure("t", { ttr: 30 }));
 now += 120_000;
 await row("tick (97 leases expired)", 97, () => tick(queue));
-for (const op of await queue.pop("t", { count: 100 })) await queue.finish(op.id);
+const popped = await queue.pop("t", { count: 100 });
+await row(`finish (${popped.length} at once: finishMany)`, popped.length, () =>
+  queue.finishMany(popped),
+);
 now += 120_000;
 await tick(queue);
 await row("tick (idle)", 0, () => tick(queue));

@@ -74,6 +74,11 @@ export async function runSingle(options: SingleOptions): Promise<SingleResult> {
         result.runs,
       );
       await attempt(
+        name("http", "pop 10 finishMany"),
+        () => singleRun(stack, "http", 10, options, true),
+        result.runs,
+      );
+      await attempt(
         name("library", "pop 1"),
         () => singleRun(stack, "library", 1, options),
         result.runs,

@@ -81,11 +81,16 @@ export function systemsTable(json: Json): string {
 
 const pair = (p: Json | undefined) => (p ? `${ms(p.p50)} / ${ms(p.p99)}` : "–");
 
+/** "1", "10", or "10, finishMany" (each pop's jobs finished in one request). */
+function popLabel(run: SingleRun): string {
+  return run.finishMany ? `${run.popCount}, finishMany` : String(run.popCount);
+}
+
 function singleRow(run: SingleRun): string[] {
   const latency = run.latencyMs as unknown as Record<string, Json>;
   return [
     run.system === "ouqiang/delay-queue" ? "ouqiang/delay-queue (Go, TCP)" : run.system,
-    String(run.popCount),
+    popLabel(run),
     fmt(run.cmdsPerJob, 2),
     fmt(run.restRequestsPerJob, 2),
     fmt(run.addPerSec),
@@ -135,7 +140,7 @@ export function singleTables(value: unknown): string {
     const ratios = single.runs
       .filter((run) => run.via === "http")
       .map((run) => [
-        `${run.system}, pop ${run.popCount}`,
+        `${run.system}, pop ${popLabel(run)}`,
         `${fmt(run.lifecyclesPerSec / ouqiang.lifecyclesPerSec, 2)}×`,
         `${fmt(run.consumePerSec / ouqiang.consumePerSec, 2)}×`,
         `${fmt(run.addPerSec / ouqiang.addPerSec, 2)}×`,

@@ -105,7 +105,7 @@ export async function runOuqiangSingle(
     // so that their removal is counted as part of the jobs' cost.
     await sleep((options.ouqiangTtr + 2) * 1000);
     const delta = commandDelta(before, await counter.snapshot());
-    const apiRequests = run.added + run.pops + run.finished;
+    const apiRequests = run.added + run.pops + run.finishCalls;
     const consumeMs = run.t2 - run.tReady;
     log("ouqiang/delay-queue single-job shape: done");
     return {
@@ -113,6 +113,7 @@ export async function runOuqiangSingle(
       via: "ouqiang",
       driver: "tcp",
       popCount: 1,
+      finishMany: false,
       jobs: n,
       cmdsPerJob: delta.total / n,
       restRequestsPerJob: null,

@@ -6,6 +6,7 @@ import type { JobBody } from "../lib/types";
 import { makeBody } from "../lib/workloads";
 import {
   type Driver,
+  type Popped,
   type SingleOptions,
   type Stack,
   sleep,
@@ -19,6 +20,8 @@ export type SingleRun = {
   via: Via | "ouqiang";
   driver: Driver | "tcp";
   popCount: number;
+  /** Whether each pop's jobs were finished in one request (finishMany) rather than one by one. */
+  finishMany: boolean;
   jobs: number;
   /** Every Redis command (inside Lua included) over adding and consuming, per job. */
   cmdsPerJob: number;
@@ -28,7 +31,10 @@ export type SingleRun = {
   consumePerSec: number;
   /** Jobs / (add time + consume time). */
   lifecyclesPerSec: number;
-  /** Requests the API served: adds, pops (empty and aborted long-polls included), finishes. */
+  /**
+   * Requests the API served: adds, pops (empty and aborted long-polls included), finishes (one
+   * per pop's jobs with finishMany).
+   */
   apiRequests: number;
   /** The server process's CPU over the run ÷ API requests (HTTP and ouqiang only). */
   serviceCpuMsPerRequest: number | null;
@@ -55,6 +61,8 @@ export type ShapeApi<Job> = {
   pop(signal: AbortSignal): Promise<readonly Job[]>;
   order(job: Job): number;
   finish(job: Job): Promise<void>;
+  /** When given, a pop's jobs are finished by one call of this instead of `finish` each. */
+  finishAll?(jobs: readonly Job[]): Promise<void>;
   /** Between the last add and the first pop (ouqiang: until every job is ready). */
   beforePops?(): Promise<void>;
 };
@@ -65,6 +73,8 @@ export type ShapeTimes = {
   added: number;
   pops: number;
   finished: number;
+  /** Finish calls made: one per job, or one per pop's jobs with `finishAll`. */
+  finishCalls: number;
   duplicates: number;
   t0: number;
   t1: number;
@@ -85,7 +95,16 @@ export async function timeShape<Job>(
 ): Promise<ShapeTimes> {
   const n = options.jobs;
   const latencies = new Latencies();
-  const times = { latencies, added: 0, pops: 0, finished: 0, duplicates: 0, t0: 0, t1: 0 };
+  const times = {
+    latencies,
+    added: 0,
+    pops: 0,
+    finished: 0,
+    finishCalls: 0,
+    duplicates: 0,
+    t0: 0,
+    t1: 0,
+  };
   const stopProgress = startProgress(
     label,
     () => `${added} ${times.added}/${n}, finished ${times.finished}/${n}`,
@@ -129,11 +148,25 @@ export async function timeShape<Job>(
           const order = api.order(job);
           if (seen[order]) times.duplicates++;
           seen[order] = 1;
-          await latencies.time("finish", () => api.finish(job));
-          if (++times.finished === n) {
+        }
+        const finished = (count: number) => {
+          times.finished += count;
+          if (times.finished === n) {
             t2 = performance.now();
             stop.abort();
           }
+        };
+        const { finishAll } = api;
+        if (finishAll && jobs.length > 0) {
+          times.finishCalls++;
+          await latencies.time("finish", () => finishAll(jobs));
+          finished(jobs.length);
+          continue;
+        }
+        for (const job of jobs) {
+          times.finishCalls++;
+          await latencies.time("finish", () => api.finish(job));
+          finished(1);
         }
       }
     };
@@ -150,18 +183,20 @@ export async function timeShape<Job>(
 }
 
 /**
- * delayq on the single-job shape over `via`: pop `count` (wait 20 s), finish each job. Each run
- * has a topic of its own and its own command count (INFO commandstats deltas).
+ * delayq on the single-job shape over `via`: pop `count` (wait 20 s), finish each job, or with
+ * `finishMany` each pop's jobs in one request. Each run has a topic of its own and its own
+ * command count (INFO commandstats deltas).
  */
 export async function singleRun(
   stack: Stack,
   via: Via,
   count: number,
   options: SingleOptions,
+  finishMany = false,
 ): Promise<SingleRun> {
   const n = options.jobs;
   const system = stack.name(via);
-  const topic = `single-${via}-${count}`;
+  const topic = `single-${via}-${count}${finishMany ? "-many" : ""}`;
   const api = stack.apis[via];
   await warmUp(api, `warm-${topic}`, options.warmup);
   const counting = await stack.count(via);
@@ -169,13 +204,14 @@ export async function singleRun(
   const redisCpuBefore = processCpuMs(stack.redisPid);
   const clientCpuBefore = process.cpuUsage();
   const run = await timeShape(
-    `${system} pop ${count}`,
+    `${system} pop ${count}${finishMany ? " finishMany" : ""}`,
     "added",
     {
       add: (i) => api.add(topic, makeBody(i)),
       pop: (signal) => api.pop(topic, count, WAIT, signal),
       order: (job) => (job.body as JobBody).order,
       finish: (job) => api.finish(job.id, job.receipt),
+      ...(finishMany ? { finishAll: (jobs: readonly Popped[]) => api.finishMany(jobs) } : {}),
     },
     options,
   );
@@ -185,12 +221,13 @@ export async function singleRun(
   const cpuMs = via === "http" ? processCpuMs(stack.service.child.pid ?? 0) - cpuBefore : null;
   const redisCpuMs = processCpuMs(stack.redisPid) - redisCpuBefore;
   const clientCpuMs = cpuMsSince(clientCpuBefore);
-  const apiRequests = run.added + run.pops + run.finished;
+  const apiRequests = run.added + run.pops + run.finishCalls;
   return {
     system,
     via,
     driver: stack.driver,
     popCount: count,
+    finishMany,
     jobs: n,
     cmdsPerJob: delta.total / n,
     restRequestsPerJob: requests === null ? null : requests / n,

@@ -86,7 +86,14 @@ export type Api = {
   addBatch(topic: string, jobs: readonly { body: JobBody; runAt: number }[]): Promise<void>;
   pop(topic: string, count: number, wait: number, signal?: AbortSignal): Promise<Popped[]>;
   finish(id: string, receipt?: string): Promise<void>;
+  /** Finishes what one pop gave in one call (POST /v1/jobs/finish); throws if any is refused. */
+  finishMany(jobs: readonly Popped[]): Promise<void>;
 };
+
+/** Throws unless every item of a batch finish finished. */
+function allFinished(results: readonly ({ finished: true } | { error: { message: string } })[]) {
+  for (const result of results) if ("error" in result) throw new Error(result.error.message);
+}
 
 /** What one side cost between two points: every Redis command, and its REST requests. */
 export type Counted = {
@@ -170,6 +177,7 @@ export async function openStack(
           void (await client.addBatch(jobs.map((job) => ({ topic, ...job })))),
         pop: (topic, count, wait, signal) => client.pop(topic, { count, wait, signal }),
         finish: (id, receipt) => client.finish(id, { receipt }),
+        finishMany: async (jobs) => allFinished(await client.finishMany(jobs)),
       },
       library: {
         add: async (topic, body) => void (await queue.add({ topic, body })),
@@ -177,6 +185,7 @@ export async function openStack(
           void (await queue.addBatch(jobs.map((job) => ({ topic, ...job })))),
         pop: (topic, count, wait, signal) => queue.pop(topic, { count, wait }, signal),
         finish: (id, receipt) => queue.finish(id, { receipt }),
+        finishMany: async (jobs) => allFinished(await queue.finishMany(jobs)),
       },
     };
     const tokens: Record<Via, string> = { http: SERVICE_REDIS_TOKEN, library: LIBRARY_REDIS_TOKEN };
