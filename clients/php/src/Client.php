@@ -16,15 +16,17 @@ namespace Delayq;
  *
  * Retrying is safe for each call: an add (`add`, `addBatch`, a `command` add) without an id gets a
  * random UUID v4 before the first attempt, so a retry of an add that did land answers
- * `created: false` with that job instead of adding a twin; `finish` and `delete` are idempotent on
- * the server; a retried `release` or `bury` whose first attempt landed answers `not_reserved`; a
- * `pop` whose answer was lost gives its jobs back when their TTR runs out.
+ * `created: false` with that job instead of adding a twin; `finish`, `finishMany` and `delete` are
+ * idempotent on the server; a retried `release` or `bury` whose first attempt landed answers
+ * `not_reserved`; a `pop` whose answer was lost gives its jobs back when their TTR runs out.
  *
  * @phpstan-type Backoff int|float|'wechatpay'|'alipay'|'youzan'|list<int|float>|array{type: 'exponential', delay: int|float, factor?: int|float, max?: int|float}
  * @phpstan-type Job array{id: string, topic: string, state: 'delayed'|'ready'|'reserved'|'finished'|'dead'|'deleted', body: mixed, dueAt: int, ttr: int, attempts: int, maxAttempts: int, createdAt: int, backoff?: Backoff, deadline?: int, reservedUntil?: int, receipt?: string, endedAt?: int, deadReason?: 'attempts'|'deadline'|'buried'}
  * @phpstan-type AddJob array{topic: string, id?: string, body?: mixed, delay?: int|float, runAt?: int|string, ttr?: int, maxAttempts?: int, backoff?: Backoff, deadline?: int|string, replace?: bool}
  * @phpstan-type AddResult array{created: bool, job: Job}
  * @phpstan-type BatchItemResult array{created: bool, job: Job}|array{error: array{code: string, message: string}}
+ * @phpstan-type FinishJob array{id: string, receipt?: string|null}
+ * @phpstan-type FinishItemResult array{finished: true}|array{error: array{code: string, message: string}}
  * @phpstan-type PushConfig array{url: string, via?: 'direct'|'qstash', secret?: string, timeout?: int, failureUrl?: string, headers?: array<string, string>}
  * @phpstan-type TopicConfig array{ttr?: int, maxAttempts?: int, backoff?: Backoff, paused?: bool, push?: PushConfig|null}
  * @phpstan-type TopicStats array{topic: string, counts: array{delayed: int, ready: int, reserved: int, dead: int}, oldestDueAt?: int, config: TopicConfig}
@@ -169,6 +171,27 @@ final class Client
     public function finish(string $id, ?string $receipt = null): void
     {
         self::expect($this->verb($id, 'finish', ['receipt' => $receipt]), 'finished', 'bool');
+    }
+
+    /**
+     * Finishes up to 100 reserved jobs in one request (`POST /v1/jobs/finish`): pass what `pop`
+     * gave, or `['id' => ..., 'receipt' => ...]` arrays; only each job's `id` and `receipt` are
+     * sent. One result per job, in order, `['finished' => true]` or `['error' => ['code',
+     * 'message']]`; a refused job leaves the others finished.
+     *
+     * @param list<Job|FinishJob> $jobs
+     * @return list<FinishItemResult>
+     */
+    public function finishMany(array $jobs): array
+    {
+        $items = [];
+        foreach ($jobs as $job) {
+            // An item without an id goes as {}: the server refuses that item alone.
+            $items[] = self::fields(['id' => $job['id'] ?? null, 'receipt' => $job['receipt'] ?? null]);
+        }
+        $answer = $this->call('POST', '/v1/jobs/finish', body: ['jobs' => $items]);
+        /** @var list<FinishItemResult> */
+        return self::expect($answer, 'results', 'list');
     }
 
     /**

@@ -6,6 +6,7 @@ declare(strict_types=1);
 
 namespace Delayq\Tests;
 
+use Delayq\Tests\Support\FakeServer;
 use Delayq\Tests\Support\ServiceTestCase;
 
 final class JobsTest extends ServiceTestCase
@@ -145,6 +146,50 @@ final class JobsTest extends ServiceTestCase
         $dq->finish($rest[0]['id']);
         self::assertSame([], $dq->pop($topic));
         self::assertSame(0, $dq->topic($topic)['counts']['reserved']);
+    }
+
+    public function testFinishManyFinishesWhatAPopGaveInOneRequest(): void
+    {
+        $dq = self::client();
+        $topic = self::topic();
+        $dq->addBatch([
+            ['topic' => $topic, 'id' => self::uid('m1'), 'body' => ['big' => str_repeat('x', 100)]],
+            ['topic' => $topic, 'id' => self::uid('m2')],
+            ['topic' => $topic, 'id' => self::uid('m3')],
+        ]);
+        $jobs = $dq->pop($topic, count: 3);
+        self::assertCount(3, $jobs);
+        // not reserved: refused, the others finish regardless
+        $dq->add(['topic' => $topic, 'id' => self::uid('m-ready')]);
+        $missing = self::uid('m-missing');
+
+        $server = new FakeServer([], self::serviceUrl());
+        $results = self::client($server->url)->finishMany(
+            [...$jobs, ['id' => self::uid('m-ready')], ['id' => $missing, 'receipt' => null]],
+        );
+        self::assertSame([['finished' => true], ['finished' => true], ['finished' => true]], array_slice($results, 0, 3));
+        self::assertSame('not_reserved', $results[3]['error']['code'] ?? null);
+        self::assertSame('job_not_found', $results[4]['error']['code'] ?? null);
+        self::assertStringContainsString($missing, $results[4]['error']['message'] ?? '');
+        self::assertCount(5, $results);
+
+        // one request, with only each job's id and receipt (none when it has none)
+        $requests = $server->requests();
+        self::assertCount(1, $requests);
+        self::assertSame(['POST', '/v1/jobs/finish'], [$requests[0]['method'], $requests[0]['path']]);
+        $sent = array_map(static fn (array $job): array => ['id' => $job['id'], 'receipt' => $job['receipt']], $jobs);
+        $sent[] = ['id' => self::uid('m-ready')];
+        $sent[] = ['id' => $missing];
+        self::assertSame(['jobs' => $sent], json_decode($requests[0]['body'], true));
+
+        foreach ($jobs as $job) {
+            self::assertSame('finished', $dq->get($job['id'])['state']);
+        }
+        self::assertSame('ready', $dq->get(self::uid('m-ready'))['state']);
+        self::assertSame(['delayed' => 0, 'ready' => 1, 'reserved' => 0, 'dead' => 0], $dq->topic($topic)['counts']);
+        // again with the same receipts: finishing a finished job succeeds
+        self::assertSame(array_fill(0, 3, ['finished' => true]), $dq->finishMany($jobs));
+        $this->assertDelayqError('invalid_request', 400, fn () => $dq->finishMany([]));
     }
 
     public function testTouchExtendsTheLease(): void

@@ -11,6 +11,8 @@ import pytest
 
 import delayq
 
+from fault_proxy import FaultProxy
+
 
 def test_add_creates_a_ready_job_and_a_second_add_of_the_id_returns_it(
     dq: delayq.Client, topic: str, jid: Callable[[str], str]
@@ -128,6 +130,43 @@ def test_pop_then_finish_with_the_receipt(
         assert dq.get(job["id"])["state"] == "finished"
     dq.finish(jobs[0]["id"], receipt=jobs[0]["receipt"])  # again: succeeds
     assert dq.pop(topic) == []
+
+
+def test_finish_many_finishes_what_a_pop_gave_in_one_request(
+    dq: delayq.Client, proxy: FaultProxy, token: str, topic: str, jid: Callable[[str], str]
+) -> None:
+    dq.add_batch([{"topic": topic, "id": jid(f"m{n}"), "body": {"n": n}} for n in range(3)])
+    jobs = dq.pop(topic, count=3)
+    assert len(jobs) == 3
+    dq.add(topic, None, id=jid("ready"))  # not reserved: refused, the others finish regardless
+    missing = jid("missing")
+    with delayq.Client(proxy.url, token) as via:
+        results = via.finish_many([*jobs, {"id": jid("ready")}, {"id": missing}])
+    assert results[:3] == [{"finished": True}] * 3
+    not_reserved, not_found = results[3:]
+    assert "error" in not_reserved and not_reserved["error"]["code"] == "not_reserved"
+    assert "error" in not_found and not_found["error"]["code"] == "job_not_found"
+    assert missing in not_found["error"]["message"]
+
+    # One request, with only each job's id and receipt (no receipt when it has none).
+    assert len(proxy.seen) == 1
+    seen = proxy.seen[0]
+    assert (seen.method, seen.path) == ("POST", "/v1/jobs/finish")
+    assert seen.json() == {
+        "jobs": [{"id": j["id"], "receipt": j["receipt"]} for j in jobs]
+        + [{"id": jid("ready")}, {"id": missing}]
+    }
+
+    for job in jobs:
+        assert dq.get(job["id"])["state"] == "finished"
+    assert dq.get(jid("ready"))["state"] == "ready"
+    assert dq.topic(topic)["counts"] == {"delayed": 0, "ready": 1, "reserved": 0, "dead": 0}
+    # Again with the same receipts: finishing a finished job succeeds.
+    assert dq.finish_many(jobs) == [{"finished": True}] * 3
+
+    with pytest.raises(delayq.DelayqError) as caught:
+        dq.finish_many([])
+    assert (caught.value.code, caught.value.status) == ("invalid_request", 400)
 
 
 def test_touch_extends_the_lease(dq: delayq.Client, topic: str, jid: Callable[[str], str]) -> None:

@@ -28,6 +28,8 @@ from ._types import (
     BatchItemResult,
     Command,
     CommandResult,
+    FinishItemResult,
+    FinishJob,
     Health,
     Job,
     JobPage,
@@ -56,8 +58,9 @@ class Client:
     - ``add``, ``add_batch`` and ``command`` add jobs: the client gives every job without an id
       a random UUID before the first attempt, so a retry of an add that did land finds the job
       and answers ``created: False`` instead of adding a twin.
-    - reads, ``finish``, ``delete``, ``touch``, ``configure_topic`` and ``update_topic`` come
-      out the same when repeated; ``stop_payment`` and ``watch_payment`` are idempotent too.
+    - reads, ``finish``, ``finish_many``, ``delete``, ``touch``, ``configure_topic`` and
+      ``update_topic`` come out the same when repeated; ``stop_payment`` and ``watch_payment``
+      are idempotent too.
     - ``release`` and ``bury``: if the lost attempt landed, the retry answers 409
       ``not_reserved``; the job did move.
     - ``pop``: jobs a lost attempt reserved come back to the topic when their TTR runs out.
@@ -202,6 +205,15 @@ class Client:
         reservation may finish it (else ``stale_receipt``); finishing it again succeeds."""
         answer = self._verb(id, "finish", {"receipt": receipt})
         _expect(answer, "finished", bool)
+
+    def finish_many(self, jobs: Sequence[FinishJob]) -> List[FinishItemResult]:
+        """Finishes up to 100 reserved jobs in one request (``POST /v1/jobs/finish``): pass what
+        ``pop`` gave, or ``{"id", "receipt"}`` dicts; only each job's ``id`` and ``receipt`` are
+        sent. One result per job, in order, ``{"finished": True}`` or ``{"error": {"code",
+        "message"}}``; a refused job leaves the others finished."""
+        sent = [_compact({"id": j.get("id"), "receipt": j.get("receipt")}) for j in jobs]
+        answer = self._call("POST", "/v1/jobs/finish", body={"jobs": sent})
+        return cast(List[FinishItemResult], _expect(answer, "results", list))
 
     def touch(self, id: str, receipt: Optional[str] = None) -> Job:
         """Extends a reservation by the job's TTR from now (``POST /v1/jobs/{id}/touch``)."""

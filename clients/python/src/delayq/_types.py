@@ -97,13 +97,34 @@ class ErrorBody(TypedDict):
 
 @final
 class BatchError(TypedDict):
-    """An ``add_batch`` item that was refused; the others are added regardless."""
+    """An ``add_batch`` or ``finish_many`` item that was refused; the others go ahead regardless."""
 
     error: ErrorBody
 
 
 BatchItemResult = Union[AddResult, BatchError]
 """One item of ``add_batch``'s answer: ``{"created", "job"}`` or ``{"error"}``."""
+
+
+class _FinishJobBase(TypedDict):
+    id: str
+
+
+class FinishJob(_FinishJobBase, total=False):
+    """One job of ``finish_many``: a ``Job`` as ``pop`` gave it, or ``{"id", "receipt"}``."""
+
+    receipt: str
+
+
+@final
+class FinishResult(TypedDict):
+    """A ``finish_many`` item that finished (or had finished already)."""
+
+    finished: Literal[True]
+
+
+FinishItemResult = Union[FinishResult, BatchError]
+"""One item of ``finish_many``'s answer: ``{"finished": True}`` or ``{"error"}``."""
 
 
 class _JobPageBase(TypedDict):
