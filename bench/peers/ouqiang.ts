@@ -108,10 +108,24 @@ export function ouqiangApi(url: string) {
     async push(job: { topic: string; id: string; delay: number; ttr: number; body: string }) {
       await call(url, "/push", job);
     },
-    /** Blocks (BLPOP) until a job is ready; null when its 178 s ran out. */
+    /**
+     * Blocks (BLPOP) until a job is ready; null when its 178 s ran out. A long-lived `signal`
+     * reaches fetch through a controller of this call's own, whose listener on it is removed
+     * after the call, as delayq's client does: fetch given the signal itself leaves a listener
+     * on it per call until garbage collection, and the listener list's growth slowed this
+     * peer's consumers (thousands of them, Node's MaxListenersExceededWarning).
+     */
     async pop(topic: string, signal?: AbortSignal): Promise<{ id: string; body: string } | null> {
-      const answer = await call(url, "/pop", { topic }, signal);
-      return answer.data as { id: string; body: string } | null;
+      if (signal?.aborted) throw signal.reason;
+      const own = new AbortController();
+      const onAbort = () => own.abort(signal?.reason);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      try {
+        const answer = await call(url, "/pop", { topic }, signal ? own.signal : undefined);
+        return answer.data as { id: string; body: string } | null;
+      } finally {
+        signal?.removeEventListener("abort", onAbort);
+      }
     },
     async finish(id: string) {
       await call(url, "/finish", { id });
