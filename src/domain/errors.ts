@@ -44,11 +44,13 @@ export class DelayqError extends Error {
 export function invalidRequest(error: z.ZodError, what = "request"): DelayqError {
   const problems = error.issues.slice(0, 5).map((issue) => {
     const path = issue.path.map(String).join(".");
-    const field =
-      issue.code === "unrecognized_keys"
-        ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}${path ? ` in ${path}` : ""}`
-        : path || what;
-    return issue.code === "unrecognized_keys" ? field : `${field}: ${issue.message}`;
+    if (issue.code === "unrecognized_keys") {
+      const keys = issue.keys.map((k) => `"${k}"`).join(", ");
+      return `unknown field${issue.keys.length > 1 ? "s" : ""} ${keys}${path ? ` in ${path}` : ""}`;
+    }
+    // zod's "Invalid input: expected string, ..." after "Invalid <what>:" says "invalid" twice.
+    const message = issue.message.replace(/^Invalid input: /, "");
+    return path ? `${path}: ${message}` : message;
   });
   const more = error.issues.length > 5 ? ` (and ${error.issues.length - 5} more)` : "";
   return new DelayqError("invalid_request", `Invalid ${what}: ${problems.join("; ")}${more}`);
