@@ -276,6 +276,16 @@ describe("fuzzing topic scopes (a token limited to shop-a.*)", () => {
               );
               break;
             }
+            case "results404": {
+              expect(res.status, `${where}: ${res.text.slice(0, 300)}`).toBe(200);
+              const { results } = res.json as { results: { error?: { code: string } }[] };
+              const sent = (probe.body as { jobs: unknown[] }).jobs;
+              expect(
+                results.map((r) => r.error?.code),
+                where,
+              ).toEqual(sent.map(() => "job_not_found"));
+              break;
+            }
             case "kick0":
               expect(res.status, where).toBe(200);
               expect(res.json, where).toEqual({ kicked: 0 });

@@ -427,7 +427,7 @@ const commandArb = (id: string) =>
 
 /** A request and what it must answer. */
 export type Probe = RouteRequest & {
-  expect: "403" | "404" | "envelopes" | "exists" | "kick0" | "listOwn";
+  expect: "403" | "404" | "envelopes" | "exists" | "kick0" | "listOwn" | "results404";
 };
 /** A request reaching a foreign job, by its id or from an own topic, and what it must answer. */
 export const foreignIdProbeArb: fc.Arbitrary<Probe> = foreignIdArb.chain((id) => {
@@ -444,6 +444,26 @@ export const foreignIdProbeArb: fc.Arbitrary<Probe> = foreignIdArb.chain((id) =>
     commandArb(id).map(
       (body): Probe => ({ method: "POST", path: "/v1/command", body, expect: "envelopes" }),
     ),
+    // A batch finish of foreign jobs, with their receipts or others: each one job_not_found.
+    fc
+      .array(
+        foreignIdArb.chain((other) =>
+          receiptArb(other).map((receipt) =>
+            receipt === undefined ? { id: other } : { id: other, receipt },
+          ),
+        ),
+        { minLength: 0, maxLength: 4 },
+      )
+      .chain((others) =>
+        receiptArb(id).map(
+          (receipt): Probe => ({
+            method: "POST",
+            path: "/v1/jobs/finish",
+            body: { jobs: [receipt === undefined ? { id } : { id, receipt }, ...others] },
+            expect: "results404",
+          }),
+        ),
+      ),
     fc
       .array(foreignIdArb.chain(commandArb), { minLength: 1, maxLength: 5 })
       .map((body): Probe => ({ method: "POST", path: "/v1/command", body, expect: "envelopes" })),

@@ -531,7 +531,7 @@ export type Verdict = {
  *   of the format);
  * - /v1/command answers envelopes whose errors read "<documented code>: <message>", `created`
  *   on adds and `receipt` on pops that handed a job out;
- * - /v1/jobs/batch answers `{results}` whose errors are documented codes;
+ * - /v1/jobs/batch and /v1/jobs/finish answer `{results}` whose errors are documented codes;
  * - /dashboard: HTML pages (or its stylesheet and icon), never a <script>; a redirect stays on
  *   this site under /dashboard;
  * - /compat/ouqiang: always HTTP 200 with ouqiang's envelope, `code: 1` with a documented error;
@@ -593,7 +593,7 @@ export function checkResponse(
       });
       if (!Array.isArray(res.json) && codes.length > 0) rejected = true;
     }
-    if (request.method === "POST" && path === "/v1/jobs/batch") {
+    if (request.method === "POST" && (path === "/v1/jobs/batch" || path === "/v1/jobs/finish")) {
       const { results } = res.json as { results: unknown[] };
       expect(Array.isArray(results), where).toBe(true);
       let failed = 0;
@@ -606,6 +606,8 @@ export function checkResponse(
           );
           expectCleanMessage(error.message, secrets, where);
           codes.push(error.code as ErrorCode);
+        } else if (path === "/v1/jobs/finish") {
+          expect(item, where).toEqual({ finished: true });
         } else {
           expect(item, where).toMatchObject({ created: expect.any(Boolean) });
         }

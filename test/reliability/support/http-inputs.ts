@@ -111,6 +111,7 @@ export async function seed(queue: DelayQueue, tools: SeedTools): Promise<Seeded>
 export type BodyKind =
   | "add"
   | "batch"
+  | "finishMany"
   | "receipt"
   | "release"
   | "pop"
@@ -128,6 +129,7 @@ export const ROUTES: Route[] = [
   { method: "POST", template: "/v1/jobs/batch", body: "batch" },
   { method: "GET", template: "/v1/jobs/{id}" },
   { method: "DELETE", template: "/v1/jobs/{id}" },
+  { method: "POST", template: "/v1/jobs/finish", body: "finishMany" },
   { method: "POST", template: "/v1/jobs/{id}/finish", body: "receipt" },
   { method: "POST", template: "/v1/jobs/{id}/touch", body: "receipt" },
   { method: "POST", template: "/v1/jobs/{id}/release", body: "release" },
@@ -257,6 +259,24 @@ const validBodyArb: Record<BodyKind, fc.Arbitrary<unknown>> = {
       weight: 1,
       arbitrary: fc.constantFrom(1000, 1001).map((n) => ({
         jobs: Array.from({ length: n }, (_, i) => ({ topic: "t1", id: `b${i}` })),
+      })),
+    },
+  ),
+  finishMany: fc.oneof(
+    {
+      weight: 8,
+      arbitrary: fc.record({
+        jobs: fc.array(fc.record({ id: idArb, receipt: receiptArb }, { requiredKeys: ["id"] }), {
+          minLength: 1,
+          maxLength: 4,
+        }),
+      }),
+    },
+    // At MAX_POP (100 jobs in one script call) and past it.
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(100, 101).map((n) => ({
+        jobs: Array.from({ length: n }, (_, i) => ({ id: i === 0 ? "r1" : `b${i}` })),
       })),
     },
   ),
