@@ -127,9 +127,11 @@ export class DelayqClient {
   /**
    * Finishes up to 100 reserved jobs in one request (`POST /v1/jobs/finish`): pass what `pop`
    * gave (only each job's `id` and `receipt` are sent). One result per job, in order,
-   * `{finished: true}` or `{error}`; a refused job leaves the others finished.
+   * `{finished: true}` or `{error}`; a refused job leaves the others finished. An empty list (a
+   * pop that found nothing) sends nothing and answers [].
    */
   async finishMany(jobs: readonly { id: string; receipt?: string }[]): Promise<FinishItemResult[]> {
+    if (jobs.length === 0) return [];
     const answer = await this.call({
       method: "POST",
       path: "/v1/jobs/finish",

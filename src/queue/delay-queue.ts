@@ -164,6 +164,7 @@ export class DelayQueue {
    * receipt count), or `{id, receipt?}` items (checked strictly, so that a misspelt `receipt` is
    * refused rather than ignored). Each is decided on its own, as `finish` would: one result per
    * item, in order, `{finished: true}` or `{error}` (a refused one leaves the rest finished).
+   * An empty list (a pop that found nothing) does nothing and answers [].
    */
   async finishMany(
     jobs: readonly (Job | { id: string; receipt?: string })[],

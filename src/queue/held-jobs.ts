@@ -38,16 +38,18 @@ export async function finishOne(
 
 /**
  * Finishes up to MAX_POP jobs in one script call. Each item is validated and decided on its own:
- * one result per item, in order, `{finished: true}` or `{error}`.
+ * one result per item, in order, `{finished: true}` or `{error}`. No jobs (a pop that found
+ * none) is nothing to do: no call, no results.
  */
 export async function finishMany(
   shared: Shared,
   scope: string,
   inputs: readonly unknown[],
 ): Promise<FinishItemResult[]> {
-  if (!Array.isArray(inputs) || inputs.length === 0 || inputs.length > MAX_POP) {
-    throw new DelayqError("invalid_request", `jobs: give 1 to ${MAX_POP} jobs to finish`);
+  if (!Array.isArray(inputs) || inputs.length > MAX_POP) {
+    throw new DelayqError("invalid_request", `jobs: give at most ${MAX_POP} jobs to finish`);
   }
+  if (inputs.length === 0) return [];
   const results: FinishItemResult[] = new Array(inputs.length);
   const args: string[] = [scope];
   const positions: number[] = [];

@@ -135,6 +135,9 @@ describe("happy paths", () => {
       jobs: [...jobs.map(({ id, receipt }) => ({ id, receipt })), { id: "m-9" }],
     });
     expect((await client.get("m-1")).state).toBe("finished");
+    // What an empty pop gave: nothing to send.
+    expect(await client.finishMany(await client.pop("many"))).toEqual([]);
+    expect(sent.length - before).toBe(3); // the finish, the get, the pop
   });
 
   it("touch extends the lease; release puts the job back after its delay", async () => {

@@ -177,13 +177,17 @@ final class Client
      * Finishes up to 100 reserved jobs in one request (`POST /v1/jobs/finish`): pass what `pop`
      * gave, or `['id' => ..., 'receipt' => ...]` arrays; only each job's `id` and `receipt` are
      * sent. One result per job, in order, `['finished' => true]` or `['error' => ['code',
-     * 'message']]`; a refused job leaves the others finished.
+     * 'message']]`; a refused job leaves the others finished. An empty list (a pop that found
+     * nothing) sends nothing and answers [].
      *
      * @param list<Job|FinishJob> $jobs
      * @return list<FinishItemResult>
      */
     public function finishMany(array $jobs): array
     {
+        if ($jobs === []) {
+            return []; // what a pop that found nothing gave: nothing to send
+        }
         $items = [];
         foreach ($jobs as $job) {
             // An item without an id goes as {}: the server refuses that item alone.

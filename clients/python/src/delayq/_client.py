@@ -210,7 +210,10 @@ class Client:
         """Finishes up to 100 reserved jobs in one request (``POST /v1/jobs/finish``): pass what
         ``pop`` gave, or ``{"id", "receipt"}`` dicts; only each job's ``id`` and ``receipt`` are
         sent. One result per job, in order, ``{"finished": True}`` or ``{"error": {"code",
-        "message"}}``; a refused job leaves the others finished."""
+        "message"}}``; a refused job leaves the others finished. An empty list (a pop that found
+        nothing) sends nothing and answers ``[]``."""
+        if not jobs:
+            return []
         sent = [_compact({"id": j.get("id"), "receipt": j.get("receipt")}) for j in jobs]
         answer = self._call("POST", "/v1/jobs/finish", body={"jobs": sent})
         return cast(List[FinishItemResult], _expect(answer, "results", list))
