@@ -447,7 +447,24 @@ export function machineLine(json: Json): string {
     `${fmt(num(m.runSeconds) === undefined ? undefined : (m.runSeconds as number) / 60, 0)} min) ` +
     `on commit ${String(m.commit ?? "?")}${m.uncommittedChanges ? " (with uncommitted changes)" : ""}; ` +
     `load average (1, 5, 15 min) ${loads(load.atStart)} at the start, ${loads(load.atEnd)} at the end ` +
-    "(the machine is shared: other work ran beside the benchmark)."
+    "(the machine is shared: other work ran beside the benchmark)." +
+    rerunLine(m.singleRerun as Json | undefined, loads)
+  );
+}
+
+/**
+ * A part rerun alone and merged into the results (`machine.singleRerun`): the single-job shape
+ * and the herd (`--only single`), with its own commit, date and load.
+ */
+function rerunLine(rerun: Json | undefined, loads: (list?: number[]) => string): string {
+  if (!rerun) return "";
+  const load = (rerun.loadAverage ?? {}) as { atStart?: number[]; atEnd?: number[] };
+  const date = typeof rerun.date === "string" ? rerun.date.slice(0, 10) : "?";
+  return (
+    ` The single-job and herd tables come from a rerun of that part alone (\`--only single\`) ` +
+    `of ${date} on commit ${String(rerun.commit ?? "?")}` +
+    `${rerun.uncommittedChanges ? " (with uncommitted changes)" : ""}, load average ` +
+    `${loads(load.atStart)} at the start, ${loads(load.atEnd)} at the end: compare within them.`
   );
 }
 
