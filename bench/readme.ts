@@ -52,7 +52,7 @@ function growthNote(d: ScaleResult): string {
         `at the median, ${fmt(g.longestOtherMs, 1)} ms at most.`
       : "";
   return (
-    part("Add calls (250 jobs each)", "the keyspace's hash table", d.addCalls) +
+    part(`Add calls (${d.addSlice ?? 250} jobs each)`, "the keyspace's hash table", d.addCalls) +
     part("Drain slices", "the ready list's hash table", d.drainSlices)
   );
 }

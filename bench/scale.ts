@@ -6,6 +6,7 @@ import { startBridge } from "../dev/bridge";
 import { startRedisServer } from "../dev/redis-server";
 import { type Reply, RespConnection } from "../dev/resp";
 import { DelayQueue, REDIS_CLIENT_OPTIONS } from "../src/index";
+import { ADD_SLICE } from "../src/queue/add-batch";
 import { keys } from "../src/redis/keys";
 import { scriptTexts } from "../src/redis/lua/scripts";
 import { log, startProgress } from "./lib/measure";
@@ -33,8 +34,10 @@ export type ScaleResult = {
    * and starts rehashing inside that command), and the slice times apart from those.
    */
   drainSlices: Attribution;
-  /** The same for the add calls (250 jobs each) and the keyspace's own hash table. */
+  /** The same for the add calls (`addSlice` jobs each) and the keyspace's own hash table. */
   addCalls: Attribution;
+  /** Jobs per add script call (ADD_SLICE; absent in results from before it was recorded: 250). */
+  addSlice?: number;
 };
 
 /** Calls of one kind, split by whether a hash table doubled during them. */
@@ -259,6 +262,7 @@ export async function runScale(jobs: number): Promise<ScaleResult> {
       callsOver10ms: merge(over10ms, drain.over10ms),
       drainSlices: attribute(sliceLog, drainLog),
       addCalls: attribute(addLog, addDurations),
+      addSlice: ADD_SLICE,
     };
   } finally {
     admin.close();
