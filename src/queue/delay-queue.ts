@@ -11,7 +11,7 @@ import type {
 } from "../domain/results";
 import {
   type AddJobInput,
-  type Job,
+  Job,
   JobId,
   KickInput,
   type ListableState,
@@ -313,7 +313,19 @@ export class DelayQueue {
   }
 }
 
-/** A job as the queue answers it (pop, get), rather than an item made by hand. */
+const JOB_FIELDS = new Set(Object.keys(Job.shape));
+
+/**
+ * A job as the queue answers it (pop, get), rather than an item made by hand: it has a state and
+ * a topic, and no field a job does not have (so that a misspelt `receipt` beside them is still
+ * refused by the strict item check).
+ */
 function isJob(item: unknown): item is Job {
-  return typeof item === "object" && item !== null && "state" in item && "topic" in item;
+  return (
+    typeof item === "object" &&
+    item !== null &&
+    "state" in item &&
+    "topic" in item &&
+    Object.keys(item).every((field) => JOB_FIELDS.has(field))
+  );
 }

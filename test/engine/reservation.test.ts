@@ -151,6 +151,8 @@ describe("finishMany", () => {
       { id: "nope" },
       { id: "bad id!" },
       { id: "x", receipt: "p1.x", extra: 1 } as never,
+      // A job as pop gave it, but with its receipt misspelt: not a job, so checked strictly.
+      { ...(lost as object), receipt: undefined, reciept: lost?.receipt } as never,
     ]);
     expect(results[0]).toMatchObject({
       error: { code: "stale_receipt", message: expect.stringMatching(/another reservation/) },
@@ -164,6 +166,12 @@ describe("finishMany", () => {
       error: { code: "invalid_request", message: expect.stringMatching(/^Invalid jobs\.4/) },
     });
     expect(results[5]).toMatchObject({ error: { code: "invalid_request" } });
+    expect(results[6]).toMatchObject({
+      error: {
+        code: "invalid_request",
+        message: expect.stringMatching(/unknown fields .*"reciept"/),
+      },
+    });
     expect((await queue.get("kept")).state).toBe("reserved");
     expect((await queue.get("lost")).state).toBe("finished");
     expect((await queue.get("later")).state).toBe("delayed");

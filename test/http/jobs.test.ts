@@ -221,6 +221,8 @@ describe("POST /v1/jobs/finish", () => {
           { id: c?.id },
           { id: "nope" },
           { id: "a", reciept: a?.receipt },
+          // Job-shaped, as pop gave it, with the receipt misspelt: still refused.
+          { ...b, receipt: undefined, reciept: b?.receipt },
         ],
       },
     });
@@ -234,6 +236,12 @@ describe("POST /v1/jobs/finish", () => {
         error: {
           code: "invalid_request",
           message: expect.stringMatching(/jobs\.4.*unknown field "reciept"/),
+        },
+      },
+      {
+        error: {
+          code: "invalid_request",
+          message: expect.stringMatching(/jobs\.5: unknown fields .*"reciept"/),
         },
       },
     ]);
