@@ -135,9 +135,14 @@ describe("happy paths", () => {
       jobs: [...jobs.map(({ id, receipt }) => ({ id, receipt })), { id: "m-9" }],
     });
     expect((await client.get("m-1")).state).toBe("finished");
+    // An item made by hand goes as it is: a misspelt receipt is refused, not dropped.
+    const [refused] = await client.finishMany([{ id: "m-9", reciept: "p1.x" } as never]);
+    expect(refused).toMatchObject({
+      error: { code: "invalid_request", message: expect.stringMatching(/"reciept"/) },
+    });
     // What an empty pop gave: nothing to send.
     expect(await client.finishMany(await client.pop("many"))).toEqual([]);
-    expect(sent.length - before).toBe(3); // the finish, the get, the pop
+    expect(sent.length - before).toBe(4); // the finish, the get, the refused finish, the pop
   });
 
   it("touch extends the lease; release puts the job back after its delay", async () => {

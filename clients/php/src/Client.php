@@ -190,8 +190,12 @@ final class Client
         }
         $items = [];
         foreach ($jobs as $job) {
-            // An item without an id goes as {}: the server refuses that item alone.
-            $items[] = self::fields(['id' => $job['id'] ?? null, 'receipt' => $job['receipt'] ?? null]);
+            // A job as pop answered it goes as its id and receipt; an item made by hand goes as it
+            // is (a null receipt left out), so that the server refuses a misspelt field instead
+            // of finishing for whoever holds it.
+            $items[] = isset($job['state'])
+                ? self::fields(['id' => $job['id'] ?? null, 'receipt' => $job['receipt'] ?? null])
+                : self::fields($job);
         }
         $answer = $this->call('POST', '/v1/jobs/finish', body: ['jobs' => $items]);
         /** @var list<FinishItemResult> */

@@ -189,6 +189,11 @@ final class JobsTest extends ServiceTestCase
         self::assertSame(['delayed' => 0, 'ready' => 1, 'reserved' => 0, 'dead' => 0], $dq->topic($topic)['counts']);
         // again with the same receipts: finishing a finished job succeeds
         self::assertSame(array_fill(0, 3, ['finished' => true]), $dq->finishMany($jobs));
+        // an item made by hand goes as it is: a misspelt receipt is refused, not dropped
+        [$refused] = $dq->finishMany([['id' => self::uid('m-ready'), 'reciept' => 'p1.x']]);
+        self::assertSame('invalid_request', $refused['error']['code'] ?? null);
+        self::assertStringContainsString('reciept', $refused['error']['message'] ?? '');
+
         // what an empty pop gave: nothing to send
         $before = count($server->requests());
         $via = self::client($server->url);

@@ -164,6 +164,14 @@ def test_finish_many_finishes_what_a_pop_gave_in_one_request(
     # Again with the same receipts: finishing a finished job succeeds.
     assert dq.finish_many(jobs) == [{"finished": True}] * 3
 
+    # An item made by hand goes as it is: a misspelt receipt is refused, not dropped.
+    misspelt: delayq.FinishJob = {"id": jid("ready")}
+    misspelt["reciept"] = "p1.x"  # type: ignore[typeddict-unknown-key]
+    [refused] = dq.finish_many([misspelt])
+    assert "error" in refused and refused["error"]["code"] == "invalid_request"
+    assert "reciept" in refused["error"]["message"]
+    assert dq.get(jid("ready"))["state"] == "ready"
+
     # What an empty pop gave: nothing to send.
     before = len(proxy.seen)
     with delayq.Client(proxy.url, token) as via:
