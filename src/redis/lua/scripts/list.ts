@@ -66,7 +66,8 @@ end
 -- An id listed twice in a slot (a job replaced into its own slot) is listed once per page.
 local function fromSlots(from, at)
   local seen = {}
-  local slots = rcall("ZRANGE", key.slots(topic), from, "+inf", "BYSCORE", "LIMIT", 0, room + 1)
+  local fetch, ended = room + 1, 0
+  local slots = rcall("ZRANGE", key.slots(topic), from, "+inf", "BYSCORE", "LIMIT", 0, fetch)
   for _, name in ipairs(slots) do
     if name ~= tostring(from) then at = 0 end
     if room == 0 then
@@ -91,7 +92,12 @@ local function fromSlots(from, at)
       out[1] = "s" .. name .. ":" .. (at + room)
       return
     end
-    room, at = room - #ids, 0
+    room, at, ended = room - #ids, 0, at + #ids
+  end
+  -- Every slot read ended inside the page, but a slot that gave no id (the cursor's slot, read
+  -- past its end) left the read cut short of the slots after it: go on from the last one's end.
+  if #slots == fetch then
+    out[1] = "s" .. slots[#slots] .. ":" .. ended
   end
 end
 
