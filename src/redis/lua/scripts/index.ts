@@ -1,5 +1,6 @@
 // The registry of scripts: one file per transition, each with its Lua and its reply parser.
 import { LUA_LIB } from "../lib";
+import { libraryFor, statementsOf } from "../lib/shake";
 import type { Script } from "../script";
 import { add } from "./add";
 import { deleteDead, kick } from "./dead-letter";
@@ -43,9 +44,20 @@ export const SCRIPTS = {
 
 export type ScriptName = keyof typeof SCRIPTS;
 
-/** The full text of a script as sent to Redis: the shared library, then the script. */
+const LIBRARY = statementsOf(LUA_LIB);
+const texts = new WeakMap<Script<unknown>, string>();
+
+/**
+ * The full text of a script as sent to Redis: the part of the shared library it calls
+ * (lib/shake.ts), then the script.
+ */
 export function scriptText(script: Script<unknown>): string {
-  return `${LUA_LIB}\n${script.lua}`;
+  let text = texts.get(script);
+  if (text === undefined) {
+    text = `${libraryFor(LIBRARY, script.lua)}\n${script.lua}`;
+    texts.set(script, text);
+  }
+  return text;
 }
 
 /** Every script's full text, by name (for SCRIPT LOAD in tools and benchmarks). */
