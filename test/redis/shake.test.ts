@@ -16,6 +16,9 @@ local A, B = 1, 2
 local function unused()
   return A
 end
+local function setup()
+  redis.setresp(2)
+end
 local function load(id)
   -- an indented comment naming unused()
   return rcall("GET", key.job(id))
@@ -27,6 +30,7 @@ local function age(id)
   end
 end
 redis.setresp(2)
+setup()
 `;
 
 describe("the library each script carries", () => {
@@ -41,11 +45,13 @@ describe("the library each script carries", () => {
       ["key"],
       ["A", "B"],
       ["unused"],
+      ["setup"],
       ["load"],
       ["age"],
       [],
+      [],
     ]);
-    expect(statements[7]?.text).toContain('return rcall("GET", key.job(id))\nend');
+    expect(statements[8]?.text).toContain('return rcall("GET", key.job(id))\nend');
   });
 
   it("keeps what a script calls and what that calls, in order, and drops the rest", () => {
@@ -58,6 +64,9 @@ describe("the library each script carries", () => {
         'key.job = function(x) return "j:" .. x end',
         'key.topics = "topics"',
         "local A, B = 1, 2",
+        "local function setup()",
+        "  redis.setresp(2)",
+        "end",
         "local function load(id)",
         "  -- an indented comment naming unused()",
         '  return rcall("GET", key.job(id))',
@@ -69,9 +78,15 @@ describe("the library each script carries", () => {
         "  end",
         "end",
         "redis.setresp(2)",
+        "setup()",
       ].join("\n"),
     );
-    expect(libraryFor(statements, "return 1")).toBe("redis.setresp(2)");
+    // A statement kept for its effect keeps what it calls.
+    expect(libraryFor(statements, "return 1")).toBe(
+      ["local function setup()", "  redis.setresp(2)", "end", "redis.setresp(2)", "setup()"].join(
+        "\n",
+      ),
+    );
   });
 
   it("refuses a library statement it cannot read the names of", () => {

@@ -77,7 +77,9 @@ export function libraryFor(statements: readonly Statement[], script: string): st
       byName.set(name, [...(byName.get(name) ?? []), statement]);
   }
   const needed = new Set<string>();
-  const queue = [...words(script)];
+  // What a kept statement mentions is needed as much as what the script does.
+  const kept = statements.filter((s) => s.defines.length === 0).flatMap((s) => [...s.mentions]);
+  const queue = [...words(script), ...kept];
   while (queue.length > 0) {
     const name = queue.pop() as string;
     if (needed.has(name) || !byName.has(name)) continue;
