@@ -22,6 +22,26 @@ describe("topics", () => {
     });
   });
 
+  it("reads the earliest due time from whichever index holds jobs, or the first slot", async () => {
+    const { queue, clock } = testQueue();
+    const slotMs = 600_000;
+    // Only delayed jobs; then only slotted ones (due hours ahead: a slot list, not the index).
+    await queue.addBatch([
+      { topic: "delayed", id: "d2", delay: 20 },
+      { topic: "delayed", id: "d1", delay: 10 },
+    ]);
+    const far = clock.now + 3 * 3_600_000 + 1234;
+    await queue.add({ topic: "slotted", id: "s", runAt: far });
+    await queue.add({ topic: "emptied", id: "e" });
+    await queue.delete("e");
+    const stats = await Promise.all(["delayed", "slotted", "emptied"].map((t) => queue.topic(t)));
+    expect(stats.map((t) => [t.topic, t.counts, t.oldestDueAt])).toEqual([
+      ["delayed", { delayed: 2, ready: 0, reserved: 0, dead: 0 }, clock.now + 10_000],
+      ["slotted", { delayed: 1, ready: 0, reserved: 0, dead: 0 }, far - (far % slotMs)],
+      ["emptied", { delayed: 0, ready: 0, reserved: 0, dead: 0 }, undefined],
+    ]);
+  });
+
   it("lists topics by name in pages", async () => {
     const { queue } = testQueue();
     for (const topic of ["b", "a", "c"]) await queue.add({ topic });
