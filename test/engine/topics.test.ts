@@ -40,6 +40,13 @@ describe("topics", () => {
       ["slotted", { delayed: 1, ready: 0, reserved: 0, dead: 0 }, far - (far % slotMs)],
       ["emptied", { delayed: 0, ready: 0, reserved: 0, dead: 0 }, undefined],
     ]);
+    // Once its slot opens (10 minutes before the slot starts), reading the stats moves the job
+    // into the delay bucket, with no tick or pop first: its exact due time shows.
+    clock.set(far - (far % slotMs) - slotMs);
+    expect(await queue.topic("slotted")).toMatchObject({
+      counts: { delayed: 1, ready: 0, reserved: 0, dead: 0 },
+      oldestDueAt: far,
+    });
   });
 
   it("lists topics by name in pages", async () => {
