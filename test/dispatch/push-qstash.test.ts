@@ -185,6 +185,26 @@ describe("push via QStash", () => {
     expect(app.receiver.received).toHaveLength(0);
   });
 
+  it("cancels quietly a message QStash no longer holds, and says why a cancel was refused", async () => {
+    const settings = {
+      url: qstash.url,
+      token: qstash.token,
+      currentSigningKey: qstash.currentSigningKey,
+      nextSigningKey: qstash.nextSigningKey,
+    };
+    const logged = vi.spyOn(console, "error");
+    try {
+      // Delivered, failed or cancelled already (QStash answers 404): nothing to stop, no log.
+      await expect(createQStash(settings).cancel("msg_gone")).resolves.toBeUndefined();
+      expect(logged).not.toHaveBeenCalled();
+      await expect(
+        createQStash({ ...settings, token: "not-the-token" }).cancel("msg_gone"),
+      ).rejects.toThrow(/HTTP 401 to cancelling message msg_gone/);
+    } finally {
+      logged.mockRestore();
+    }
+  });
+
   it("settles once when the callback comes twice, and refuses a forged callback", async () => {
     const app = await setup();
     await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "c1" } });
