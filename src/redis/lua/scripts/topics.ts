@@ -20,11 +20,6 @@ export type TopicRow = {
 const TOPIC_STATS_FN = `
 -- Counts per state in O(log n), the earliest due time (-1: none) and the config JSON ("": none).
 -- Jobs in slot lists count as delayed.
--- The lowest score of a non-empty sorted set.
-local function lowest(index)
-  local first = rcall("ZRANGE", index, 0, 0, "WITHSCORES")
-  return tonumber(first[2])
-end
 local function stats(topic)
   -- Ids of open slots are moved first (up to 1000; a tick or pop moves them too), so that the
   -- jobs counted as slotted are all due later than now; not looked for while the topic's
@@ -36,20 +31,18 @@ local function stats(topic)
   local ready = rcall("ZCARD", key.ready(topic))
   -- An empty index has no first entry to read, and due jobs not promoted yet (counted as ready)
   -- are counted only when the first delayed one is due.
-  local firstDelayed = delayed > 0 and lowest(key.delayed(topic))
-  local firstReady = ready > 0 and lowest(key.ready(topic))
+  local firstDelayed = delayed > 0 and head(key.delayed(topic))
+  local firstReady = ready > 0 and head(key.ready(topic))
   local due = 0
   if firstDelayed and firstDelayed <= NOW then
     due = rcall("ZCOUNT", key.delayed(topic), "-inf", NOW)
   end
   delayed, ready = delayed - due + slotted, ready + due
-  local oldest = -1
-  for _, first in ipairs({firstReady or -1, firstDelayed or -1}) do
-    if first >= 0 and (oldest < 0 or first < oldest) then oldest = first end
-  end
+  local oldest = firstReady or -1
+  if firstDelayed and (oldest < 0 or firstDelayed < oldest) then oldest = firstDelayed end
   if oldest < 0 and slotted > 0 then
     -- Only slotted jobs: the start of the first slot, a lower bound of their due times.
-    oldest = lowest(key.slots(topic)) or -1
+    oldest = head(key.slots(topic)) or -1
   end
   local pushed = rcall("HMGET", key.stats(topic), "delivered", "failed")
   return {topic, delayed, ready, rcall("ZCARD", key.reserved(topic)),
