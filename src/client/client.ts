@@ -127,7 +127,7 @@ export class DelayqClient {
   /**
    * Finishes up to 100 reserved jobs in one request (`POST /v1/jobs/finish`): pass what `pop`
    * gave (only each job's `id` and `receipt` are sent), or `{id, receipt?}` items (sent as they
-   * are, so the server refuses a misspelt field). One result per job, in order,
+   * are, as is a job read with `get`, so the server refuses a misspelt field). One result per job, in order,
    * `{finished: true}` or `{error}`; a refused job leaves the others finished. An empty list (a
    * pop that found nothing) sends nothing and answers [].
    */
@@ -136,14 +136,13 @@ export class DelayqClient {
     const answer = await this.call({
       method: "POST",
       path: "/v1/jobs/finish",
-      // A job as pop answered it goes as its id and receipt; an item made by hand goes as it is,
-      // so that the server refuses a misspelt field instead of finishing for whoever holds it.
+      // A job as pop answered it (with its state and receipt) goes as its id and receipt. Any
+      // other item goes as it is, a job read with `get` too, so that the server refuses a
+      // misspelt field (`reciept`) instead of finishing the job for whoever holds it.
       body: {
         jobs: jobs.map((job) =>
-          "state" in job
-            ? job.receipt === undefined
-              ? { id: job.id }
-              : { id: job.id, receipt: job.receipt }
+          "state" in job && typeof job.receipt === "string"
+            ? { id: job.id, receipt: job.receipt }
             : job,
         ),
       },

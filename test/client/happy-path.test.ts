@@ -145,6 +145,26 @@ describe("happy paths", () => {
     expect(sent.length - before).toBe(4); // the finish, the get, the refused finish, the pop
   });
 
+  it("finishMany sends a job read with get as it is, so a misspelt receipt is refused", async () => {
+    const { client } = setup();
+    await client.add({ topic: "got", id: "g-1" });
+    // Read while ready: job-shaped, without a receipt.
+    const got = await client.get("g-1");
+    expect(got).toMatchObject({ state: "ready" });
+    expect(got.receipt).toBeUndefined();
+    const [popped] = await client.pop("got");
+    // Not cut down to its id, which would finish the job for whoever holds it.
+    const [refused] = await client.finishMany([{ ...got, reciept: popped?.receipt } as never]);
+    expect(refused).toMatchObject({
+      error: { code: "invalid_request", message: expect.stringMatching(/"reciept"/) },
+    });
+    expect((await client.get("g-1")).state).toBe("reserved");
+    // The same job with its receipt spelt right finishes.
+    expect(await client.finishMany([{ ...got, receipt: popped?.receipt }])).toEqual([
+      { finished: true },
+    ]);
+  });
+
   it("touch extends the lease; release puts the job back after its delay", async () => {
     const { t, client } = setup();
     await client.add({ topic: "lease", id: "l-1" });

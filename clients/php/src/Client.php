@@ -175,8 +175,9 @@ final class Client
 
     /**
      * Finishes up to 100 reserved jobs in one request (`POST /v1/jobs/finish`): pass what `pop`
-     * gave, or `['id' => ..., 'receipt' => ...]` arrays; only each job's `id` and `receipt` are
-     * sent. One result per job, in order, `['finished' => true]` or `['error' => ['code',
+     * gave (only each job's `id` and `receipt` are sent), or `['id' => ..., 'receipt' => ...]`
+     * arrays (sent as they are, as is a job read with `get`, so the server refuses a misspelt
+     * field). One result per job, in order, `['finished' => true]` or `['error' => ['code',
      * 'message']]`; a refused job leaves the others finished. An empty list (a pop that found
      * nothing) sends nothing and answers [].
      *
@@ -190,11 +191,12 @@ final class Client
         }
         $items = [];
         foreach ($jobs as $job) {
-            // A job as pop answered it goes as its id and receipt; an item made by hand goes as it
-            // is (a null receipt left out), so that the server refuses a misspelt field instead
-            // of finishing for whoever holds it.
-            $items[] = isset($job['state'])
-                ? self::fields(['id' => $job['id'] ?? null, 'receipt' => $job['receipt'] ?? null])
+            // A job as pop answered it (with its state and receipt) goes as its id and receipt.
+            // Any other item goes as it is (a null field left out), a job read with get too, so
+            // that the server refuses a misspelt field ('reciept') instead of finishing the job
+            // for whoever holds it.
+            $items[] = isset($job['state']) && is_string($job['receipt'] ?? null)
+                ? ['id' => $job['id'] ?? null, 'receipt' => $job['receipt']]
                 : self::fields($job);
         }
         $answer = $this->call('POST', '/v1/jobs/finish', body: ['jobs' => $items]);

@@ -194,6 +194,19 @@ final class JobsTest extends ServiceTestCase
         self::assertSame('invalid_request', $refused['error']['code'] ?? null);
         self::assertStringContainsString('reciept', $refused['error']['message'] ?? '');
 
+        // a job read with get while ready (no receipt) goes as it is too, not cut down to its
+        // id (which would finish it for whoever holds it): a misspelt receipt on it is refused
+        $got = $dq->get(self::uid('m-ready'));
+        self::assertSame('ready', $got['state']);
+        self::assertArrayNotHasKey('receipt', $got);
+        [$popped] = $dq->pop($topic);
+        self::assertSame(self::uid('m-ready'), $popped['id']);
+        [$refused] = $dq->finishMany([[...$got, 'reciept' => $popped['receipt']]]);
+        self::assertSame('invalid_request', $refused['error']['code'] ?? null);
+        self::assertStringContainsString('reciept', $refused['error']['message'] ?? '');
+        self::assertSame('reserved', $dq->get($popped['id'])['state']);
+        self::assertSame([['finished' => true]], $dq->finishMany([[...$got, 'receipt' => $popped['receipt']]]));
+
         // what an empty pop gave: nothing to send
         $before = count($server->requests());
         $via = self::client($server->url);

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
-from typing import Callable, List
+from typing import Any, Callable, Dict, List, cast
 
 import pytest
 
@@ -171,6 +171,20 @@ def test_finish_many_finishes_what_a_pop_gave_in_one_request(
     assert "error" in refused and refused["error"]["code"] == "invalid_request"
     assert "reciept" in refused["error"]["message"]
     assert dq.get(jid("ready"))["state"] == "ready"
+
+    # A job read with get while ready (no receipt) goes as it is too, not cut down to its id
+    # (which would finish it for whoever holds it): a misspelt receipt on it is refused.
+    got = dq.get(jid("ready"))
+    assert got["state"] == "ready" and "receipt" not in got
+    [popped] = dq.pop(topic, count=1)
+    assert popped["id"] == jid("ready")
+    misread: Dict[str, Any] = {**got, "reciept": popped["receipt"]}
+    [refused] = dq.finish_many([cast(delayq.FinishJob, misread)])
+    assert "error" in refused and refused["error"]["code"] == "invalid_request"
+    assert "reciept" in refused["error"]["message"]
+    assert dq.get(popped["id"])["state"] == "reserved"
+    spelt: Dict[str, Any] = {**got, "receipt": popped["receipt"]}
+    assert dq.finish_many([cast(delayq.FinishJob, spelt)]) == [{"finished": True}]
 
     # What an empty pop gave: nothing to send.
     before = len(proxy.seen)

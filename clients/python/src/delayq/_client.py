@@ -208,16 +208,20 @@ class Client:
 
     def finish_many(self, jobs: Sequence[FinishJob]) -> List[FinishItemResult]:
         """Finishes up to 100 reserved jobs in one request (``POST /v1/jobs/finish``): pass what
-        ``pop`` gave, or ``{"id", "receipt"}`` dicts; only each job's ``id`` and ``receipt`` are
-        sent. One result per job, in order, ``{"finished": True}`` or ``{"error": {"code",
+        ``pop`` gave (only each job's ``id`` and ``receipt`` are sent), or ``{"id", "receipt"}``
+        dicts (sent as they are, as is a job read with ``get``, so the server refuses a misspelt
+        field). One result per job, in order, ``{"finished": True}`` or ``{"error": {"code",
         "message"}}``; a refused job leaves the others finished. An empty list (a pop that found
         nothing) sends nothing and answers ``[]``."""
         if not jobs:
             return []
-        # A job as pop answered it goes as its id and receipt; an item made by hand goes as it is,
-        # so that the server refuses a misspelt field instead of finishing for whoever holds it.
+        # A job as pop answered it (with its state and receipt) goes as its id and receipt. Any
+        # other item goes as it is, a job read with get too, so that the server refuses a
+        # misspelt field ("reciept") instead of finishing the job for whoever holds it.
         sent = [
-            _compact({"id": j.get("id"), "receipt": j.get("receipt")}) if "state" in j else _compact(j)
+            {"id": j.get("id"), "receipt": j["receipt"]}
+            if "state" in j and isinstance(j.get("receipt"), str)
+            else _compact(j)
             for j in jobs
         ]
         answer = self._call("POST", "/v1/jobs/finish", body={"jobs": sent})
