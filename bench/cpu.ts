@@ -18,6 +18,8 @@ const { values } = parseArgs({
     driver: { type: "string", default: "rest,tcp" },
     jobs: { type: "string", default: "1500" },
     reps: { type: "string", default: "3" },
+    // Lifecycles before each repetition (0: a fresh process's first requests, V8 still compiling).
+    warmup: { type: "string", default: String(SINGLE_DEFAULTS.warmup) },
     profile: { type: "string" },
   },
 });
@@ -25,10 +27,12 @@ const { values } = parseArgs({
 const drivers = (values.driver ?? "").split(",") as Driver[];
 const jobs = Number(values.jobs);
 const reps = Number(values.reps);
+const warmup = Number(values.warmup);
 if (!Number.isInteger(jobs) || jobs <= 0 || !Number.isInteger(reps) || reps <= 0) {
   throw new Error("--jobs and --reps want positive integers");
 }
-const options = { ...SINGLE_DEFAULTS, jobs, warmup: 200 };
+if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup wants an integer ≥ 0");
+const options = { ...SINGLE_DEFAULTS, jobs, warmup };
 const median = (xs: number[]) => {
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);

@@ -6,7 +6,10 @@ import { processCpuMs } from "../lib/processes";
 import type { JobBody } from "../lib/types";
 import { makeBody } from "../lib/workloads";
 import { type OuqiangServer, ouqiangApi, ouqiangBinary, startOuqiang } from "../peers/ouqiang";
-import { cpuMsSince, type SingleRun, timeShape } from "./shape";
+import { cpuMsSince, type ShapeApi, type SingleRun, timeShape } from "./shape";
+
+type OuqiangJob = { id: string; body: string };
+
 import { type SingleOptions, sleep } from "./stack";
 
 /** A redis-server, its command counter and ouqiang's server on it. */
@@ -53,10 +56,10 @@ export async function runOuqiangSingle(
   const topic = "single";
   const { counter, redisPid, server, api, close } = await openOuqiang(found.bin);
   try {
-    const ready = async (count: number, timeoutMs: number) => {
+    const ready = async (t: string, count: number, timeoutMs: number) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const reply = await counter.command("LLEN", `dq_queue_${topic}`);
+        const reply = await counter.command("LLEN", `dq_queue_${t}`);
         if (reply.type === "integer" && reply.value >= count) return;
         if (Date.now() > deadline) throw new Error(`ouqiang: ${count} jobs not ready in time`);
         await sleep(20);
@@ -70,34 +73,34 @@ export async function runOuqiangSingle(
         ttr: options.ouqiangTtr,
         body: JSON.stringify(makeBody(i)),
       });
-    // Warm up: connections in the pool, the timers running.
-    for (let i = 0; i < Math.min(options.warmup, 50); i++) await push(i, "warm");
-    await sleep(2_500);
-    for (let i = 0; i < Math.min(options.warmup, 50); i++) {
-      const job = await api.pop("warm");
-      if (job) await api.finish(job.id);
+    /** The shape's calls on topic `t`, whose pops start once `jobs` are ready there. */
+    const shapeOn = (t: string, jobs: number): ShapeApi<OuqiangJob> => ({
+      add: (i) => push(i, t),
+      pop: async (signal) => {
+        const job = await api.pop(t, signal);
+        return job ? [job] : [];
+      },
+      order: (job) => (JSON.parse(job.body) as JobBody).order,
+      finish: (job) => api.finish(job.id),
+      beforePops: () => ready(t, jobs, 30_000),
+    });
+    // Warm up as delayq does (bench/single/shape.ts): the same shape, untimed, on a topic of its
+    // own, so that connections are pooled and the benchmark's own HTTP client is as warm as it is
+    // for delayq.
+    if (options.warmup > 0) {
+      await timeShape("ouqiang/delay-queue warm-up", "pushed", shapeOn("warm", options.warmup), {
+        ...options,
+        jobs: options.warmup,
+      });
+      // Its warm-up leases sit in a bucket until ttr after their pops: let them go first.
+      await sleep((options.ouqiangTtr + 2) * 1000);
     }
-    await sleep((options.ouqiangTtr + 2) * 1000);
 
     const before = await counter.snapshot();
     const cpuBefore = processCpuMs(server.pid);
     const redisCpuBefore = processCpuMs(redisPid);
     const clientCpuBefore = process.cpuUsage();
-    const run = await timeShape(
-      "ouqiang/delay-queue",
-      "pushed",
-      {
-        add: (i) => push(i, topic),
-        pop: async (signal) => {
-          const job = await api.pop(topic, signal);
-          return job ? [job] : [];
-        },
-        order: (job) => (JSON.parse(job.body) as JobBody).order,
-        finish: (job) => api.finish(job.id),
-        beforePops: () => ready(n, 30_000),
-      },
-      options,
-    );
+    const run = await timeShape("ouqiang/delay-queue", "pushed", shapeOn(topic, n), options);
     const cpuMs = processCpuMs(server.pid) - cpuBefore;
     const redisCpuMs = processCpuMs(redisPid) - redisCpuBefore;
     const clientCpuMs = cpuMsSince(clientCpuBefore);

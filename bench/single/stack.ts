@@ -13,14 +13,16 @@ import { connectRedis, type TcpRedis } from "../../src/redis/tcp";
 import { CommandCounter, type CommandDelta, commandDelta } from "../lib/measure";
 import { type BridgeProcess, startBridgeProcess } from "../lib/processes";
 import type { JobBody } from "../lib/types";
-import { makeBody } from "../lib/workloads";
 
 export type SingleOptions = {
   /** Jobs per single-job run. */
   jobs: number;
   /** Producers adding one job per request at once, and consumers popping at once. */
   concurrency: number;
-  /** Lifecycles run before measuring (scripts loaded, connections open, JIT warm). */
+  /**
+   * Lifecycles run before each measured run, in its own shape and untimed (scripts loaded,
+   * connections open, V8's optimizing compiler done with the hot paths).
+   */
   warmup: number;
   /** Herd: jobs falling due over `herdSpanMs` while the consumers long-poll. */
   herdJobs: number;
@@ -42,7 +44,7 @@ export type SingleOptions = {
 export const SINGLE_DEFAULTS: SingleOptions = {
   jobs: 5_000,
   concurrency: 8,
-  warmup: 200,
+  warmup: 3_000,
   herdJobs: 1_000,
   herdSpanMs: 10_000,
   herdSettleMs: 3_000,
@@ -57,7 +59,7 @@ export const SINGLE_DEFAULTS: SingleOptions = {
 export const SINGLE_QUICK: SingleOptions = {
   ...SINGLE_DEFAULTS,
   jobs: 300,
-  warmup: 20,
+  warmup: 100,
   herdJobs: 200,
   herdSpanMs: 3_000,
   herdSettleMs: 1_500,
@@ -233,13 +235,5 @@ export async function longPoll(
   } catch (error) {
     if (signal.aborted) return null;
     throw error;
-  }
-}
-
-/** Adds, pops and finishes `n` jobs one at a time on a topic of its own. */
-export async function warmUp(api: Api, topic: string, n: number): Promise<void> {
-  for (let i = 0; i < n; i++) {
-    await api.add(topic, makeBody(i));
-    for (const job of await api.pop(topic, 1, 0)) await api.finish(job.id, job.receipt);
   }
 }
