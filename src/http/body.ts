@@ -70,7 +70,8 @@ function parsedBody(
   (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(text);
   // Routes that add jobs take this copy, whose job bodies are the text the client sent
   // (numbers JavaScript cannot hold survive): see requestJson.
-  if (keepRawBodies(new URL(request.url).pathname, text, parsed)) c.set("rawJson", parsed);
+  // The path the router matched (no second parse of the URL).
+  if (keepRawBodies(c.req.path, text, parsed)) c.set("rawJson", parsed);
   return next();
 }
 

@@ -16,8 +16,11 @@ type Known = { pattern: RegExp; method: string; names: Set<string> };
 export function knownQueryOnly(app: OpenAPIHono<AppEnv>): MiddlewareHandler<AppEnv> {
   let known: Known[] | undefined;
   return async (c, next) => {
-    const url = new URL(c.req.url);
-    if (url.search.length > 1) {
+    const href = c.req.url;
+    const mark = href.indexOf("?");
+    // Most requests have no query: no URL to parse for them.
+    if (mark >= 0 && mark < href.length - 1) {
+      const url = new URL(href);
       known ??= readRegistry(app);
       // Hono answers a HEAD with the GET route: its parameters are the GET's.
       const method = c.req.method === "HEAD" ? "get" : c.req.method.toLowerCase();

@@ -43,30 +43,54 @@ import { readTopicPage, readTopicStats, setTopicConfig } from "./topics";
  */
 export const TICK_SLICE = { jobs: 500, topics: 100 } as const;
 
+/** What a view of a queue sets for itself; the rest of its options are its queue's. */
+type ViewOptions = Pick<DelayQueueOptions, "scope" | "onPushed">;
+
+/** Scopes in Lua's form, by scope: a server's views share their token's scope (one array). */
+const luaScopes = new WeakMap<readonly string[], string>();
+
+function luaScopeOf(scope: TopicScope): string {
+  if (scope === undefined) return "";
+  let lua = luaScopes.get(scope);
+  if (lua === undefined) {
+    lua = scopeToLua(scope);
+    luaScopes.set(scope, lua);
+  }
+  return lua;
+}
+
 export class DelayQueue {
   private readonly shared: Shared;
   /** The topics this view may act on; undefined: all. */
   readonly scope: TopicScope;
   private readonly luaScope: string;
+  private readonly onPushed: DelayQueueOptions["onPushed"];
 
-  /** @param shared internal: the state a scoped view shares with the queue it came from */
+  /**
+   * @param shared internal: the state a scoped view shares with the queue it came from
+   * @param view internal: what a view sets for itself (a server makes one per request, so it
+   *   copies nothing)
+   */
   constructor(
     private readonly options: DelayQueueOptions,
     shared?: Shared,
+    view?: ViewOptions,
   ) {
-    this.scope = options.scope;
-    this.luaScope = scopeToLua(options.scope);
+    const { scope, onPushed } = view ?? options;
+    this.scope = scope;
+    this.onPushed = onPushed;
+    this.luaScope = luaScopeOf(scope);
     this.shared = shared ?? share(options);
   }
 
   /** This queue limited to topics matching the patterns (see `DelayQueueOptions.scope`). */
   withScope(scope: TopicScope): DelayQueue {
-    return new DelayQueue({ ...this.options, scope }, this.shared);
+    return new DelayQueue(this.options, this.shared, { scope, onPushed: this.onPushed });
   }
 
   /** This queue with another scope and push hook (a server makes one per request). */
-  view(options: Pick<DelayQueueOptions, "scope" | "onPushed">): DelayQueue {
-    return new DelayQueue({ ...this.options, ...options }, this.shared);
+  view(options: ViewOptions): DelayQueue {
+    return new DelayQueue(this.options, this.shared, options);
   }
 
   /** The clock scripts get their `now` from. */
@@ -118,7 +142,7 @@ export class DelayQueue {
       if (job.state === "ready") this.shared.wakeups.offer(job.topic);
       else this.shared.wakeups.dueAt(job.topic, job.dueAt);
     }
-    if (pushed.length > 0) this.options.onPushed?.(pushed);
+    if (pushed.length > 0) this.onPushed?.(pushed);
     return results;
   }
 
@@ -259,8 +283,7 @@ export class DelayQueue {
     const set = await setTopicConfig(this.shared, topic, input, mode);
     // Jobs already waiting became claimable: those due now go out at once, not at the next tick.
     const push = set.config.push;
-    if (push)
-      this.options.onPushed?.([{ topic, via: push.via ?? "direct", dueAt: this.shared.clock() }]);
+    if (push) this.onPushed?.([{ topic, via: push.via ?? "direct", dueAt: this.shared.clock() }]);
     return set;
   }
 

@@ -78,7 +78,8 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
           );
         }
         const results: CommandResult[] = [];
-        for (const command of input) results.push(await runCommand(c.var.queue, command, signal));
+        for (const command of input)
+          results.push(await runCommand(c.get("queue"), command, signal));
         if (results.every((result) => result.error.startsWith("redis_unavailable"))) {
           // Nothing happened: say so in the status, so that a client knows a retry is safe.
           c.header("Retry-After", "1");
@@ -86,7 +87,7 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
         }
         return jsonBody(c, results, 200);
       }
-      const result = await runCommand(c.var.queue, input, signal);
+      const result = await runCommand(c.get("queue"), input, signal);
       if (result.error.startsWith("redis_unavailable")) {
         c.header("Retry-After", "1");
         return jsonBody(c, result, 503);

@@ -43,7 +43,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
       },
     }),
     async (c) => {
-      const result = await c.var.queue.add(requestJson(c, c.req.valid("json")));
+      const result = await c.get("queue").add(requestJson(c, c.req.valid("json")));
       return result.created ? jsonBody(c, result, 201) : jsonBody(c, result, 200);
     },
   );
@@ -63,7 +63,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     }),
     async (c) => {
       const { jobs } = requestJson(c, c.req.valid("json"));
-      const results = await c.var.queue.addBatch(jobs);
+      const results = await c.get("queue").addBatch(jobs);
       return jsonBody(c, { results }, 200);
     },
   );
@@ -78,7 +78,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
       request: { params: IdParam },
       responses: { 200: json(JobBody, "The job"), ...errors(403, 404) },
     }),
-    async (c) => jsonBody(c, { job: await c.var.queue.get(c.req.valid("param").id) }, 200),
+    async (c) => jsonBody(c, { job: await c.get("queue").get(c.req.valid("param").id) }, 200),
   );
 
   app.openapi(
@@ -99,7 +99,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
       },
     }),
     async (c) => {
-      await c.var.queue.delete(c.req.valid("param").id);
+      await c.get("queue").delete(c.req.valid("param").id);
       return c.json({ deleted: true as const }, 200);
     },
   );
@@ -124,7 +124,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
       },
     }),
     async (c) => {
-      await c.var.queue.finish(c.req.valid("param").id, c.req.valid("json"));
+      await c.get("queue").finish(c.req.valid("param").id, c.req.valid("json"));
       return c.json({ finished: true as const }, 200);
     },
   );
@@ -147,7 +147,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     async (c) => {
       // Each item is validated by finishMany, on its own.
       const jobs = c.req.valid("json").jobs as { id: string; receipt?: string }[];
-      return c.json({ results: await c.var.queue.finishMany(jobs) }, 200);
+      return c.json({ results: await c.get("queue").finishMany(jobs) }, 200);
     },
   );
 
@@ -172,10 +172,10 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
         const input = c.req.valid("json");
         const job =
           verb === "touch"
-            ? await c.var.queue.touch(id, input)
+            ? await c.get("queue").touch(id, input)
             : verb === "bury"
-              ? await c.var.queue.bury(id, input)
-              : await c.var.queue.release(id, input);
+              ? await c.get("queue").bury(id, input)
+              : await c.get("queue").release(id, input);
         return jsonBody(c, { job }, 200);
       },
     );

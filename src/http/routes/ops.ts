@@ -33,7 +33,7 @@ export function opsRoutes(app: OpenAPIHono<AppEnv>, options: OpsOptions): void {
   // Not in the OpenAPI document: it is not a JSON route (the /docs page describes it).
   app.use("/metrics", bearerAuth(tokens, queue));
   app.get("/metrics", async (c) => {
-    const families = await collectMetrics(c.var.queue, {
+    const families = await collectMetrics(c.get("queue"), {
       maxTopics: options.metricsMaxTopics ?? DEFAULT_METRICS_MAX_TOPICS,
       ...(options.counters ? { counters: options.counters } : {}),
     });

@@ -68,7 +68,7 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
     }),
     async (c) => {
       const input = requestJson(c, c.req.valid("json"));
-      const result = await options.payments.start(input, c.var.queue.scope);
+      const result = await options.payments.start(input, c.get("queue").scope);
       if (result.created && options.background) {
         options.background(c, options.payments.pollSoon());
       }
@@ -91,7 +91,12 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
     }),
     async (c) => {
       const { provider, account, outTradeNo } = c.req.valid("param");
-      const payment = await options.payments.get(provider, account, outTradeNo, c.var.queue.scope);
+      const payment = await options.payments.get(
+        provider,
+        account,
+        outTradeNo,
+        c.get("queue").scope,
+      );
       return jsonBody(c, { payment }, 200);
     },
   );
@@ -114,7 +119,7 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
     }),
     async (c) => {
       const { provider, account, outTradeNo } = c.req.valid("param");
-      await options.payments.stop(provider, account, outTradeNo, c.var.queue.scope);
+      await options.payments.stop(provider, account, outTradeNo, c.get("queue").scope);
       return c.json({ deleted: true as const }, 200);
     },
   );

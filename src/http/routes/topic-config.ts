@@ -88,6 +88,6 @@ async function save(
         'or use "direct"',
     );
   }
-  const { config, secretGenerated } = await c.var.queue.setConfig(topic, input, mode);
+  const { config, secretGenerated } = await c.get("queue").setConfig(topic, input, mode);
   return c.json({ topic, config: maskConfig(config, secretGenerated) }, 200);
 }

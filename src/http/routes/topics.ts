@@ -39,7 +39,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
-      const jobs = await c.var.queue.pop(topic, c.req.valid("json"), c.req.raw.signal);
+      const jobs = await c.get("queue").pop(topic, c.req.valid("json"), c.req.raw.signal);
       return jsonBody(c, { jobs }, 200);
     },
   );
@@ -64,7 +64,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
       },
     }),
     async (c) => {
-      const kicked = await c.var.queue.kick(c.req.valid("param").topic, c.req.valid("json"));
+      const kicked = await c.get("queue").kick(c.req.valid("param").topic, c.req.valid("json"));
       return c.json({ kicked }, 200);
     },
   );
@@ -89,7 +89,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     }),
     async (c) => {
       const { count } = c.req.valid("query");
-      const deleted = await c.var.queue.deleteDead(c.req.valid("param").topic, { count });
+      const deleted = await c.get("queue").deleteDead(c.req.valid("param").topic, { count });
       return c.json({ deleted }, 200);
     },
   );
@@ -106,7 +106,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
       responses: { 200: json(TopicList, "A page of topics") },
     }),
     async (c) => {
-      const page = await c.var.queue.topics(c.req.valid("query"));
+      const page = await c.get("queue").topics(c.req.valid("query"));
       return c.json({ ...page, topics: page.topics.map(maskStats) }, 200);
     },
   );
@@ -121,7 +121,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
       request: { params: TopicParam },
       responses: { 200: json(TopicStats, "The topic"), ...errors(403) },
     }),
-    async (c) => c.json(maskStats(await c.var.queue.topic(c.req.valid("param").topic)), 200),
+    async (c) => c.json(maskStats(await c.get("queue").topic(c.req.valid("param").topic)), 200),
   );
 
   app.openapi(
@@ -135,7 +135,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
       responses: { 200: json(JobList, "A page of jobs"), ...errors(403) },
     }),
     async (c) => {
-      const page = await c.var.queue.list(c.req.valid("param").topic, c.req.valid("query"));
+      const page = await c.get("queue").list(c.req.valid("param").topic, c.req.valid("query"));
       return jsonBody(c, page, 200);
     },
   );
