@@ -1,6 +1,9 @@
 // Job bodies over HTTP are kept as the client's JSON text: big integers, huge exponents and the
 // client's own spacing come back exactly as sent (issue 8.6).
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { RawJson } from "../../src/domain/raw-json";
+import { keepRawBodies } from "../../src/http/raw-bodies";
 import { ADMIN, testApp } from "../support/app";
 
 const BODY = '{"tx":4200001234567890123, "amount":"12.30","f":1e400,"n":[2.0,-0.0]}';
@@ -77,5 +80,42 @@ describe("the body scan", () => {
     const inside = await send(app, "POST", "/v1/jobs", `{"topic":"t","id":"deep","body":${deep}}`);
     expect(inside.status).toBe(201);
     expect((await send(app, "GET", "/v1/jobs/deep")).text).toContain(`"body":${deep}`);
+  });
+
+  it("finds a body behind escaped keys, takes the last of duplicate keys, and keeps scalars", () => {
+    const text = '{"topic":"t","b\\u006fdy":1,"body" : 4200001234567890123 ,"id":"x"}';
+    const parsed = JSON.parse(text) as { body: unknown };
+    expect(keepRawBodies("/v1/jobs", text, parsed)).toBe(true);
+    expect(parsed.body).toEqual(new RawJson("4200001234567890123"));
+    const escaped = '{"b\\u006fdy":[1.50, "a\\"b"]}';
+    const other = JSON.parse(escaped) as { body: unknown };
+    keepRawBodies("/v1/jobs", escaped, other);
+    expect(other.body).toEqual(new RawJson('[1.50, "a\\"b"]'));
+  });
+
+  it("gives each body the exact text it had, whatever surrounds it (property)", () => {
+    const space = fc.constantFrom("", " ", "\n  ", "\t");
+    const json = fc.json({ maxDepth: 3 });
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(json, space, space), { minLength: 1, maxLength: 4 }),
+        json,
+        space,
+        (bodies, noise, ws) => {
+          // A batch: each item has its body somewhere among other fields, spaced as generated.
+          const items = bodies.map(
+            ([body, a, b], i) =>
+              `{${a}"topic"${ws}:${ws}"t",${b}"x"${ws}:${ws}${noise},${a}"body"${b}:${a}${body}${b}, "id":"j${i}"}`,
+          );
+          const text = `{${ws}"skip":${noise},${ws}"jobs"${ws}:${ws}[${items.join(`,${ws}`)}]${ws}}`;
+          const parsed = JSON.parse(text) as { jobs: { body: unknown }[] };
+          keepRawBodies("/v1/jobs/batch", text, parsed);
+          expect(parsed.jobs.map((job) => job.body)).toEqual(
+            bodies.map(([body]) => new RawJson(body)),
+          );
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
