@@ -5,6 +5,7 @@
 // an empty pop; and ouqiang/delay-queue on the same shape when OUQIANG_DELAY_QUEUE_BIN names a
 // built binary. The parts live in bench/single/.
 import { log } from "./lib/measure";
+import { ouqiangBinary } from "./peers/ouqiang";
 import { type HerdRun, herdRun } from "./single/herd";
 import { runOuqiangSingle } from "./single/ouqiang";
 import { type SingleRun, singleRun } from "./single/shape";
@@ -21,8 +22,13 @@ export {
   type Via,
 } from "./single/stack";
 
+/** One alternating pair: delayq HTTP TCP pop 1 and ouqiang, lifecycles/s, in the order run. */
+export type PairRun = { first: "delayq" | "ouqiang"; delayq: number; ouqiang: number };
+
 export type SingleResult = {
   runs: SingleRun[];
+  /** Alternating pairs (options.pairs), run after everything else on the TCP stack. */
+  pairs?: PairRun[];
   herd: HerdRun[];
   /** ouqiang's run, or why it was skipped. */
   ouqiang: SingleRun | { skipped: string } | { error: string };
@@ -86,6 +92,12 @@ export async function runSingle(options: SingleOptions): Promise<SingleResult> {
       for (const via of options.herdVia) {
         await attempt(name(via, "herd"), () => herdRun(stack, via, options), result.herd);
       }
+      if (driver === "tcp" && options.pairs > 0 && !("skipped" in ouqiangBinary())) {
+        const open = stack;
+        const pairs: PairRun[][] = [];
+        await attempt("alternating pairs", () => runPairs(open, options), pairs);
+        result.pairs = pairs[0];
+      }
     } finally {
       await stack.close();
     }
@@ -94,4 +106,31 @@ export async function runSingle(options: SingleOptions): Promise<SingleResult> {
     error: message(error),
   }));
   return result;
+}
+
+/**
+ * delayq's HTTP TCP pop 1 and ouqiang's run, `options.pairs` times, each pair in the other order
+ * from the last (ABBA): the shared machine's speed drifts over minutes, and one ratio from two
+ * runs minutes apart measures the drift as much as the systems.
+ */
+async function runPairs(stack: Stack, options: SingleOptions): Promise<PairRun[]> {
+  const pairs: PairRun[] = [];
+  const rate = (run: SingleRun | { skipped: string }) => {
+    if ("skipped" in run) throw new Error(run.skipped);
+    return run.lifecyclesPerSec;
+  };
+  for (let i = 0; i < options.pairs; i++) {
+    const first = i % 2 === 0 ? "ouqiang" : "delayq";
+    log(`alternating pair ${i + 1} of ${options.pairs}: ${first} first`);
+    const delayq = () => singleRun(stack, "http", 1, options).then(rate);
+    const ouqiang = () => runOuqiangSingle(options).then(rate);
+    if (first === "ouqiang") {
+      const o = await ouqiang();
+      pairs.push({ first, ouqiang: o, delayq: await delayq() });
+    } else {
+      const d = await delayq();
+      pairs.push({ first, delayq: d, ouqiang: await ouqiang() });
+    }
+  }
+  return pairs;
 }

@@ -105,6 +105,15 @@ function singleRow(run: SingleRun): string[] {
   ];
 }
 
+/**
+ * What serving one job cost the systems under test, the benchmark's own process left out: the
+ * service's CPU per job plus redis-server's (over REST the bridge, Upstash's stand-in, is not in
+ * it). Jobs/s also count the benchmark's client, which shares the cores.
+ */
+function serverCpuPerJob(run: SingleRun): number {
+  return (run.serviceCpuMsPerJob ?? 0) + run.redisCpuMsPerJob;
+}
+
 /** The single-job shape: every delayq run and ouqiang's, then jobs/s as ratios to ouqiang. */
 export function singleTables(value: unknown): string {
   if (!value) return "_not run_";
@@ -146,6 +155,7 @@ export function singleTables(value: unknown): string {
         `${fmt(run.addPerSec / ouqiang.addPerSec, 2)}×`,
         `${fmt(run.cmdsPerJob / ouqiang.cmdsPerJob, 2)}×`,
         `${fmt((run.serviceCpuMsPerRequest ?? 0) / (ouqiang.serviceCpuMsPerRequest ?? 1), 1)}×`,
+        `${fmt(serverCpuPerJob(run) / serverCpuPerJob(ouqiang), 2)}×`,
       ]);
     out.push(
       "",
@@ -157,10 +167,29 @@ export function singleTables(value: unknown): string {
           "add/s",
           "Redis cmds / job",
           "server CPU / request",
+          "service + redis-server CPU / job",
         ],
-        ["l", "r", "r", "r", "r", "r"],
+        ["l", "r", "r", "r", "r", "r", "r"],
         ratios,
       ),
+    );
+  }
+  if (single.pairs && single.pairs.length > 0) {
+    const ratios = single.pairs.map((pair) => pair.delayq / pair.ouqiang);
+    const sorted = [...ratios].sort((a, b) => a - b);
+    const mid = Math.floor(sorted.length / 2);
+    const median =
+      sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+    const each = single.pairs
+      .map(
+        (pair, i) =>
+          `${fmt(ratios[i], 2)}× (${fmt(pair.delayq)} ÷ ${fmt(pair.ouqiang)}, ${pair.first} first)`,
+      )
+      .join(", ");
+    out.push(
+      "",
+      `Alternating pairs, delayq HTTP TCP pop 1 ÷ ouqiang/delay-queue, lifecycles/s: median ` +
+        `**${fmt(median, 2)}×** of ${each}.`,
     );
   }
   for (const [name, error] of Object.entries(single.errors)) {

@@ -36,6 +36,11 @@ export type SingleOptions = {
   idleSettleMs: number;
   /** Empty pops (wait 0) counted to get one empty pop's cost. */
   emptyPops: number;
+  /**
+   * Alternating pairs of runs, ouqiang's and delayq's HTTP TCP pop 1, each pair in the other
+   * order from the last (the shared machine's speed drifts over a run); 0: none.
+   */
+  pairs: number;
   /** ouqiang's ttr, s: the lease's bucket entry is swept this long after a pop. */
   ouqiangTtr: number;
   timeoutMs: number;
@@ -52,6 +57,7 @@ export const SINGLE_DEFAULTS: SingleOptions = {
   idleMs: 60_000,
   idleSettleMs: 5_000,
   emptyPops: 50,
+  pairs: 3,
   ouqiangTtr: 3,
   timeoutMs: 180_000,
 };
@@ -67,6 +73,7 @@ export const SINGLE_QUICK: SingleOptions = {
   idleMs: 10_000,
   idleSettleMs: 2_000,
   emptyPops: 20,
+  pairs: 1,
   timeoutMs: 60_000,
 };
 
