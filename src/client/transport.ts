@@ -167,6 +167,7 @@ async function fetchReply(
 }
 
 function urlOf(baseUrl: string, request: Call): string {
+  if (request.query === undefined) return `${baseUrl}${request.path}`;
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(request.query ?? {})) {
     if (value !== undefined) query.set(name, String(value));
