@@ -1,8 +1,10 @@
-// Runs the Lua scripts through @upstash/redis (EVALSHA, EVAL on NOSCRIPT) with the common args.
+// Runs the Lua scripts through @upstash/redis (EVALSHA, EVAL on NOSCRIPT) with the common args, or
+// as Redis Functions (FCALL) with a client that has them.
 import { DelayqError } from "../domain/errors";
 import { keys } from "./keys";
 import type { Script } from "./lua/script";
 import { SCRIPTS, type ScriptName, scriptText } from "./lua/scripts";
+import { type FunctionLibrary, functionLibrary } from "./lua/scripts/functions";
 
 /**
  * The narrow part of a Redis client delayq needs: scripts (`exec`: EVALSHA, EVAL on NOSCRIPT) and
@@ -13,7 +15,28 @@ export type RedisClient = {
   createScript(script: string): { exec(keys: string[], args: string[]): Promise<unknown> };
   /** A string: a job's record, a topic's change counter (a long-polling pop watches it). */
   get(key: string): Promise<unknown>;
+  /**
+   * Redis Functions, for a client that can use them (the TCP driver on one server): the scripts
+   * then run as one function library, whose helpers Redis defines once instead of on every call.
+   * `call` rejects with {@link MissingFunction} when Redis does not have the function (the runner
+   * loads the library, then calls again), and with {@link FunctionsRefused} when Redis will not
+   * load or run functions (the runner goes back to scripts for good).
+   */
+  delayqFunctions?: {
+    load(library: string): Promise<unknown>;
+    call(name: string, keys: string[], args: string[]): Promise<unknown>;
+  };
 };
+
+/** Redis has no such function (never loaded, flushed, or another version's). */
+export class MissingFunction extends Error {
+  override name = "MissingFunction";
+}
+
+/** Redis will not load or run functions here (too old, or the user may not). */
+export class FunctionsRefused extends Error {
+  override name = "FunctionsRefused";
+}
 
 /**
  * Options for `new Redis(...)` that delayq's entry points use. delayq reads every reply itself;
@@ -42,15 +65,47 @@ export function createScriptRunner(
   const loaded = Object.fromEntries(
     Object.entries(SCRIPTS).map(([name, script]) => [name, redis.createScript(scriptText(script))]),
   ) as Record<ScriptName, ReturnType<RedisClient["createScript"]>>;
+  // Named for delayq: @upstash/redis's Redis has a `functions` of its own, another API.
+  let functions = redis.delayqFunctions;
+  const library = functions && functionLibrary();
+  /** The library's load in flight: calls that find no function wait for the same one. */
+  let loading: Promise<unknown> | undefined;
+  const viaFunction = async (
+    fns: NonNullable<RedisClient["delayqFunctions"]>,
+    lib: FunctionLibrary,
+    name: ScriptName,
+    argv: string[],
+  ): Promise<unknown> => {
+    const fn = lib.functionName(name);
+    try {
+      return await fns.call(fn, [k.schedule], argv);
+    } catch (error) {
+      if (!(error instanceof MissingFunction)) throw error;
+    }
+    // Nothing ran: load the library (REPLACE, so a load that raced another is harmless), again.
+    loading ??= fns.load(lib.text).finally(() => {
+      loading = undefined;
+    });
+    await loading;
+    return fns.call(fn, [k.schedule], argv);
+  };
   return {
     async run(script, now, args) {
       const argv = [k.base, String(now), String(retentionMs), ...args.map(String)];
+      const name = script.name as ScriptName;
       let reply: unknown;
       try {
-        reply = await (loaded[script.name as ScriptName] as (typeof loaded)[ScriptName]).exec(
-          [k.schedule],
-          argv,
-        );
+        if (functions && library) {
+          try {
+            reply = await viaFunction(functions, library, name, argv);
+            return script.parse(reply);
+          } catch (error) {
+            if (!(error instanceof FunctionsRefused)) throw error;
+            // Refused before anything ran: scripts from now on.
+            functions = undefined;
+          }
+        }
+        reply = await (loaded[name] as (typeof loaded)[ScriptName]).exec([k.schedule], argv);
       } catch (error) {
         throw redisError(error);
       }

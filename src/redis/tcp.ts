@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
 import { redisUrlProblem } from "../config";
 import { DelayqError } from "../domain/errors";
-import { type RedisClient, redisError } from "./runner";
+import { FunctionsRefused, MissingFunction, type RedisClient, redisError } from "./runner";
 
 /** The ioredis calls the driver makes; a `Redis` and a `Cluster` of ioredis both have them. */
 export type IoredisLike = Pick<Redis, "evalsha" | "eval" | "get">;
@@ -79,6 +79,8 @@ export function connectRedis(url: string, options: ConnectRedisOptions = {}): Tc
   });
   return {
     ...tcpRedis(client, () => lastError),
+    // One server, ours: its scripts run as a function library (Redis 7+, Valkey).
+    delayqFunctions: ownFunctions(client, (error) => tcpError(error, lastError)),
     ioredis: client,
     async quit() {
       try {
@@ -130,6 +132,43 @@ export function tcpRedis(
   };
 }
 
+/**
+ * FUNCTION LOAD and FCALL on a connection of one server (not a Cluster: a library loaded through
+ * it reaches one node). A missing function and a server that will not run functions (too old, an
+ * ACL without them) are told apart from other failures, so the runner can load the library or go
+ * back to scripts; a failure inside a function fails as a script's does.
+ */
+function ownFunctions(
+  client: Redis,
+  fail: (error: unknown) => DelayqError,
+): NonNullable<RedisClient["delayqFunctions"]> {
+  const refused = (error: unknown) =>
+    error instanceof Error &&
+    /^(ERR unknown command|NOPERM)\b/.test(error.message) &&
+    /function|fcall/i.test(error.message);
+  return {
+    async load(library) {
+      try {
+        return await client.call("FUNCTION", "LOAD", "REPLACE", library);
+      } catch (error) {
+        if (refused(error)) throw new FunctionsRefused((error as Error).message);
+        throw fail(error);
+      }
+    },
+    async call(name, keys, args) {
+      try {
+        return await client.call("FCALL", name, keys.length, ...keys, ...args);
+      } catch (error) {
+        if (error instanceof Error && error.message.startsWith("ERR Function not found")) {
+          throw new MissingFunction(error.message);
+        }
+        if (refused(error)) throw new FunctionsRefused((error as Error).message);
+        throw fail(error);
+      }
+    },
+  };
+}
+
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith("NOSCRIPT");
 }
@@ -172,7 +211,7 @@ export function tcpError(error: unknown, connectionError?: string): DelayqError 
   if (/^NOPERM\b/.test(message)) {
     return new DelayqError(
       "redis_unavailable",
-      `The Redis user of REDIS_URL may not do what delayq needs (EVALSHA, EVAL and GET on its keys): ${message}`,
+      `The Redis user of REDIS_URL may not do what delayq needs (EVALSHA, EVAL and GET on its keys, and FCALL and FUNCTION LOAD to run its scripts as functions): ${message}`,
       { cause: error },
     );
   }
