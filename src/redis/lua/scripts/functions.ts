@@ -4,7 +4,7 @@
 // ~11 µs of Redis time instead of ~24. The scripts' Lua is the same text either way.
 import { LUA_LIB } from "../lib";
 import { statementsOf } from "../lib/shake";
-import { SCRIPTS, type ScriptName } from ".";
+import { SCRIPTS, type ScriptName } from "./index";
 
 /**
  * Library statements that read the call or hold its state, so run again on entry to every
