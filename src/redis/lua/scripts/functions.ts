@@ -1,7 +1,7 @@
 // The scripts as one Redis function library (FUNCTION LOAD, then FCALL), for a client that can
 // use one (the TCP driver on a single server). A script (EVAL) defines its library helpers again
 // on every call; a function library defines them once, when Redis loads it: an empty pop takes
-// ~11 µs of Redis time instead of ~24. The scripts' Lua is the same text either way.
+// 9.5-16 µs of Redis time instead of 22-40 (INFO commandstats). The scripts' Lua is the same text.
 import { LUA_LIB } from "../lib";
 import { statementsOf } from "../lib/shake";
 import { SCRIPTS, type ScriptName } from "./index";
