@@ -94,18 +94,20 @@ export function createScriptRunner(
       const argv = [k.base, String(now), String(retentionMs), ...args.map(String)];
       const name = script.name as ScriptName;
       let reply: unknown;
+      let ran = false;
       try {
         if (functions && library) {
           try {
             reply = await viaFunction(functions, library, name, argv);
-            return script.parse(reply);
+            ran = true;
           } catch (error) {
             if (!(error instanceof FunctionsRefused)) throw error;
             // Refused before anything ran: scripts from now on.
             functions = undefined;
           }
         }
-        reply = await (loaded[name] as (typeof loaded)[ScriptName]).exec([k.schedule], argv);
+        if (!ran)
+          reply = await (loaded[name] as (typeof loaded)[ScriptName]).exec([k.schedule], argv);
       } catch (error) {
         throw redisError(error);
       }
