@@ -4,13 +4,14 @@
 // from one call to the next. The engine suites run over the TCP driver too (the node-tcp project).
 import { afterAll, describe, expect, it } from "vitest";
 import { type RedisServer, startRedisServer } from "../../dev/redis-server";
-import { RespConnection } from "../../dev/resp";
 import { DelayQueue } from "../../src/index";
 import { LUA_LIB } from "../../src/redis/lua/lib";
 import { statementsOf } from "../../src/redis/lua/lib/shake";
 import { SCRIPTS } from "../../src/redis/lua/scripts";
 import { functionLibrary, perCall } from "../../src/redis/lua/scripts/functions";
 import { connectRedis, type TcpRedis } from "../../src/redis/tcp";
+import { expectError } from "../support/expect";
+import { admin, commandCounts } from "../support/redis-admin";
 
 const servers: RedisServer[] = [];
 const connections: TcpRedis[] = [];
@@ -31,28 +32,6 @@ function connect(url: string): TcpRedis {
   return connection;
 }
 
-/** One command on a connection of its own; an error reply throws. */
-async function admin(port: number, ...command: string[]) {
-  const connection = await RespConnection.open(port);
-  try {
-    const reply = await connection.call(...command);
-    if (reply.type === "error") throw new Error(`${command[0]}: ${reply.message}`);
-    return reply;
-  } finally {
-    connection.close();
-  }
-}
-
-/** Calls of each command so far (INFO commandstats), e.g. { fcall: 3, "function|load": 1 }. */
-async function calls(port: number): Promise<Record<string, number>> {
-  const reply = await admin(port, "INFO", "commandstats");
-  const text = "value" in reply ? String(reply.value) : "";
-  const out: Record<string, number> = {};
-  for (const m of text.matchAll(/cmdstat_([\w|]+):calls=(\d+)/g))
-    out[m[1] as string] = Number(m[2]);
-  return out;
-}
-
 /** A job's life through the library: add, pop, finish; the job as `get` then tells it. */
 async function lifecycle(queue: DelayQueue, topic: string) {
   const { job } = await queue.add({ topic, body: { n: 1 } });
@@ -68,7 +47,7 @@ describe("the scripts as a function library", () => {
     const queue = new DelayQueue({ redis: connect(`redis://127.0.0.1:${server.port}`) });
     expect(await lifecycle(queue, "f")).toMatchObject({ state: "finished" });
     expect(await lifecycle(queue, "f")).toMatchObject({ state: "finished" });
-    const counted = await calls(server.port);
+    const counted = await commandCounts(server.port);
     expect(counted.evalsha ?? 0).toBe(0);
     expect(counted.eval ?? 0).toBe(0);
     expect(counted["function|load"]).toBe(1);
@@ -85,7 +64,7 @@ describe("the scripts as a function library", () => {
     await lifecycle(queue, "f");
     await admin(server.port, "FUNCTION", "FLUSH");
     expect(await lifecycle(queue, "f")).toMatchObject({ state: "finished" });
-    expect((await calls(server.port))["function|load"]).toBe(2);
+    expect((await commandCounts(server.port))["function|load"]).toBe(2);
   });
 
   it("go back to scripts where the Redis user may not use functions", async () => {
@@ -97,10 +76,28 @@ describe("the scripts as a function library", () => {
     });
     expect(await lifecycle(queue, "s")).toMatchObject({ state: "finished" });
     expect(await lifecycle(queue, "s")).toMatchObject({ state: "finished" });
-    const counted = await calls(server.port);
+    const counted = await commandCounts(server.port);
     expect(counted["function|load"] ?? 0).toBe(0);
     // The first call was refused (not run); every call since is a script.
     expect(counted.evalsha).toBeGreaterThanOrEqual(7);
+  });
+
+  it("fail as scripts do: an error inside a function is internal_error", async () => {
+    const server = await fresh();
+    await admin(
+      server.port,
+      "FUNCTION",
+      "LOAD",
+      "#!lua name=broken\nredis.register_function('broken_index', function(keys, args) local x = nil; return x.y end)\nredis.register_function('broken_incr', function(keys, args) redis.call('SET', keys[1], 'text'); return redis.call('INCR', keys[1]) end)",
+    );
+    const functions = connect(`redis://127.0.0.1:${server.port}`).delayqFunctions;
+    if (!functions) throw new Error("connectRedis gives no functions");
+    await expectError(
+      functions.call("broken_index", ["k"], []),
+      "internal_error",
+      /^A delayq script failed in Redis: .*attempt to index/,
+    );
+    await expectError(functions.call("broken_incr", ["k"], []), "internal_error", /not an integer/);
   });
 
   it("keep no state between calls: each name a function assigns is re-set on entry", () => {

@@ -7,12 +7,13 @@ import { join } from "node:path";
 import { Redis as IORedis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { freePort, type RedisServer, startRedisServer } from "../../dev/redis-server";
-import { type Reply, RespConnection } from "../../dev/resp";
+import { RespConnection } from "../../dev/resp";
 import { DelayQueue, DelayqError, tick } from "../../src/index";
 import { keys } from "../../src/redis/keys";
 import { connectRedis, type TcpRedis, tcpRedis } from "../../src/redis/tcp";
 import { expectError } from "../support/expect";
 import { testRedis } from "../support/redis";
+import { admin, commandCounts } from "../support/redis-admin";
 
 const servers: RedisServer[] = [];
 const connections: TcpRedis[] = [];
@@ -36,29 +37,6 @@ function connect(url: string, commandTimeoutMs = 5000): TcpRedis {
   const connection = connectRedis(url, { commandTimeoutMs });
   connections.push(connection);
   return connection;
-}
-
-/** One RESP command on a fresh connection, for setting a server up; an error reply throws. */
-async function admin(port: number, ...command: string[]): Promise<Reply> {
-  const connection = await RespConnection.open(port);
-  try {
-    const reply = await connection.call(...command);
-    if (reply.type === "error") throw new Error(`${command[0]}: ${reply.message}`);
-    return reply;
-  } finally {
-    connection.close();
-  }
-}
-
-/** How many times Redis ran each command (INFO commandstats), e.g. { evalsha: 3 }. */
-async function commandCounts(port: number): Promise<Record<string, number>> {
-  const reply = await admin(port, "INFO", "commandstats");
-  const text = reply.type === "bulk" ? String(reply.value) : "";
-  const counts: Record<string, number> = {};
-  for (const [, name, calls] of text.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) {
-    counts[name as string] = Number(calls);
-  }
-  return counts;
 }
 
 describe("replies", () => {
