@@ -2,10 +2,18 @@
 import { DelayqClientError } from "./errors";
 
 /**
- * The subset of `fetch` the client calls: global fetch, a Workers service binding's, or Hono's
- * `app.request` (which may answer synchronously, hence the plain `Response`).
+ * The subset of `fetch` the client calls: global fetch, a Workers service binding's, Hono's
+ * `app.request` (which may answer synchronously, hence the plain answer), or `nodeFetch` from
+ * delayq/client/node.
  */
-export type FetchLike = (input: string, init: RequestInit) => Response | Promise<Response>;
+export type FetchLike = (input: string, init: RequestInit) => FetchReply | Promise<FetchReply>;
+
+/** What the client reads of an answer: a `Response` has it all. */
+export type FetchReply = {
+  status: number;
+  headers: { get(name: string): string | null };
+  text(): Promise<string>;
+};
 
 export type TransportOptions = {
   baseUrl: string;
@@ -35,7 +43,7 @@ export type Call = {
 export type Answer = { status: number; data: unknown };
 
 /** An answer that came back, before it is judged. */
-type Reply = { status: number; headers: Headers; data: unknown; text: string };
+type Reply = { status: number; headers: FetchReply["headers"]; data: unknown; text: string };
 
 /**
  * Sends a request, retrying 503s, network errors and timeouts up to `retries` times with
@@ -145,7 +153,7 @@ async function fetchReply(
     init.body = JSON.stringify(request.body);
   }
   const where = `${request.method} ${request.path}`;
-  let response: Response;
+  let response: FetchReply;
   let text: string;
   try {
     response = await options.fetch(urlOf(options.baseUrl, request), init);

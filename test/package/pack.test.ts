@@ -118,7 +118,7 @@ describe("npm pack", () => {
     const files = listed.stdout.trim().split("\n").sort();
     expect(files).toContain("package/package.json");
     expect(files).toContain("package/README.md");
-    for (const entry of ["index", "client/index", "redis/tcp"]) {
+    for (const entry of ["index", "client/index", "client/node", "redis/tcp"]) {
       expect(files).toContain(`package/dist/lib/${entry}.js`);
       expect(files).toContain(`package/dist/lib/${entry}.d.ts`);
     }
@@ -130,7 +130,13 @@ describe("npm pack", () => {
       await readFile(join(consumer, "node_modules", "delayq", "package.json"), "utf8"),
     ) as { private?: boolean; exports: Record<string, unknown> };
     expect(manifest.private).toBeUndefined();
-    expect(Object.keys(manifest.exports)).toEqual([".", "./client", "./tcp", "./package.json"]);
+    expect(Object.keys(manifest.exports)).toEqual([
+      ".",
+      "./client",
+      "./client/node",
+      "./tcp",
+      "./package.json",
+    ]);
   });
 });
 
@@ -192,10 +198,17 @@ describe("plain Node imports the installed package", () => {
     const client = await node(
       bare,
       `import { createClient, verifySignature } from "delayq/client";
+       import { nodeFetch } from "delayq/client/node";
        const dq = createClient({ baseUrl: "http://127.0.0.1:9", token: "t" });
-       console.log(JSON.stringify({ client: typeof dq.add, verify: await verifySignature("s", undefined, "x") }));`,
+       const overHttp = createClient({ baseUrl: process.env.DQ_URL, token: process.env.DQ_TOKEN, fetch: nodeFetch() });
+       const added = await overHttp.add({ topic: "pack-node", body: { n: 2 } });
+       console.log(JSON.stringify({
+         client: typeof dq.add, verify: await verifySignature("s", undefined, "x"),
+         nodeFetch: (await overHttp.get(added.job.id)).body,
+       }));`,
+      { DQ_URL: service.url, DQ_TOKEN: service.token },
     );
-    expect(answer(client)).toEqual({ client: "function", verify: false });
+    expect(answer(client)).toEqual({ client: "function", verify: false, nodeFetch: { n: 2 } });
     // The control: in the same place the library fails, for want of its dependencies.
     const library = await node(
       bare,
@@ -263,19 +276,26 @@ import {
   SIGNATURE_HEADER,
   verifySignature,
 } from "delayq/client";
+import { nodeFetch } from "delayq/client/node";
 import { connectRedis, type TcpRedis } from "delayq/tcp";
 
 export async function use(url: string): Promise<string> {
   const redis: TcpRedis = connectRedis(url, { commandTimeoutMs: 1000 });
   const queue = new DelayQueue({ redis, prefix: "dq" });
   const { job }: { job: Job } = await queue.add({ topic: "t", delay: 5, body: { n: 1 } });
-  const client: DelayqClient = createClient({ baseUrl: "http://127.0.0.1:8787", token: "t" });
+  const client: DelayqClient = createClient({
+    baseUrl: "http://127.0.0.1:8787",
+    token: "t",
+    fetch: nodeFetch({ keepAliveMs: 1000 }),
+  });
   const popped: ClientJob[] = await client.pop("t", { count: 10 });
   const ok: boolean = await verifySignature("secret", undefined, "raw");
   const code: ErrorCode = new DelayqError("job_not_found", "gone").code;
   const status: number = new DelayqClientError("unauthorized", "no", { status: 401 }).status;
   // @ts-expect-error pop takes a topic name
   await client.pop(42);
+  // @ts-expect-error keepAliveMs is a number of ms
+  nodeFetch({ keepAliveMs: "1s" });
   // @ts-expect-error connectRedis takes a URL
   connectRedis(6379);
   // @ts-expect-error a DelayQueue needs its Redis client
