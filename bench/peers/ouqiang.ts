@@ -6,6 +6,14 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../dev/redis-server";
+import { nodeFetch } from "../../src/client/node";
+
+/**
+ * Requests go out as delayq's do in the single-job shape (bench/single/stack.ts): through
+ * nodeFetch, node:http with keep-alive. Node's global fetch cost the benchmark process ~0.5 ms of
+ * CPU a request, which made the one Node thread driving both systems their bottleneck.
+ */
+const send = nodeFetch();
 
 export const OUQIANG_ENV = "OUQIANG_DELAY_QUEUE_BIN";
 
@@ -91,13 +99,13 @@ async function call(
   body: unknown,
   signal?: AbortSignal,
 ): Promise<Envelope> {
-  const res = await fetch(`${base}${path}`, {
+  const res = await send(`${base}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(body),
     signal,
   });
-  const answer = (await res.json()) as Envelope;
+  const answer = JSON.parse(await res.text()) as Envelope;
   if (answer.code !== 0) throw new Error(`ouqiang ${path}: ${answer.message}`);
   return answer;
 }
