@@ -173,6 +173,23 @@ describe("add", () => {
     );
     await expectError(queue.get("big"), "job_not_found");
   });
+
+  it("takes a body of exactly the limit in bytes, whatever its characters, and refuses one byte more", async () => {
+    const { queue } = testQueue({ maxBodyBytes: 1000 });
+    // As JSON: 998 + 2 quotes; 332 × 3 bytes (€) + 2 + 2; 499 × 2 (é) + 2.
+    for (const [id, body] of [
+      ["ascii", "x".repeat(998)],
+      ["euro", `${"€".repeat(332)}xx`],
+      ["e", "é".repeat(499)],
+    ]) {
+      expect((await queue.add({ topic: "t", id, body })).created).toBe(true);
+    }
+    await expectError(
+      queue.add({ topic: "t", id: "over", body: `${"€".repeat(332)}xxx` }),
+      "payload_too_large",
+      /1001 bytes.*limit is 1000/,
+    );
+  });
 });
 
 describe("addBatch", () => {
