@@ -13,6 +13,12 @@ export type NodeFetchOptions = {
   keepAliveMs?: number;
   /** Connections kept per host at most. @default Infinity, as fetch */
   maxSockets?: number;
+  /**
+   * Certificate authorities to trust for https, PEM, instead of Node's own list (a private CA;
+   * `NODE_EXTRA_CA_CERTS` adds to the list for the whole process instead). Certificates are
+   * always verified. @default Node's list
+   */
+  ca?: string | readonly string[];
 };
 
 /**
@@ -24,7 +30,8 @@ export type NodeFetchOptions = {
  * a text body), reads the whole answer as UTF-8 and hands the client its status, headers and
  * text. The call's signal aborts it (the client's time limit and the caller's signal both come
  * that way); a connection failure rejects, which the client reports as `network_error`. Each
- * `nodeFetch()` has its own keep-alive agents, one for http and one for https.
+ * `nodeFetch()` has its own keep-alive agents, one for http and one for https. It follows no
+ * redirect (the client names the address a 3xx points to) and asks for no compression.
  */
 export function nodeFetch(options: NodeFetchOptions = {}): FetchLike {
   const agentOptions = {
@@ -33,7 +40,9 @@ export function nodeFetch(options: NodeFetchOptions = {}): FetchLike {
     maxSockets: options.maxSockets ?? Number.POSITIVE_INFINITY,
   };
   const http = new HttpAgent(agentOptions);
-  const https = new HttpsAgent(agentOptions);
+  const https = new HttpsAgent(
+    options.ca === undefined ? agentOptions : { ...agentOptions, ca: [options.ca].flat() },
+  );
   return (input, init) => {
     const secure = input.startsWith("https:");
     if (!secure && !input.startsWith("http:")) {

@@ -211,6 +211,15 @@ function errorOf(reply: Reply): DelayqClientError {
       );
     }
   }
+  const location = status >= 300 && status < 400 ? reply.headers.get("location") : null;
+  if (location) {
+    // delayq never redirects: a proxy or the platform does (http to https, a moved host).
+    return new DelayqClientError(
+      "invalid_response",
+      `HTTP ${status}, a redirect to ${location}: set the client's baseUrl to that address`,
+      extra,
+    );
+  }
   return new DelayqClientError(
     "invalid_response",
     `HTTP ${status} without a delayq error body: ${excerpt(reply.text)}`,

@@ -2,7 +2,9 @@
 // socket, its answers compared with Node's global fetch (an independent implementation), and the
 // edges a transport owns: time limits, the caller's abort, refused connections, keep-alive, text
 // split inside a character.
+import { readFileSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,6 +12,7 @@ import { freePort } from "../../dev/redis-server";
 import { createClient } from "../../src/client";
 import { nodeFetch } from "../../src/client/node";
 import { ADMIN, testApp } from "../support/app";
+import { makeTestCerts } from "../support/tls";
 import { brokenApp, failure } from "./support";
 
 /** Serves `app` on a free port; the connections it accepted are counted. */
@@ -182,6 +185,53 @@ describe("nodeFetch: the client over node:http", () => {
       expect(await theirs.text()).toBe(text);
     } finally {
       await close(split.server);
+    }
+  });
+
+  it("speaks https, verifying the certificate: trusted through `ca`, refused without it", async () => {
+    const certs = makeTestCerts();
+    const port = await freePort();
+    const server = serve({
+      fetch: (request) => t.app.fetch(request),
+      port,
+      hostname: "127.0.0.1",
+      createServer: createHttpsServer,
+      serverOptions: { key: readFileSync(certs.key), cert: readFileSync(certs.cert) },
+    }) as Server;
+    await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+    try {
+      const baseUrl = `https://localhost:${port}`;
+      const trusted = createClient({
+        baseUrl,
+        token: ADMIN,
+        fetch: nodeFetch({ ca: readFileSync(certs.ca, "utf8") }),
+      });
+      const { job } = await trusted.add({ topic: "node-fetch-tls", body: { n: 1 } });
+      expect((await trusted.get(job.id)).body).toEqual({ n: 1 });
+      const untrusted = createClient({ baseUrl, token: ADMIN, fetch: nodeFetch(), retries: 0 });
+      const error = await failure(untrusted.topics());
+      expect(error.code).toBe("network_error");
+      expect(error.message).toMatch(/certificate/);
+    } finally {
+      await close(server);
+      rmSync(certs.dir, { recursive: true, force: true });
+    }
+  });
+
+  it("follows no redirect: the error names where it points", async () => {
+    const moved = await plain((_req, res) => {
+      res.writeHead(308, { location: "https://delayq.example/v1/topics" });
+      res.end();
+    });
+    try {
+      const client = createClient({ baseUrl: moved.url, token: ADMIN, fetch: nodeFetch() });
+      const error = await failure(client.topics());
+      expect(error).toMatchObject({ code: "invalid_response", status: 308 });
+      expect(error.message).toBe(
+        "HTTP 308, a redirect to https://delayq.example/v1/topics: set the client's baseUrl to that address",
+      );
+    } finally {
+      await close(moved.server);
     }
   });
 

@@ -1,8 +1,7 @@
 // REDIS_URL: Node's configuration takes it instead of the REST variables, refuses a wrong one
 // without quoting it, and functions/node.ts serves the API over it, TLS (rediss://) included.
-import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawn } from "node:child_process";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, type RedisServer, startRedisServer } from "../../dev/redis-server";
@@ -13,6 +12,7 @@ import { DelayQueue, DelayqError } from "../../src/index";
 import { keys } from "../../src/redis/keys";
 import { connectRedis } from "../../src/redis/tcp";
 import { expectError } from "../support/expect";
+import { makeTestCerts } from "../support/tls";
 
 const root = join(import.meta.dirname, "..", "..");
 const PASSWORD = "Pw-9f8e7d6c";
@@ -247,53 +247,19 @@ type TlsRedis = RedisServer & { tlsPort: number; certDir: string };
 
 /** A redis-server with a TLS port too, its certificate (localhost) signed by a CA made here. */
 async function startTlsRedis(): Promise<TlsRedis> {
-  const certDir = mkdtempSync(join(tmpdir(), "delayq-tls-"));
-  const openssl = (...args: string[]) =>
-    execFileSync("openssl", args, { cwd: certDir, stdio: "ignore" });
-  const key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-  openssl(
-    "req",
-    "-x509",
-    ...key,
-    "-keyout",
-    "ca.key",
-    "-out",
-    "ca.crt",
-    "-days",
-    "1",
-    "-subj",
-    "/CN=delayq test CA",
-  );
-  openssl("req", ...key, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost");
-  writeFileSync(join(certDir, "san.cnf"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
-  openssl(
-    "x509",
-    "-req",
-    "-in",
-    "server.csr",
-    "-CA",
-    "ca.crt",
-    "-CAkey",
-    "ca.key",
-    "-CAcreateserial",
-    "-days",
-    "1",
-    "-out",
-    "server.crt",
-    "-extfile",
-    "san.cnf",
-  );
+  const certs = makeTestCerts();
+  const certDir = certs.dir;
   const tlsPort = await freePort();
   const server = await startRedisServer({
     extraArgs: [
       "--tls-port",
       String(tlsPort),
       "--tls-cert-file",
-      join(certDir, "server.crt"),
+      certs.cert,
       "--tls-key-file",
-      join(certDir, "server.key"),
+      certs.key,
       "--tls-ca-cert-file",
-      join(certDir, "ca.crt"),
+      certs.ca,
       "--tls-auth-clients",
       "no",
     ],
