@@ -218,6 +218,19 @@ describe("nodeFetch: the client over node:http", () => {
     }
   });
 
+  it("a long-poll outlasting keepAliveMs is not cut: that limit is for idle connections", async () => {
+    const slow = await plain((_req, res) => {
+      setTimeout(() => res.end('{"jobs":[]}'), 600);
+    });
+    try {
+      const send = nodeFetch({ keepAliveMs: 100 });
+      const reply = await send(`${slow.url}/v1/topics/t/pop`, { method: "POST", body: "{}" });
+      expect(await reply.text()).toBe('{"jobs":[]}');
+    } finally {
+      await close(slow.server);
+    }
+  });
+
   it("follows no redirect: the error names where it points", async () => {
     const moved = await plain((_req, res) => {
       res.writeHead(308, { location: "https://delayq.example/v1/topics" });
