@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { createClient, type FetchLike } from "../src/client";
 import { nodeFetch } from "../src/client/node";
 import { log } from "./lib/measure";
-import { openStack } from "./single/stack";
+import { API_TOKEN, openStack } from "./single/stack";
 
 const { values } = parseArgs({
   options: { calls: { type: "string", default: "4000" }, reps: { type: "string", default: "4" } },
@@ -26,7 +26,7 @@ try {
   const results: Record<string, number[]> = { "global fetch": [], nodeFetch: [] };
   for (let rep = 0; rep <= reps; rep++) {
     for (const [name, send] of Object.entries(fetches)) {
-      const client = createClient({ baseUrl: stack.service.url, token: "bench-api", fetch: send });
+      const client = createClient({ baseUrl: stack.service.url, token: API_TOKEN, fetch: send });
       const before = process.cpuUsage();
       await Promise.all(
         Array.from({ length: 8 }, async () => {

@@ -78,7 +78,8 @@ export const SINGLE_QUICK: SingleOptions = {
   timeoutMs: 60_000,
 };
 
-const API_TOKEN = "bench-api";
+/** The service's API token (DQ_TOKENS). */
+export const API_TOKEN = "bench-api";
 const SERVICE_REDIS_TOKEN = "bench-service";
 const LIBRARY_REDIS_TOKEN = "bench-library";
 const PREFIX = "bench";

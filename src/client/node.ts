@@ -36,8 +36,8 @@ export type NodeFetchOptions = {
 export function nodeFetch(options: NodeFetchOptions = {}): FetchLike {
   const agentOptions = {
     keepAlive: true,
-    timeout: options.keepAliveMs ?? 4_000,
-    maxSockets: options.maxSockets ?? Number.POSITIVE_INFINITY,
+    timeout: positive(options.keepAliveMs, 4_000, "keepAliveMs"),
+    maxSockets: positive(options.maxSockets, Number.POSITIVE_INFINITY, "maxSockets"),
   };
   const http = new HttpAgent(agentOptions);
   const https = new HttpsAgent(
@@ -54,6 +54,14 @@ export function nodeFetch(options: NodeFetchOptions = {}): FetchLike {
       return Promise.reject(error);
     }
   };
+}
+
+function positive(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || Number.isNaN(value) || value <= 0) {
+    throw new TypeError(`nodeFetch: ${name} must be a number > 0`);
+  }
+  return value;
 }
 
 function send(

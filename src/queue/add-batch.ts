@@ -38,12 +38,14 @@ export function prepareAdd(
   allow(job.topic);
   const body = toJson(job.body, what);
   // UTF-8 takes at most 3 bytes per UTF-16 code unit: most bodies need no encoding to be measured.
-  const size = body.length * 3 <= maxBodyBytes ? body.length : utf8.encode(body).length;
-  if (size > maxBodyBytes) {
-    throw new DelayqError(
-      "payload_too_large",
-      `${what}.body is ${size} bytes of JSON; the limit is ${maxBodyBytes}`,
-    );
+  if (body.length * 3 > maxBodyBytes) {
+    const size = utf8.encode(body).length;
+    if (size > maxBodyBytes) {
+      throw new DelayqError(
+        "payload_too_large",
+        `${what}.body is ${size} bytes of JSON; the limit is ${maxBodyBytes}`,
+      );
+    }
   }
   const due = job.runAt ?? now + Math.round((job.delay ?? 0) * 1000);
   if (due > now + MAX_DELAY_SECONDS * 1000) {
@@ -107,8 +109,8 @@ export async function runAdds(
   rawBodies = false,
 ): Promise<{ results: BatchItemResult[]; pushed: PushedTopic[] }> {
   const requests: string[][][][] = [[[]]];
-  // When even the most every field could take on the wire fits in one request (most adds, single
-  // ones always), no field is measured: encoding each one cost an add as much as its validation.
+  // When the most the fields could take on the wire fits in one request (most adds, single ones
+  // always), no field is measured: encoding each one cost an add as much as its validation.
   const measure = mostWireBytes(prepared) > MAX_ADD_ARG_BYTES;
   let bytes = 0;
   for (const fields of prepared) {

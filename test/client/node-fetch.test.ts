@@ -9,21 +9,42 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../dev/redis-server";
-import { createClient } from "../../src/client";
+import { type ClientOptions, createClient } from "../../src/client";
 import { nodeFetch } from "../../src/client/node";
 import { ADMIN, testApp } from "../support/app";
 import { makeTestCerts } from "../support/tls";
 import { brokenApp, failure } from "./support";
 
-/** Serves `app` on a free port; the connections it accepted are counted. */
-async function served(fetch: (request: Request) => Response | Promise<Response>) {
+/**
+ * Serves `app` on a free port, over https with `tls` (its URL then names localhost, which the
+ * test certificate is for); the connections it accepted are counted.
+ */
+async function served(
+  fetch: (request: Request) => Response | Promise<Response>,
+  tls?: { key: Buffer; cert: Buffer },
+) {
   const port = await freePort();
-  const server = serve({ fetch, port, hostname: "127.0.0.1" }) as Server;
+  const server = (
+    tls
+      ? serve({
+          fetch,
+          port,
+          hostname: "127.0.0.1",
+          createServer: createHttpsServer,
+          serverOptions: tls,
+        })
+      : serve({ fetch, port, hostname: "127.0.0.1" })
+  ) as Server;
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   const stats = { connections: 0 };
   server.on("connection", () => stats.connections++);
-  return { url: `http://127.0.0.1:${port}`, server, stats };
+  const url = tls ? `https://localhost:${port}` : `http://127.0.0.1:${port}`;
+  return { url, server, stats };
 }
+
+/** A client of `baseUrl` (the admin token) over nodeFetch, `options` on top. */
+const clientOf = (baseUrl: string, options: Partial<ClientOptions> = {}) =>
+  createClient({ baseUrl, token: ADMIN, fetch: nodeFetch(), ...options });
 
 /** A plain node:http server answering with `handler`. */
 async function plain(handler: (req: IncomingMessage, res: ServerResponse) => void) {
@@ -47,7 +68,7 @@ describe("nodeFetch: the client over node:http", () => {
   afterAll(() => close(service.server));
 
   it("adds, pops and finishes a job through the real app on a socket", async () => {
-    const client = createClient({ baseUrl: service.url, token: ADMIN, fetch: nodeFetch() });
+    const client = clientOf(service.url);
     const { created, job } = await client.add({ topic: "node-fetch", body: { note: "né 🎉" } });
     expect(created).toBe(true);
     const [popped] = await client.pop("node-fetch");
@@ -98,13 +119,7 @@ describe("nodeFetch: the client over node:http", () => {
   it("reads Retry-After from a 503 and retries it, as with fetch", async () => {
     const broken = await served((request) => brokenApp().fetch(request));
     try {
-      const client = createClient({
-        baseUrl: broken.url,
-        token: ADMIN,
-        fetch: nodeFetch(),
-        retries: 1,
-        maxRetryDelayMs: 1,
-      });
+      const client = clientOf(broken.url, { retries: 1, maxRetryDelayMs: 1 });
       const error = await failure(client.topics());
       expect(error).toMatchObject({ code: "redis_unavailable", status: 503 });
       expect(error.retryAfter).toBeGreaterThan(0);
@@ -114,7 +129,7 @@ describe("nodeFetch: the client over node:http", () => {
   });
 
   it("keeps the connection: sequential calls share one socket", async () => {
-    const client = createClient({ baseUrl: service.url, token: ADMIN, fetch: nodeFetch() });
+    const client = clientOf(service.url);
     const before = service.stats.connections;
     for (let i = 0; i < 10; i++) await client.topics();
     expect(service.stats.connections - before).toBe(1);
@@ -124,13 +139,7 @@ describe("nodeFetch: the client over node:http", () => {
     let closed = 0;
     const silent = await plain((req) => req.socket.once("close", () => closed++));
     try {
-      const client = createClient({
-        baseUrl: silent.url,
-        token: ADMIN,
-        fetch: nodeFetch(),
-        retries: 0,
-        timeoutMs: 100,
-      });
+      const client = clientOf(silent.url, { retries: 0, timeoutMs: 100 });
       const error = await failure(client.topics());
       expect(error).toMatchObject({ code: "timeout" });
       await expect.poll(() => closed).toBe(1);
@@ -157,12 +166,7 @@ describe("nodeFetch: the client over node:http", () => {
   });
 
   it("a refused connection is a network_error naming it", async () => {
-    const client = createClient({
-      baseUrl: `http://127.0.0.1:${await freePort()}`,
-      token: ADMIN,
-      fetch: nodeFetch(),
-      retries: 0,
-    });
+    const client = clientOf(`http://127.0.0.1:${await freePort()}`, { retries: 0 });
     const error = await failure(client.topics());
     expect(error.code).toBe("network_error");
     expect(error.message).toMatch(/ECONNREFUSED/);
@@ -190,25 +194,15 @@ describe("nodeFetch: the client over node:http", () => {
 
   it("speaks https, verifying the certificate: trusted through `ca`, refused without it", async () => {
     const certs = makeTestCerts();
-    const port = await freePort();
-    const server = serve({
-      fetch: (request) => t.app.fetch(request),
-      port,
-      hostname: "127.0.0.1",
-      createServer: createHttpsServer,
-      serverOptions: { key: readFileSync(certs.key), cert: readFileSync(certs.cert) },
-    }) as Server;
-    await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+    const { url, server } = await served((request) => t.app.fetch(request), {
+      key: readFileSync(certs.key),
+      cert: readFileSync(certs.cert),
+    });
     try {
-      const baseUrl = `https://localhost:${port}`;
-      const trusted = createClient({
-        baseUrl,
-        token: ADMIN,
-        fetch: nodeFetch({ ca: readFileSync(certs.ca, "utf8") }),
-      });
+      const trusted = clientOf(url, { fetch: nodeFetch({ ca: readFileSync(certs.ca, "utf8") }) });
       const { job } = await trusted.add({ topic: "node-fetch-tls", body: { n: 1 } });
       expect((await trusted.get(job.id)).body).toEqual({ n: 1 });
-      const untrusted = createClient({ baseUrl, token: ADMIN, fetch: nodeFetch(), retries: 0 });
+      const untrusted = clientOf(url, { retries: 0 });
       const error = await failure(untrusted.topics());
       expect(error.code).toBe("network_error");
       expect(error.message).toMatch(/certificate/);
@@ -237,7 +231,7 @@ describe("nodeFetch: the client over node:http", () => {
       res.end();
     });
     try {
-      const client = createClient({ baseUrl: moved.url, token: ADMIN, fetch: nodeFetch() });
+      const client = clientOf(moved.url);
       const error = await failure(client.topics());
       expect(error).toMatchObject({ code: "invalid_response", status: 308 });
       expect(error.message).toBe(
@@ -246,6 +240,15 @@ describe("nodeFetch: the client over node:http", () => {
     } finally {
       await close(moved.server);
     }
+  });
+
+  it("refuses options it cannot use, naming them", () => {
+    for (const bad of [{ keepAliveMs: 0 }, { keepAliveMs: Number.NaN }, { maxSockets: -1 }]) {
+      expect(() => nodeFetch(bad)).toThrow(
+        /^nodeFetch: (keepAliveMs|maxSockets) must be a number > 0$/,
+      );
+    }
+    expect(() => nodeFetch({ maxSockets: 2, keepAliveMs: 1 })).not.toThrow();
   });
 
   it("refuses what it cannot send: another scheme, a body that is not text", async () => {
