@@ -54,6 +54,9 @@ final class Client
      * @param int $timeoutMs Time limit of each attempt, from connecting to the whole body read. A
      *     long-polling `pop` (and a `command` that pops with `wait`) gets its `wait` on top.
      * @param int $connectTimeoutMs Time limit for the TCP (and TLS) connection, within `$timeoutMs`.
+     * @param bool $keepAlive Keep the connection open between calls and reuse it (the default),
+     *     so a call pays no TCP or TLS handshake. False sends `Connection: close` and connects
+     *     anew for every call: for a process that forks while a client is open.
      */
     public function __construct(
         string $baseUrl,
@@ -63,6 +66,7 @@ final class Client
         int $maxRetryDelayMs = 5000,
         int $timeoutMs = 30000,
         int $connectTimeoutMs = 10000,
+        bool $keepAlive = true,
     ) {
         if (preg_match('#^https?://[^/?\#]+#i', $baseUrl) !== 1) {
             throw new \InvalidArgumentException(
@@ -86,7 +90,17 @@ final class Client
             $maxRetryDelayMs,
             $timeoutMs,
             $connectTimeoutMs,
+            $keepAlive,
         );
+    }
+
+    /**
+     * Closes the connection kept open for the next call, if any. The client stays usable: its next
+     * call connects again. (The connection also closes when the client is destroyed.)
+     */
+    public function close(): void
+    {
+        $this->transport->close();
     }
 
     /**

@@ -17,6 +17,13 @@ final class Transport
 {
     private const USER_AGENT = 'delayq-php/0.1';
 
+    /**
+     * One curl handle for every request, so its connection to delayq is kept alive and reused:
+     * a call pays no TCP (or TLS) handshake. Dropped after a failed exchange, so a connection
+     * that broke is never tried again.
+     */
+    private ?\CurlHandle $handle = null;
+
     public function __construct(
         private readonly string $baseUrl,
         private readonly string $token,
@@ -25,7 +32,14 @@ final class Transport
         private readonly int $maxRetryDelayMs,
         private readonly int $timeoutMs,
         private readonly int $connectTimeoutMs,
+        private readonly bool $keepAlive,
     ) {
+    }
+
+    /** Closes the kept connection, if any; the next request opens a new one. */
+    public function close(): void
+    {
+        $this->handle = null; // curl closes its connections when the handle is freed
     }
 
     /**
@@ -97,10 +111,10 @@ final class Transport
     /**
      * One attempt: status, lower-cased response headers and body text.
      *
-     * `Connection: close` makes the server end the connection after the answer, and curl reads
-     * the body by its Content-Length or chunked framing, so a server that keeps the socket open
-     * (wrangler dev does) never makes the client wait for EOF. CURLOPT_TIMEOUT_MS bounds the
-     * whole exchange, body included.
+     * The connection stays open for the next call (HTTP/1.1 keep-alive). curl reads the body by
+     * its Content-Length or chunked framing, so a server that keeps the socket open never makes
+     * the client wait for EOF, and a connection the server closed while idle is noticed before
+     * reuse and replaced. CURLOPT_TIMEOUT_MS bounds the whole exchange, body included.
      *
      * @param array<string, string|int|null> $query
      * @return array{int, array<string, string>, string}
@@ -122,7 +136,8 @@ final class Transport
         $url = $this->baseUrl . $path . ($search === '' ? '' : '?' . $search);
         $headers = [
             'Accept: application/json',
-            'Connection: close',
+            // Without keep-alive, the server closes the connection after answering.
+            ...($this->keepAlive ? [] : ['Connection: close']),
             // curl would otherwise send "Expect: 100-continue" for bodies over 1 KiB and wait.
             'Expect:',
             'User-Agent: ' . self::USER_AGENT,
@@ -134,9 +149,14 @@ final class Transport
             $headers[] = 'Content-Type: application/json';
         }
         $received = [];
-        $handle = curl_init();
-        if ($handle === false) {
-            throw new DelayqException('network_error', "{$method} {$path}: curl_init failed");
+        $handle = $this->handle;
+        if ($handle === null) {
+            $handle = curl_init();
+            if ($handle === false) {
+                throw new DelayqException('network_error', "{$method} {$path}: curl_init failed");
+            }
+        } else {
+            curl_reset($handle); // forgets the last request's options, keeps its connection
         }
         $options = [
             CURLOPT_URL => $url,
@@ -149,7 +169,7 @@ final class Transport
             // Millisecond timeouts with the blocking resolver need signals off.
             CURLOPT_NOSIGNAL => true,
             CURLOPT_FOLLOWLOCATION => false,
-            CURLOPT_FORBID_REUSE => true,
+            CURLOPT_FORBID_REUSE => !$this->keepAlive,
             CURLOPT_PROTOCOLS => CURLPROTO_HTTP | CURLPROTO_HTTPS,
             CURLOPT_HEADERFUNCTION => static function ($handle, string $line) use (&$received): int {
                 if (str_starts_with($line, 'HTTP/')) {
@@ -169,7 +189,8 @@ final class Transport
         $errno = curl_errno($handle);
         $status = (int) curl_getinfo($handle, CURLINFO_RESPONSE_CODE);
         $reason = curl_error($handle);
-        curl_close($handle);
+        // Keep the handle (and its open connection) only after a whole answer.
+        $this->handle = $this->keepAlive && $errno === 0 && is_string($text) ? $handle : null;
         if ($errno === CURLE_OPERATION_TIMEDOUT) {
             throw new DelayqException(
                 'timeout',

@@ -36,9 +36,9 @@ abstract class ServiceTestCase extends TestCase
     }
 
     /** A client with the admin token; `$baseUrl` points it elsewhere (a fake server). */
-    protected static function client(?string $baseUrl = null, int $retries = 3, int $retryDelayMs = 20, int $timeoutMs = 10000): Client
+    protected static function client(?string $baseUrl = null, int $retries = 3, int $retryDelayMs = 20, int $timeoutMs = 10000, bool $keepAlive = true): Client
     {
-        return new Client($baseUrl ?? self::serviceUrl(), self::env('DELAYQ_TOKEN'), retries: $retries, retryDelayMs: $retryDelayMs, timeoutMs: $timeoutMs);
+        return new Client($baseUrl ?? self::serviceUrl(), self::env('DELAYQ_TOKEN'), retries: $retries, retryDelayMs: $retryDelayMs, timeoutMs: $timeoutMs, keepAlive: $keepAlive);
     }
 
     /** A client whose token may act only on topics matching `shop.*`. */

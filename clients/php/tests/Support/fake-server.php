@@ -1,20 +1,23 @@
 <?php
 
-// A scripted HTTP server for the client's tests: answers 503, drops, stalls, or forwards to delayq
-// and then keeps the connection open, one scripted action per request, and logs what it received.
+// A scripted HTTP server for the client's tests: answers 503, drops, stalls, or forwards to delayq,
+// one scripted action per request, and logs what it received and on which connection.
 //
 //   php fake-server.php <action,action,...> <upstream URL or ""> <log file>
 //
 // Prints its port on the first line of stdout. Requests past the end of the script are forwarded;
-// without an upstream, "forward" answers 200 with an empty body (a webhook receiver).
+// without an upstream, "forward" answers 200 with an empty body (a webhook receiver). Connections
+// are numbered from 1 in the order accepted; a connection kept open is read for more requests.
 // Actions:
-//   forward       forward to the upstream, answer with Content-Length, close
+//   forward       forward to the upstream, answer with Content-Length and Connection: close, close
 //   503[:s]       answer 503 redis_unavailable with Retry-After: s (default 1)
 //   degraded      answer 503 with a /health "degraded" body
 //   drop          close without answering (the upstream never sees the request)
 //   drop-after    forward, then close without answering (done, but the caller never hears)
-//   hold          forward, answer with Content-Length and keep-alive, and never close
-//   hold-chunked  forward, answer chunked with keep-alive, and never close
+//   hold          forward, answer with Content-Length and keep-alive, keep the connection open
+//   hold-chunked  forward, answer chunked with keep-alive, keep the connection open
+//   hangup        forward, answer with keep-alive, then close anyway (a server whose idle timeout
+//                 ends a kept-alive connection before the client uses it again)
 //   stall         answer headers and part of the body, then nothing, never close
 //   html          answer 200 with an HTML page
 //   html502       answer 502 with an HTML page
@@ -35,50 +38,78 @@ fwrite(STDOUT, substr($name, strrpos($name, ':') + 1) . "\n");
 fflush(STDOUT);
 
 $log = fopen($logFile, 'ab');
-$held = [];
+/** @var array<int, resource> $open connections read for their next request, by number */
+$open = [];
+/** @var list<resource> $stalled connections left hanging, never read or closed */
+$stalled = [];
+$accepted = 0;
 $served = 0;
 
 while (true) {
-    $connection = @stream_socket_accept($server, 3600);
-    if ($connection === false) {
+    $readable = array_values($open);
+    $readable[] = $server;
+    $none = null;
+    if (@stream_select($readable, $none, $none, 3600) < 1) {
         continue;
     }
-    stream_set_timeout($connection, 10);
-    $request = readRequest($connection);
-    if ($request === null) {
-        fclose($connection);
-        continue;
+    foreach ($readable as $ready) {
+        if ($ready === $server) {
+            $connection = @stream_socket_accept($server, 0);
+            if ($connection !== false) {
+                stream_set_timeout($connection, 10);
+                $open[++$accepted] = $connection;
+            }
+            continue;
+        }
+        $number = (int) array_search($ready, $open, true);
+        unset($open[$number]);
+        $request = readRequest($ready);
+        if ($request === null) {
+            fclose($ready); // the client closed it, or sent half a request
+            continue;
+        }
+        $action = $actions[$served] ?? 'forward';
+        $served++;
+        fwrite($log, json_encode($request + ['action' => $action, 'connection' => $number], JSON_UNESCAPED_SLASHES) . "\n");
+        fflush($log);
+        match (serve($ready, $action, $request, $upstream)) {
+            'keep' => $open[$number] = $ready,
+            'stall' => $stalled[] = $ready,
+            'close' => fclose($ready),
+        };
     }
-    $action = $actions[$served] ?? 'forward';
-    $served++;
-    fwrite($log, json_encode($request + ['action' => $action], JSON_UNESCAPED_SLASHES) . "\n");
-    fflush($log);
+}
 
+/**
+ * Carries out one action on the connection; what becomes of the connection afterwards.
+ *
+ * @param resource $connection
+ * @param array{method: string, path: string, headers: array<string, string>, body: string} $request
+ * @return 'keep'|'stall'|'close'
+ */
+function serve($connection, string $action, array $request, string $upstream): string
+{
     [$kind, $argument] = explode(':', $action, 2) + [1 => null];
     switch ($kind) {
         case '503':
             $retryAfter = $argument ?? '1';
             answer($connection, 503, 'application/json', '{"error":{"code":"redis_unavailable",'
                 . '"message":"fake: Redis does not answer"}}', ["Retry-After: {$retryAfter}"]);
-            fclose($connection);
-            break;
+            return 'close';
         case 'degraded':
             answer($connection, 503, 'application/json', '{"status":"degraded","redis":"unreachable",'
                 . '"message":"fake: Redis does not answer"}', ['Retry-After: 1']);
-            fclose($connection);
-            break;
+            return 'close';
         case 'drop':
-            fclose($connection);
-            break;
+            return 'close';
         case 'drop-after':
             forward($upstream, $request);
-            fclose($connection);
-            break;
+            return 'close';
         case 'hold':
+        case 'hangup':
             [$status, $type, $body] = forward($upstream, $request);
             answer($connection, $status, $type, $body, ['Connection: keep-alive', 'Keep-Alive: timeout=600']);
-            $held[] = $connection;
-            break;
+            return $kind === 'hold' ? 'keep' : 'close';
         case 'hold-chunked':
             [$status, $type, $body] = forward($upstream, $request);
             $chunks = '';
@@ -88,31 +119,26 @@ while (true) {
             fwrite($connection, "HTTP/1.1 {$status} X\r\nContent-Type: {$type}\r\n"
                 . "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n{$chunks}0\r\n\r\n");
             fflush($connection);
-            $held[] = $connection;
-            break;
+            return 'keep';
         case 'stall':
             fwrite($connection, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                 . "Content-Length: 1000\r\n\r\n{\"status\":");
             fflush($connection);
-            $held[] = $connection;
-            break;
+            return 'stall';
         case 'html':
             answer($connection, 200, 'text/html', '<html><body>Welcome to nginx!</body></html>');
-            fclose($connection);
-            break;
+            return 'close';
         case 'json':
             [$status, $encoded] = explode(':', (string) $argument, 2);
             answer($connection, (int) $status, 'application/json', (string) base64_decode($encoded, true));
-            fclose($connection);
-            break;
+            return 'close';
         case 'html502':
             answer($connection, 502, 'text/html', '<html><body>502 Bad Gateway</body></html>');
-            fclose($connection);
-            break;
+            return 'close';
         default:
             [$status, $type, $body] = forward($upstream, $request);
             answer($connection, $status, $type, $body);
-            fclose($connection);
+            return 'close';
     }
 }
 
