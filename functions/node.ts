@@ -18,7 +18,7 @@ try {
   ({ PORT: port, HOST: host, DQ_TICK_INTERVAL_MS: tickEveryMs } = config);
   service = buildService(
     process.env,
-    // node:http(s) rather than fetch: the same requests for far less CPU (src/redis/rest-node.ts).
+    // undici rather than fetch: the same requests for far less CPU (src/redis/rest-node.ts).
     (settings) =>
       new NodeRestRedis({
         url: settings.url,

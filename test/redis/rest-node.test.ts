@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { Redis } from "@upstash/redis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { NodeRestRedis } from "../../src/redis/rest-node";
-import { REDIS_CLIENT_OPTIONS } from "../../src/redis/runner";
+import { REDIS_CLIENT_OPTIONS, redisError } from "../../src/redis/runner";
 import { bridgeStats } from "../support/redis";
 
 const TIMEOUT_MS = 2_000;
@@ -188,6 +188,28 @@ describe("NodeRestRedis on the wire", () => {
       expect(Date.now() - started).toBeGreaterThanOrEqual(290);
       expect(seen).toHaveLength(1);
     }
+  });
+
+  it("fails a refused connection after its retry, at once and as redis_unavailable", async () => {
+    // A port that was just listening and is closed now: nothing accepts there.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const node = new NodeRestRedis({
+      url: `http://127.0.0.1:${port}`,
+      token: "tok",
+      ...REDIS_CLIENT_OPTIONS,
+      retry: { retries: 1 },
+      timeoutMs: 5_000,
+    });
+    const started = Date.now();
+    const result = await outcome(() => node.get("a"));
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(result.error?.name).not.toBe("TimeoutError");
+    const classified = redisError(await node.get("a").catch((error: unknown) => error));
+    expect(classified.code).toBe("redis_unavailable");
+    expect(classified.message).toMatch(/ECONNREFUSED/);
   });
 
   it("does not retry when the answer is cut short after its head", async () => {
