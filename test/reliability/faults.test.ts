@@ -22,6 +22,7 @@ import { createApp } from "../../src/http/app";
 import { parseTokens } from "../../src/http/auth";
 import { createScheduler, DelayQueue, drainStep, REDIS_CLIENT_OPTIONS } from "../../src/index";
 import type { Logger } from "../../src/log";
+import { NodeRestRedis } from "../../src/redis/rest-node";
 import { pushStep } from "../../src/scheduler/push";
 import {
   checkHistory,
@@ -48,10 +49,16 @@ afterAll(async () => {
   for (const step of cleanup.reverse()) await step();
 });
 
+/**
+ * How the service reaches Redis over REST: @upstash/redis's own client (fetch, as on Workers), or
+ * NodeRestRedis without auto-pipelining (undici, as functions/node.ts builds it).
+ */
+const TRANSPORTS = ["fetch", "undici"] as const;
+
 describe("faults", () => {
-  it(
-    "keeps every guarantee through kills, restarts and a lossy network",
-    async () => {
+  it.each(TRANSPORTS)(
+    "keeps every guarantee through kills, restarts and a lossy network (REST through %s)",
+    async (transport) => {
       const dir = mkdtempSync(join(tmpdir(), "delayq-reliability-"));
       cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
       const aof = { dir: join(dir, "redis"), appendOnly: true, appendFsync: "always" } as const;
@@ -78,13 +85,17 @@ describe("faults", () => {
 
       // The service, as src/service.ts builds it, talking to Redis through the proxy: the queue,
       // push delivery (a dispatcher), and the app, whose requests deliver push jobs due soon.
-      const redisClient = () =>
-        new Redis({
+      const redisClient = () => {
+        const config = {
           url: proxy.url,
           token: "bridge",
           ...REDIS_CLIENT_OPTIONS,
           retry: { retries: 1, backoff: () => 20 },
-        });
+        };
+        return transport === "fetch"
+          ? new Redis(config)
+          : new NodeRestRedis({ ...config, enableAutoPipelining: false, timeoutMs: 5_000 });
+      };
       const pushLogs: Record<string, unknown>[] = [];
       const pushLog: Logger = (entry) => pushLogs.push(entry);
       // When each delivery was sent (its POST started), by job and attempt, for the checker's
@@ -365,7 +376,7 @@ describe("faults", () => {
       const logged = (event: string) => pushLogs.filter((e) => e.event === event).length;
 
       console.log(
-        `reliability (${((Date.now() - started) / 1000).toFixed(1)} s): ` +
+        `reliability over ${transport} (${((Date.now() - started) / 1000).toFixed(1)} s): ` +
           `pull: ${figures.added} jobs, ${figures.deliveries} deliveries ` +
           `(${figures.redelivered} redelivered), ${figures.finished} finished, ` +
           `${figures.deleted} deleted; push: ${push.counts.added} jobs, ` +
