@@ -16,6 +16,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type Bridge, startBridge } from "../../dev/bridge";
 import { type FaultProxy, NO_FAULTS, startFaultProxy } from "../../dev/fault-proxy";
 import { type RedisServer, startRedisServer } from "../../dev/redis-server";
+import { NO_TCP_FAULTS, startTcpFaultProxy, type TcpFaultProxy } from "../../dev/tcp-fault-proxy";
 import { createClient } from "../../src/client";
 import { createDispatcher } from "../../src/dispatch/dispatcher";
 import { createApp } from "../../src/http/app";
@@ -23,6 +24,8 @@ import { parseTokens } from "../../src/http/auth";
 import { createScheduler, DelayQueue, drainStep, REDIS_CLIENT_OPTIONS } from "../../src/index";
 import type { Logger } from "../../src/log";
 import { NodeRestRedis } from "../../src/redis/rest-node";
+import type { RedisClient } from "../../src/redis/runner";
+import { connectRedis } from "../../src/redis/tcp";
 import { pushStep } from "../../src/scheduler/push";
 import {
   checkHistory,
@@ -50,14 +53,15 @@ afterAll(async () => {
 });
 
 /**
- * How the service reaches Redis over REST: @upstash/redis's own client (fetch, as on Workers), or
- * NodeRestRedis without auto-pipelining (undici, as functions/node.ts builds it).
+ * How the service reaches Redis: over REST with @upstash/redis's own client (fetch, as on
+ * Workers) or NodeRestRedis without auto-pipelining (undici, as functions/node.ts builds it), or
+ * over TCP with the driver REDIS_URL selects (ioredis, scripts as Redis Functions).
  */
-const TRANSPORTS = ["fetch", "undici"] as const;
+const TRANSPORTS = ["fetch", "undici", "tcp"] as const;
 
 describe("faults", () => {
   it.each(TRANSPORTS)(
-    "keeps every guarantee through kills, restarts and a lossy network (REST through %s)",
+    "keeps every guarantee through kills, restarts and a lossy network (Redis through %s)",
     async (transport) => {
       const dir = mkdtempSync(join(tmpdir(), "delayq-reliability-"));
       cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -74,6 +78,17 @@ describe("faults", () => {
         maxDelayMs: 100,
       });
       cleanup.push(() => proxy.close());
+      // Over TCP, the same kinds of faults between the driver and redis-server (no 5xx there),
+      // rarer: a dropped connection fails every command in flight on it, not one request.
+      const tcpProxy: TcpFaultProxy = await startTcpFaultProxy(redis.port, {
+        dropBefore: 0.006,
+        dropAfter: 0.006,
+        delay: 0.1,
+        maxDelayMs: 100,
+      });
+      cleanup.push(() => tcpProxy.close());
+      const faultStats = () =>
+        transport === "tcp" ? { ...tcpProxy.stats, errors: 0 } : proxy.stats;
 
       // The push topic's receiver: 2xx mostly; 500, late, never, or a dropped connection.
       const receiver: FaultyReceiver = await startFaultyReceiver({
@@ -85,7 +100,14 @@ describe("faults", () => {
 
       // The service, as src/service.ts builds it, talking to Redis through the proxy: the queue,
       // push delivery (a dispatcher), and the app, whose requests deliver push jobs due soon.
-      const redisClient = () => {
+      const redisClient = (): RedisClient => {
+        if (transport === "tcp") {
+          const tcp = connectRedis(`redis://127.0.0.1:${tcpProxy.port}`, {
+            commandTimeoutMs: 5_000,
+          });
+          cleanup.push(() => tcp.ioredis.disconnect());
+          return tcp;
+        }
         const config = {
           url: proxy.url,
           token: "bridge",
@@ -324,6 +346,7 @@ describe("faults", () => {
 
       // Faults off (Redis and the receiver); the consumers and the schedulers drain what is left.
       Object.assign(proxy.faults, NO_FAULTS);
+      Object.assign(tcpProxy.faults, NO_TCP_FAULTS);
       Object.assign(receiver.faults, { error: 0, slow: 0, hang: 0, reset: 0 });
       const drainUntil = Date.now() + 60_000;
       const busy = (c: { delayed: number; ready: number; reserved: number }) =>
@@ -389,9 +412,9 @@ describe("faults", () => {
           `${logged("push_settle_failed")} settlements lost to Redis faults, ` +
           `${logged("push_failed")} claims or deliveries failed; ` +
           `${apiRequests} producer and deleter requests, ${ticks} ticks; faults: ${kills} consumers killed, ` +
-          `${restarts} redis restarts, proxy: ${proxy.stats.droppedBefore} dropped before, ` +
-          `${proxy.stats.droppedAfter} dropped after, ${proxy.stats.errors} 5xx, ` +
-          `${proxy.stats.delayed} delayed, ${proxy.stats.passed} passed; violations: ` +
+          `${restarts} redis restarts, proxy: ${faultStats().droppedBefore} dropped before, ` +
+          `${faultStats().droppedAfter} dropped after, ${faultStats().errors} 5xx, ` +
+          `${faultStats().delayed} delayed, ${faultStats().passed} passed; violations: ` +
           `${violations.length} pull, ${push.violations.length} push`,
       );
       for (const v of [...violations, ...push.violations].slice(0, 10)) {
@@ -410,7 +433,7 @@ describe("faults", () => {
       expect(push.counts.added).toBeGreaterThan(200);
       expect(kills).toBeGreaterThan(3);
       expect(restarts).toBe(1);
-      expect(proxy.stats.droppedAfter + proxy.stats.droppedBefore).toBeGreaterThan(10);
+      expect(faultStats().droppedAfter + faultStats().droppedBefore).toBeGreaterThan(10);
       // Each kind of receiver fault happened, and some leases ended before their answer.
       for (const answer of ["error", "slow", "hang", "reset"] as const) {
         expect(answers[answer], `receiver faults: ${answer}`).toBeGreaterThan(0);
