@@ -81,8 +81,8 @@ describe("faults", () => {
       // Over TCP, the same kinds of faults between the driver and redis-server (no 5xx there),
       // rarer: a dropped connection fails every command in flight on it, not one request.
       const tcpProxy: TcpFaultProxy = await startTcpFaultProxy(redis.port, {
-        dropBefore: 0.006,
-        dropAfter: 0.006,
+        dropBefore: 0.004,
+        dropAfter: 0.004,
         delay: 0.1,
         maxDelayMs: 100,
       });
@@ -429,11 +429,17 @@ describe("faults", () => {
       expect(receiver.badSignatures).toBe(0);
       // Every delivery the topic counts reached the receiver (a failed one may not have).
       expect(pushStats.push?.delivered ?? 0).toBeLessThanOrEqual(push.counts.deliveries);
-      expect(figures.added).toBeGreaterThan(500);
-      expect(push.counts.added).toBeGreaterThan(200);
+      // Enough traffic to mean something. Over TCP a drop stalls every caller on the connection
+      // (their retries back off together), so the same 20 s carry less, and vary more: 1,120 to
+      // 2,560 pull jobs and 135 to 510 push jobs in six runs at these rates on 2026-11-27.
+      expect(figures.added).toBeGreaterThan(transport === "tcp" ? 300 : 500);
+      expect(push.counts.added).toBeGreaterThan(transport === "tcp" ? 60 : 200);
       expect(kills).toBeGreaterThan(3);
       expect(restarts).toBe(1);
-      expect(faultStats().droppedAfter + faultStats().droppedBefore).toBeGreaterThan(10);
+      // Over TCP each drop fails every command in flight on the connection: fewer, each worth more.
+      expect(faultStats().droppedAfter + faultStats().droppedBefore).toBeGreaterThan(
+        transport === "tcp" ? 5 : 10,
+      );
       // Each kind of receiver fault happened, and some leases ended before their answer.
       for (const answer of ["error", "slow", "hang", "reset"] as const) {
         expect(answers[answer], `receiver faults: ${answer}`).toBeGreaterThan(0);
