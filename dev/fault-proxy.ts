@@ -1,6 +1,6 @@
 // An HTTP proxy for fault injection: drops, delays and 5xx-es a fraction of the requests it passes.
 import { createServer, request as forward, type IncomingMessage } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { AddressInfo, Server, Socket } from "node:net";
 
 /** Chances per request, 0 to 1; change them at any time. */
 export type Faults = {
@@ -107,12 +107,16 @@ export async function startFaultProxy(
     url: `http://127.0.0.1:${port}`,
     faults: state,
     stats,
-    close: () =>
-      new Promise((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    close: () => closeServer(server, sockets),
   };
+}
+
+/** Stops `server` at once: its open connections (`sockets`, tracked by the caller) are cut. */
+export function closeServer(server: Server, sockets: Set<Socket>): Promise<void> {
+  return new Promise((resolve) => {
+    for (const socket of sockets) socket.destroy();
+    server.close(() => resolve());
+  });
 }
 
 function readAll(stream: IncomingMessage): Promise<Buffer> {

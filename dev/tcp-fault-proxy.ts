@@ -3,6 +3,7 @@
 // commands: a fault hits what the client wrote in one go (one command, or several pipelined),
 // and a dropped connection fails every command in flight on it, as a real network would.
 import { type AddressInfo, connect, createServer, type Socket } from "node:net";
+import { closeServer } from "./fault-proxy";
 
 /** Chances per chunk the client writes, 0 to 1; change them at any time. */
 export type TcpFaults = {
@@ -103,10 +104,6 @@ export async function startTcpFaultProxy(
     port,
     faults: state,
     stats,
-    close: () =>
-      new Promise((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    close: () => closeServer(server, sockets),
   };
 }

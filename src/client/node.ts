@@ -28,10 +28,11 @@ export type NodeFetchOptions = {
  * benchmark machine, most of it in fetch's WHATWG layers (Request, Response, Headers, streams,
  * the signal's bookkeeping); with this, 0.25 ms (bench/client-fetch.ts). It sends what the
  * client asks (method, headers, a text body), reads the whole answer as UTF-8 and hands the
- * client its status, headers and text. The call's signal aborts it (the client's time limit and the caller's signal both come
- * that way); a connection failure rejects, which the client reports as `network_error`. Each
- * `nodeFetch()` has its own keep-alive agents, one for http and one for https. It follows no
- * redirect (the client names the address a 3xx points to) and asks for no compression.
+ * client its status, headers and text. The call's signal aborts it (the client's time limit and
+ * the caller's signal both come that way); a connection failure rejects, which the client
+ * reports as `network_error`. Each `nodeFetch()` has its own keep-alive agents, one for http
+ * and one for https. It follows no redirect (the client names the address a 3xx points to) and
+ * asks for no compression.
  */
 export function nodeFetch(options: NodeFetchOptions = {}): FetchLike {
   const agentOptions = {

@@ -19,8 +19,8 @@ final class Transport
 
     /**
      * One curl handle for every request, so its connection to delayq is kept alive and reused:
-     * a call pays no TCP (or TLS) handshake. Dropped after a failed exchange, so a connection
-     * that broke is never tried again.
+     * a call pays no TCP (or TLS) handshake. curl itself closes a connection whose exchange
+     * failed (a timeout, a reset), so a broken one is never tried again.
      */
     private ?\CurlHandle $handle = null;
 
@@ -189,8 +189,7 @@ final class Transport
         $errno = curl_errno($handle);
         $status = (int) curl_getinfo($handle, CURLINFO_RESPONSE_CODE);
         $reason = curl_error($handle);
-        // Keep the handle (and its open connection) only after a whole answer.
-        $this->handle = $this->keepAlive && $errno === 0 && is_string($text) ? $handle : null;
+        $this->handle = $this->keepAlive ? $handle : null;
         if ($errno === CURLE_OPERATION_TIMEDOUT) {
             throw new DelayqException(
                 'timeout',
