@@ -165,12 +165,12 @@ export class DelayQueue {
    * With `wait` (seconds, up to 20) and nothing ready, waits for a job: it sleeps until the
    * topic's next due time or lease end, checks the topic's change counter once per poll
    * interval (one command), and wakes at once for adds made through this queue object. An
-   * aborted `signal` ends the wait with no jobs.
+   * aborted `signal` ends the wait with no jobs (only its `aborted` is read, once a wait starts).
    */
   async pop(
     topic: string,
     options: { count?: number; wait?: number } = {},
-    signal?: AbortSignal,
+    signal?: Pick<AbortSignal, "aborted">,
   ): Promise<Job[]> {
     this.allow(topic);
     const { count, wait } = parseInput(PopInput, options);

@@ -326,7 +326,7 @@ export type WaitOptions = {
   giveUpAt: number;
   pollIntervalMs: number;
   clock: () => number;
-  signal?: AbortSignal;
+  signal?: Pick<AbortSignal, "aborted">;
 };
 
 async function readSeq(redis: RedisClient, key: string): Promise<number> {

@@ -15,7 +15,7 @@ export async function popJobs(
   topic: string,
   count: number,
   wait: number,
-  signal?: AbortSignal,
+  signal?: Pick<AbortSignal, "aborted">,
 ): Promise<Job[]> {
   const giveUpAt = Date.now() + wait * 1000;
   const { scripts, clock, wakeups } = shared;

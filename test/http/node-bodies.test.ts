@@ -1,5 +1,6 @@
-// Request bodies through @hono/node-server (how functions/node.ts serves the app), sent as raw
-// HTTP: with and without Content-Length and Content-Type, within and over the size limit.
+// Requests through @hono/node-server (how functions/node.ts serves the app), sent as raw HTTP:
+// bodies with and without Content-Length and Content-Type, within and over the size limit; a
+// long-poll whose client hangs up.
 import { request } from "node:http";
 import { type ServerType, serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -101,3 +102,29 @@ describe("request bodies on @hono/node-server", () => {
     }
   });
 });
+
+describe("a long-poll on @hono/node-server", () => {
+  it("ends when its client hangs up, so a job added afterwards goes to the next pop", async () => {
+    const headers = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" };
+    const gone = request({
+      host: "127.0.0.1",
+      port,
+      path: "/v1/topics/gone/pop",
+      method: "POST",
+      headers,
+    });
+    gone.on("error", () => {}); // the hang-up below
+    gone.end('{"wait":10}');
+    await sleep(300); // the pop found nothing and waits
+    gone.destroy();
+    await sleep(300); // the wait looks at its request's abort state every 20 ms
+    expect((await send("/v1/jobs", '{"topic":"gone","id":"after"}')).status).toBe(201);
+    // A waiter still there would see the change within its poll interval (1 s) and reserve it.
+    await sleep(1500);
+    const next = await send("/v1/topics/gone/pop", "{}");
+    expect(next.status).toBe(200);
+    expect(JSON.parse(next.text).jobs.map((job: { id: string }) => job.id)).toEqual(["after"]);
+  });
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
