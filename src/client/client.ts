@@ -116,6 +116,31 @@ export class DelayqClient {
   }
 
   /**
+   * Finishes the jobs the last pop gave and pops the next, in one request and one script call
+   * (`POST /v1/topics/{topic}/pop` with `finish`), as BullMQ's worker and JetStream's AckNext
+   * do: a consumer taking one job at a time makes one call a job instead of two. `finished` has
+   * one result per job given, in order, as `finishMany` answers; the jobs are finished before
+   * the pop takes any and stay finished whatever it does (a retry finishes them again, which
+   * succeeds). `finishAndPop(topic, [])` is a pop.
+   */
+  async finishAndPop(
+    topic: string,
+    jobs: readonly { id: string; receipt?: string }[],
+    options: PopOptions = {},
+  ): Promise<{ jobs: Job[]; finished: FinishItemResult[] }> {
+    const { signal, count, wait } = options;
+    const answer = await this.call({
+      method: "POST",
+      path: `/v1/topics/${segment(topic, "topic")}/pop`,
+      body: { count, wait, finish: finishItems(jobs) },
+      timeoutMs: this.transport.timeoutMs + waitMs(wait),
+      signal,
+    });
+    const finished = expectField(answer, "finished", "array") as FinishItemResult[];
+    return { jobs: expectField(answer, "jobs", "array") as Job[], finished };
+  }
+
+  /**
    * Finishes a reserved job (`POST /v1/jobs/{id}/finish`). With `receipt`, only that reservation
    * may finish it (else `stale_receipt`); finishing a finished job again succeeds.
    */
@@ -136,16 +161,7 @@ export class DelayqClient {
     const answer = await this.call({
       method: "POST",
       path: "/v1/jobs/finish",
-      // A job as pop answered it (with its state and receipt) goes as its id and receipt. Any
-      // other item goes as it is, a job read with `get` too, so that the server refuses a
-      // misspelt field (`reciept`) instead of finishing the job for whoever holds it.
-      body: {
-        jobs: jobs.map((job) =>
-          "state" in job && typeof job.receipt === "string"
-            ? { id: job.id, receipt: job.receipt }
-            : job,
-        ),
-      },
+      body: { jobs: finishItems(jobs) },
     });
     return expectField(answer, "results", "array") as FinishItemResult[];
   }
@@ -305,4 +321,16 @@ export class DelayqClient {
   private verb(id: string, verb: string, body: Record<string, unknown>): Call {
     return { method: "POST", path: `/v1/jobs/${segment(id, "job id")}/${verb}`, body };
   }
+}
+
+/**
+ * Jobs to finish as the server takes them. A job as pop answered it (with its state and
+ * receipt) goes as its id and receipt. Any other item goes as it is, a job read with `get` too,
+ * so that the server refuses a misspelt field (`reciept`) instead of finishing the job for
+ * whoever holds it.
+ */
+function finishItems(jobs: readonly { id: string; receipt?: string }[]) {
+  return jobs.map((job) =>
+    "state" in job && typeof job.receipt === "string" ? { id: job.id, receipt: job.receipt } : job,
+  );
 }

@@ -102,32 +102,32 @@ export const FinishBatchBody = z
       }),
   })
   .meta({ id: "FinishBatch" });
+/** One result per job to finish, in order (finishMany, and pop's `finish`). */
+const FinishResults = z
+  .array(
+    z.union([
+      z.object({ finished: z.literal(true).meta({ description: "Always true." }) }),
+      ErrorBody,
+    ]),
+  )
+  .meta({
+    description:
+      "One per job, in order: `{finished: true}`, or an Error for a job refused " +
+      "(the status a single finish would have answered is in its code).",
+    example: [
+      { finished: true },
+      {
+        error: {
+          code: "stale_receipt",
+          message:
+            "The receipt is not job order-1043's current one: its lease ran out and " +
+            "another consumer reserved it",
+        },
+      },
+    ],
+  });
 export const FinishBatchResult = z
-  .object({
-    results: z
-      .array(
-        z.union([
-          z.object({ finished: z.literal(true).meta({ description: "Always true." }) }),
-          ErrorBody,
-        ]),
-      )
-      .meta({
-        description:
-          "One per job, in order: `{finished: true}`, or an Error for a job refused " +
-          "(the status a single finish would have answered is in its code).",
-        example: [
-          { finished: true },
-          {
-            error: {
-              code: "stale_receipt",
-              message:
-                "The receipt is not job order-1043's current one: its lease ran out and " +
-                "another consumer reserved it",
-            },
-          },
-        ],
-      }),
-  })
+  .object({ results: FinishResults })
   .meta({ id: "FinishBatchResult" });
 export const JobBody = z.object({ job: Job }).meta({ id: "JobResponse" });
 export const JobList = z
@@ -214,7 +214,28 @@ export const PurgeQuery = z.object({
   count: whole("count", domain.MAX_PAGE, "Dead jobs to delete, oldest first (default 1000)."),
 });
 
-export const PopBody = domain.PopInput.meta({ id: "Pop" });
+export const PopBody = domain.PopInput.extend({
+  finish: z
+    .array(z.unknown().meta({ description: "A FinishItem; each item is validated on its own" }))
+    .max(domain.MAX_POP)
+    .optional()
+    .meta({
+      description:
+        "0-100 jobs to finish before the pop takes any, each `{id, receipt?}` as the last pop " +
+        "gave them: a consumer's finish and its next pop in one request and one script call " +
+        "(BullMQ's worker and JetStream's AckNext do the same). Each is decided as " +
+        "`POST /v1/jobs/{id}/finish` would decide it, and stays finished whatever the pop does.",
+      example: [{ id: "order-1042", receipt: "p1.mywpj0qw.mywpiww0.12nq13p" }],
+    }),
+}).meta({ id: "Pop" });
+export const PopResult = z
+  .object({
+    jobs: z.array(Job).meta({ description: "The reserved jobs (maybe none)." }),
+    finished: FinishResults.optional().meta({
+      description: "With `finish`: one result per job given, in order.",
+    }),
+  })
+  .meta({ id: "PopResult" });
 export const ReceiptBody = domain.ReceiptInput.meta({ id: "Receipt" });
 export const ReleaseBody = domain.ReleaseInput.meta({ id: "Release" });
 export const KickBody = domain.KickInput.meta({ id: "Kick" });

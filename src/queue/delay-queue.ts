@@ -31,7 +31,7 @@ import { tick } from "../redis/lua/scripts/tick";
 import { redisError } from "../redis/runner";
 import { prepareAdd, prepareBatch, runAdds } from "./add-batch";
 import { type HeldVerb, scriptError } from "./errors";
-import { finishMany, finishOne, runHeld } from "./held-jobs";
+import { finishList, finishMany, finishOne, runHeld } from "./held-jobs";
 import { readJob, readJobPage } from "./job-reads";
 import { type DelayQueueOptions, type Shared, share } from "./options";
 import { popJobs } from "./pop-jobs";
@@ -174,7 +174,29 @@ export class DelayQueue {
   ): Promise<Job[]> {
     this.allow(topic);
     const { count, wait } = parseInput(PopInput, options);
-    return popJobs(this.shared, topic, count, wait, signal);
+    return (await popJobs(this.shared, topic, count, wait, signal)).jobs;
+  }
+
+  /**
+   * Finishes the jobs a consumer holds (what its last pop gave it: jobs, or `{id, receipt?}`
+   * items, as `finishMany` takes them) and pops the next, in one script call, as BullMQ's worker
+   * and JetStream's AckNext do: a consumer taking one job at a time makes one call a job instead
+   * of two. The jobs are finished before anything is taken, each decided as `finish` would
+   * (`finished`: one result per item, in order), and stay finished whatever the pop does next
+   * (a wait, a push topic's refusal); a retry of the whole call finishes them again, which
+   * answers the same.
+   */
+  async finishAndPop(
+    topic: string,
+    jobs: readonly (Job | { id: string; receipt?: string })[],
+    options: { count?: number; wait?: number } = {},
+    signal?: Pick<AbortSignal, "aborted">,
+  ): Promise<{ jobs: Job[]; finished: FinishItemResult[] }> {
+    this.allow(topic);
+    const { count, wait } = parseInput(PopInput, options);
+    const list = finishList(this.luaScope, finishItems(jobs), "finish");
+    const popped = await popJobs(this.shared, topic, count, wait, signal, list.args);
+    return { jobs: popped.jobs, finished: list.decided(popped.finished) };
   }
 
   /** Finishes a reserved job. Without a receipt, finishes it for whoever holds it. */
@@ -193,10 +215,7 @@ export class DelayQueue {
   async finishMany(
     jobs: readonly (Job | { id: string; receipt?: string })[],
   ): Promise<FinishItemResult[]> {
-    const items = Array.isArray(jobs)
-      ? jobs.map((job) => (isJob(job) ? { id: job.id, receipt: job.receipt } : job))
-      : jobs;
-    return finishMany(this.shared, this.luaScope, items);
+    return finishMany(this.shared, this.luaScope, finishItems(jobs));
   }
 
   /** Extends a reservation: the lease ends ttr from now. */
@@ -351,4 +370,11 @@ function isJob(item: unknown): item is Job {
     "topic" in item &&
     Object.keys(item).every((field) => JOB_FIELDS.has(field))
   );
+}
+
+/** Jobs to finish as `{id, receipt}` items: a job the queue answered gives its id and receipt. */
+function finishItems(jobs: readonly unknown[]): readonly unknown[] {
+  return Array.isArray(jobs)
+    ? jobs.map((job) => (isJob(job) ? { id: job.id, receipt: job.receipt } : job))
+    : jobs;
 }

@@ -46,16 +46,36 @@ export async function finishMany(
   scope: string,
   inputs: readonly unknown[],
 ): Promise<FinishItemResult[]> {
+  const list = finishList(scope, inputs);
+  if (list.args.length === 1) return list.results;
+  return list.decided(await shared.scripts.run(finish, shared.clock(), list.args));
+}
+
+/** Jobs to finish, checked: a script's arguments and how to read its answers (finish, pop). */
+export type FinishList = {
+  /** The scope, then each valid item's id and receipt ("" for none). */
+  args: string[];
+  /** One result per item, the invalid ones already decided. */
+  results: FinishItemResult[];
+  /** The results, given the script's replies for the valid items in order. */
+  decided(replies: readonly HeldReply[]): FinishItemResult[];
+};
+
+/**
+ * Checks the jobs to finish (at most MAX_POP, else invalid_request), each item on its own: an
+ * invalid one is answered `{error}` and left out of the script's arguments. `field` names the
+ * list in messages.
+ */
+export function finishList(scope: string, inputs: readonly unknown[], field = "jobs"): FinishList {
   if (!Array.isArray(inputs) || inputs.length > MAX_POP) {
-    throw new DelayqError("invalid_request", `jobs: give at most ${MAX_POP} jobs to finish`);
+    throw new DelayqError("invalid_request", `${field}: give at most ${MAX_POP} jobs to finish`);
   }
-  if (inputs.length === 0) return [];
   const results: FinishItemResult[] = new Array(inputs.length);
   const args: string[] = [scope];
   const positions: number[] = [];
   inputs.forEach((input, i) => {
     try {
-      const { id, receipt } = parseInput(FinishItem, input, `jobs.${i}`);
+      const { id, receipt } = parseInput(FinishItem, input, `${field}.${i}`);
       args.push(id, receipt ?? "");
       positions.push(i);
     } catch (error) {
@@ -63,18 +83,19 @@ export async function finishMany(
       results[i] = { error: { code: error.code, message: error.message } };
     }
   });
-  if (positions.length === 0) return results;
-  const replies = await shared.scripts.run(finish, shared.clock(), args);
-  positions.forEach((position, j) => {
-    const reply = replies[j];
-    const id = args[1 + 2 * j] as string;
-    if (!reply) throw new Error("The finish script answered fewer jobs than it was given");
-    if (reply.code === "ok") {
-      results[position] = { finished: true };
-    } else {
-      const error = scriptError(reply.code, { id, state: reply.value, verb: "finish" });
-      results[position] = { error: { code: error.code, message: error.message } };
-    }
-  });
-  return results;
+  const decided = (replies: readonly HeldReply[]) => {
+    positions.forEach((position, j) => {
+      const reply = replies[j];
+      const id = args[1 + 2 * j] as string;
+      if (!reply) throw new Error("The script answered fewer finished jobs than it was given");
+      if (reply.code === "ok") {
+        results[position] = { finished: true };
+      } else {
+        const error = scriptError(reply.code, { id, state: reply.value, verb: "finish" });
+        results[position] = { error: { code: error.code, message: error.message } };
+      }
+    });
+    return results;
+  };
+  return { args, results, decided };
 }

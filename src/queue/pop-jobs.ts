@@ -1,14 +1,20 @@
 // Popping: one pop script call per try, with the long-poll wait between tries.
 import type { Job } from "../domain/schemas";
+import type { HeldReply } from "../redis/lua/scripts/held";
 import { pop } from "../redis/lua/scripts/pop";
 import { decodeRecord } from "../redis/record";
 import { scriptError } from "./errors";
 import type { Drained } from "./long-poll";
 import type { Shared } from "./options";
 
+/** What a pop reserved, and what became of the jobs it was given to finish first (in order). */
+export type Popped = { jobs: Job[]; finished: HeldReply[] };
+
 /**
  * Reserves up to `count` due jobs of a topic, waiting up to `wait` seconds for one (see
- * `DelayQueue.pop`). The caller checks the topic and the options first.
+ * `DelayQueue.pop`). The caller checks the topic and the options first. `finish`: the finish
+ * script's arguments (scope, then id and receipt of each job) for jobs the first try finishes
+ * before it takes any.
  */
 export async function popJobs(
   shared: Shared,
@@ -16,9 +22,11 @@ export async function popJobs(
   count: number,
   wait: number,
   signal?: Pick<AbortSignal, "aborted">,
-): Promise<Job[]> {
+  finish: readonly string[] = [],
+): Promise<Popped> {
   const giveUpAt = Date.now() + wait * 1000;
   const { scripts, clock, wakeups } = shared;
+  let finished: HeldReply[] = [];
   for (let first = true; ; first = false) {
     const now = clock();
     // What is left of the wait: the script registers a caller that will wait (lib/topic.ts).
@@ -28,8 +36,11 @@ export async function popJobs(
     // of popping: unchanged, a pop would find nothing (in the herd, every consumer back from a
     // finish sent one). One command instead of a pop's three; none when a waiter here is
     // popping for the due time that has come (Wakeups.known).
+    // Jobs to finish need the script.
     const known =
-      first && waitMs > 0 ? wakeups.known(topic, now, waitMs, shared.pollIntervalMs) : undefined;
+      first && waitMs > 0 && finish.length === 0
+        ? wakeups.known(topic, now, waitMs, shared.pollIntervalMs)
+        : undefined;
     let drained: Drained | undefined;
     if (
       known &&
@@ -41,7 +52,9 @@ export async function popJobs(
       // Others waiting here are woken only when more jobs may be ready: the script says so.
       const others = wakeups.waiting(topic) > 0 ? "1" : "";
       const snapshot = wakeups.snapshot(topic);
-      const reply = await scripts.run(pop, now, [topic, count, waitMs, others]);
+      const args = [topic, count, waitMs, others];
+      const reply = await scripts.run(pop, now, first ? [...args, ...finish] : args);
+      if (first) finished = reply.finished;
       if ("pushTopic" in reply) throw scriptError("pushTopic", { id: topic });
       wakeups.popped(topic, "more" in reply && reply.more);
       if (reply.records.length > 0) {
@@ -49,9 +62,10 @@ export async function popJobs(
           wakeups.learn(topic, snapshot, reply.drained);
           wakeups.tell(topic, reply.drained.nextAt);
         }
-        return reply.records.map((raw) => decodeRecord(raw, now, shared.rawBodies));
+        const jobs = reply.records.map((raw) => decodeRecord(raw, now, shared.rawBodies));
+        return { jobs, finished };
       }
-      if (!("seq" in reply) || wait === 0) return [];
+      if (!("seq" in reply) || wait === 0) return { jobs: [], finished };
       drained = { nextAt: reply.nextAt, seq: reply.seq };
       wakeups.learn(topic, snapshot, drained, reply.registeredUntil);
     }
@@ -66,6 +80,6 @@ export async function popJobs(
       clock,
       signal,
     });
-    if (!woke) return [];
+    if (!woke) return { jobs: [], finished };
   }
 }

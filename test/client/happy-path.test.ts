@@ -145,6 +145,28 @@ describe("happy paths", () => {
     expect(sent.length - before).toBe(4); // the finish, the get, the refused finish, the pop
   });
 
+  it("finishAndPop finishes the last pop's jobs and takes the next in one request", async () => {
+    const { client, sent } = setup();
+    for (const id of ["n-1", "n-2"]) await client.add({ topic: "next", id, body: { id } });
+    let held = await client.pop("next");
+    const before = sent.length;
+    const next = await client.finishAndPop("next", held, { wait: 1 });
+    expect(sent.length - before).toBe(1);
+    expect(sent[before]).toMatchObject({ method: "POST", url: `${BASE}/v1/topics/next/pop` });
+    expect(sent[before]?.body).toEqual({
+      wait: 1,
+      finish: held.map(({ id, receipt }) => ({ id, receipt })),
+    });
+    expect(next.finished).toEqual([{ finished: true }]);
+    expect(next.jobs.map((job) => [job.id, job.body])).toEqual([["n-2", { id: "n-2" }]]);
+    held = next.jobs;
+    expect(await client.finishAndPop("next", held)).toEqual({
+      jobs: [],
+      finished: [{ finished: true }],
+    });
+    expect((await client.get("n-2")).state).toBe("finished");
+  });
+
   it("finishMany sends a job read with get as it is, so a misspelt receipt is refused", async () => {
     const { client } = setup();
     await client.add({ topic: "got", id: "g-1" });

@@ -83,6 +83,26 @@ describe("one job's life", () => {
     expect(spent.commands / n).toBe(12);
     expect(spent.requests).toBe(3 * n);
   });
+  it("costs 11 commands and 2 requests a job when each pop finishes the last job (finishAndPop)", async () => {
+    const { queue } = queueOn("ack-next");
+    await stack.loadScripts();
+    await queue.add({ topic: "one", id: "warm" });
+    let held = await queue.pop("one");
+    const n = 200;
+    const spent = await cost(async () => {
+      for (let i = 0; i < n; i++) {
+        await queue.add({ topic: "one", id: `s${i}`, body: { i } });
+        const next = await queue.finishAndPop("one", held);
+        expect(next.finished).toEqual([{ finished: true }]);
+        held = next.jobs;
+      }
+    });
+    // add = 4 as above; finishAndPop: EVALSHA, GET, ZREM, SET (the finish), ZPOPMIN, MGET, ZADD
+    // (the pop) = 7: one EVALSHA a job less than a pop and a finish of their own.
+    expect(spent.commands / n).toBe(11);
+    expect(spent.requests).toBe(2 * n);
+  });
+
   it("costs 3 commands a job more, and one request, finished by the pop's batch (finishMany)", async () => {
     const { queue, clock } = queueOn("batch-finish");
     await stack.loadScripts();

@@ -201,6 +201,85 @@ describe("finishMany", () => {
   });
 });
 
+describe("finishAndPop", () => {
+  it("finishes what the last pop gave and reserves the next, in one script call", async () => {
+    const { queue, clock, stats } = testQueue({ retention: 120 });
+    for (const id of ["a", "b", "c"]) await queue.add({ topic: "t", id, body: id });
+    const first = await queue.pop("t");
+    clock.advance(5);
+    const before = (await stats()).requests.total;
+    const next = await queue.finishAndPop("t", first, { count: 2 });
+    expect((await stats()).requests.total - before).toBe(1);
+    expect(next.finished).toEqual([{ finished: true }]);
+    expect(next.jobs.map((job) => [job.id, job.state])).toEqual([
+      ["b", "reserved"],
+      ["c", "reserved"],
+    ]);
+    expect(await queue.get("a")).toMatchObject({ state: "finished", endedAt: clock.now });
+    // The last round: nothing left to take, the jobs are finished all the same.
+    const last = await queue.finishAndPop("t", next.jobs);
+    expect(last).toEqual({ jobs: [], finished: [{ finished: true }, { finished: true }] });
+    expect((await queue.topic("t")).counts).toEqual({ delayed: 0, ready: 0, reserved: 0, dead: 0 });
+    // No jobs to finish is a plain pop.
+    await queue.add({ topic: "t", id: "d" });
+    expect(await queue.finishAndPop("t", [])).toMatchObject({ jobs: [{ id: "d" }], finished: [] });
+  });
+
+  it("decides each job to finish on its own, and pops whatever they were", async () => {
+    const { queue } = testQueue();
+    await queue.add({ topic: "t", id: "held" });
+    await queue.add({ topic: "t", id: "waiting", delay: 60 });
+    await queue.add({ topic: "t", id: "next" });
+    const [held] = await queue.pop("t");
+    const { jobs, finished } = await queue.finishAndPop("t", [
+      held as NonNullable<typeof held>,
+      { id: "waiting" },
+      { id: "nope" },
+      { id: "bad id!" },
+    ]);
+    expect(jobs.map((job) => job.id)).toEqual(["next"]);
+    expect(finished[0]).toEqual({ finished: true });
+    expect(finished[1]).toMatchObject({
+      error: { code: "not_reserved", message: expect.stringMatching(/waiting is delayed/) },
+    });
+    expect(finished[2]).toMatchObject({ error: { code: "job_not_found" } });
+    expect(finished[3]).toMatchObject({
+      error: { code: "invalid_request", message: expect.stringMatching(/^Invalid finish\.3/) },
+    });
+    await expectError(
+      queue.finishAndPop("t", Array(101).fill({ id: "x" })),
+      "invalid_request",
+      /finish: give at most 100/,
+    );
+  });
+
+  it("finishes a job back in the ready list after its lease ran out, and does not pop it", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "slow", ttr: 1 });
+    const [job] = await queue.pop("t");
+    clock.advance(1500);
+    // Its lease is over: the tick puts it back in the ready list for its next attempt. A late
+    // finish is accepted, and this pop, which would otherwise take it from there, does not.
+    expect(await tick(queue)).toMatchObject({ expired: 1 });
+    expect((await queue.get("slow")).state).toBe("ready");
+    const next = await queue.finishAndPop("t", [job as NonNullable<typeof job>]);
+    expect(next).toEqual({ jobs: [], finished: [{ finished: true }] });
+    expect((await queue.get("slow")).state).toBe("finished");
+    expect(await queue.pop("t")).toEqual([]);
+  });
+
+  it("finishes the jobs even when the pop then waits in vain, or is refused", async () => {
+    const { queue } = testQueue();
+    for (const id of ["a", "b"]) await queue.add({ topic: "t", id });
+    const [a, b] = await queue.pop("t", { count: 2 });
+    const waited = await queue.finishAndPop("t", [a as NonNullable<typeof a>], { wait: 0.2 });
+    expect(waited).toEqual({ jobs: [], finished: [{ finished: true }] });
+    await queue.configure("hooks", { push: { url: "https://shop.example/hook" } });
+    await expectError(queue.finishAndPop("hooks", [b as NonNullable<typeof b>]), "push_topic");
+    expect((await queue.get("b")).state).toBe("finished");
+  });
+});
+
 describe("touch, release, bury", () => {
   it("touch extends the lease from now", async () => {
     const { queue, clock } = testQueue();

@@ -267,3 +267,40 @@ describe("POST /v1/jobs/finish", () => {
     expect(list.json.error.message).toBe("Invalid request body: expected object, received array");
   });
 });
+
+describe("POST /v1/topics/{topic}/pop with finish", () => {
+  it("finishes the jobs given, then pops: one result per item beside the jobs", async () => {
+    const { call } = testApp();
+    for (const id of ["a", "b"]) await call("POST", "/v1/jobs", { body: { topic: "t", id } });
+    const first = await call("POST", "/v1/topics/t/pop", { body: {} });
+    expect(first.json).toEqual({ jobs: [expect.objectContaining({ id: "a" })] });
+    const [a] = first.json.jobs as { id: string; receipt: string }[];
+    const next = await call("POST", "/v1/topics/t/pop", {
+      body: { finish: [{ id: a?.id, receipt: a?.receipt }, { id: "nope" }, { id: 7 }] },
+    });
+    expect(next.status).toBe(200);
+    expect(next.json.jobs.map((job: { id: string }) => job.id)).toEqual(["b"]);
+    expect(next.json.finished).toEqual([
+      { finished: true },
+      { error: { code: "job_not_found", message: expect.stringMatching(/nope does not exist/) } },
+      { error: { code: "invalid_request", message: expect.stringMatching(/finish\.2/) } },
+    ]);
+    expect((await call("GET", "/v1/jobs/a")).json.job.state).toBe("finished");
+    const [b] = next.json.jobs as { id: string; receipt: string }[];
+    const last = await call("POST", "/v1/topics/t/pop", { body: { finish: [b] } });
+    expect(last.json).toEqual({ jobs: [], finished: [{ finished: true }] });
+  });
+
+  it("refuses more than 100 jobs to finish, or a finish that is not a list, and finishes none", async () => {
+    const { call } = testApp();
+    await call("POST", "/v1/jobs", { body: { topic: "t", id: "a" } });
+    const [a] = (await call("POST", "/v1/topics/t/pop", { body: {} })).json.jobs;
+    for (const finish of [Array.from({ length: 101 }, () => a), { id: "a" }]) {
+      const res = await call("POST", "/v1/topics/t/pop", { body: { finish } });
+      expect(res.status).toBe(400);
+      expect(res.json.error.code).toBe("invalid_request");
+      expect(res.json.error.message).toMatch(/finish/);
+    }
+    expect((await call("GET", "/v1/jobs/a")).json.job.state).toBe("reserved");
+  });
+});

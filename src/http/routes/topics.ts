@@ -10,6 +10,7 @@ import {
   KickBody,
   ListQuery,
   PopBody,
+  PopResult,
   PurgeQuery,
   SECURED,
   TopicList,
@@ -35,12 +36,20 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
         "leases are taken care of first, so no scheduler tick is needed. With `wait`, the " +
         "request returns as soon as a job is ready, or with `jobs: []` when the wait is over.",
       request: { params: TopicParam, body: body(PopBody, false) },
-      responses: { 200: json(JobList, "The reserved jobs (maybe none)"), ...errors(403) },
+      responses: {
+        200: json(PopResult, "The reserved jobs (maybe none), and what was finished first"),
+        ...errors(403),
+      },
     }),
     async (c) => {
       const { topic } = c.req.valid("param");
-      const jobs = await c.get("queue").pop(topic, c.req.valid("json"), lazySignal(c.req.raw));
-      return jsonBody(c, { jobs }, 200);
+      const { finish, ...options } = c.req.valid("json");
+      const signal = lazySignal(c.req.raw);
+      if (finish === undefined) {
+        return jsonBody(c, { jobs: await c.get("queue").pop(topic, options, signal) }, 200);
+      }
+      const items = finish as { id: string; receipt?: string }[];
+      return jsonBody(c, await c.get("queue").finishAndPop(topic, items, options, signal), 200);
     },
   );
 

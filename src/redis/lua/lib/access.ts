@@ -49,4 +49,27 @@ local function held(id, receipt, scope, take)
   if take then rcall("ZREM", key.reserved(meta.topic), id) end
   return meta, body, CODE.ok, false
 end
+
+-- Finishes a job the caller holds (the finish script, and pop's jobs to finish first). Its
+-- record is kept RETENTION ms for status queries and duplicate adds. Finishing it again with
+-- its receipt (or none) answers the same, so a client may retry a finish whose answer it lost.
+-- A late finish (the lease ran out and the job waits for its next attempt, nobody has reserved
+-- it since) is accepted with that reservation's receipt (lib/transitions.ts: retry keeps it),
+-- sparing a second run. Returns CODE.ok and "finished", or an error code and the job's current
+-- state ("" for none). Cost: GET, ZREM (the lease), SET (a late finish: GET, ZREM, ZREM, SET).
+local function finishHeld(id, receipt, scope)
+  local meta, body, code = held(id, receipt, scope, true)
+  if code == CODE.notReserved and meta.state == "finished" then
+    code = CODE.ok
+  elseif code == CODE.notReserved and receipt ~= "" and meta.state == "waiting" then
+    unindex(id, meta)
+    code = CODE.ok
+  end
+  if code ~= CODE.ok then return code, meta and stateOf(meta) or "" end
+  if meta.state ~= "finished" then
+    meta.state, meta.endedAt, meta.leaseEnd = "finished", NOW, nil
+    save(id, meta, body)
+  end
+  return CODE.ok, "finished"
+end
 `;

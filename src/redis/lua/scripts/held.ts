@@ -18,15 +18,22 @@ function parseHeld(name: string) {
 /** finish's reply: one HeldReply per job, in the order given. */
 export type FinishReply = HeldReply[];
 
+/** Up to `count` {code, value} pairs from `flat`, from `start` on (finish; pop's jobs to finish). */
+export function heldPairs(flat: readonly unknown[], start: number, count: number): HeldReply[] {
+  const replies: HeldReply[] = [];
+  for (let i = start; i < flat.length && replies.length < count; i += 2) {
+    replies.push({ code: codeName(flat[i]), value: String(flat[i + 1] ?? "") });
+  }
+  return replies;
+}
+
 export const finish = defineScript<FinishReply>({
   name: "finish",
   lua: `
---[[ finish: reserved jobs are done, one or many (a consumer finishing what one pop gave it). Each
-  record is kept RETENTION ms for status queries and duplicate adds. Finishing a job again with
-  its receipt (or none) answers the same, so a client may retry a finish whose answer it lost.
-  A late finish — the lease ran out and the job waits for its next attempt, nobody has reserved
-  it since — is accepted with that reservation's receipt (lib/transitions.ts: retry keeps it),
-  sparing a second run. Each job is decided on its own: one refused leaves the others finished.
+--[[ finish: reserved jobs are done, one or many (a consumer finishing what one pop gave it),
+  each as lib/access.ts's finishHeld says (kept RETENTION ms; a retry answers the same; a late
+  finish with the last reservation's receipt is accepted). Each job is decided on its own: one
+  refused leaves the others finished.
   ARGV[4] scope (lib/access.ts)   ARGV[5], ARGV[6] the first job's id and receipt ("" for
   whoever holds it), ARGV[7], ARGV[8] the second's, and so on.
   Returns {code, value} per job, flat: CODE.ok and "finished", or an error code and the job's
@@ -35,34 +42,11 @@ export const finish = defineScript<FinishReply>({
 ]]
 local scope, out = ARGV[4], {}
 for i = 5, #ARGV - 1, 2 do
-  local id, receipt = ARGV[i], ARGV[i + 1]
-  local meta, body, code = held(id, receipt, scope, true)
-  if code == CODE.notReserved and meta.state == "finished" then
-    code = CODE.ok
-  elseif code == CODE.notReserved and receipt ~= "" and meta.state == "waiting" then
-    unindex(id, meta)
-    code = CODE.ok
-  end
-  if code == CODE.ok then
-    if meta.state ~= "finished" then
-      meta.state, meta.endedAt, meta.leaseEnd = "finished", NOW, nil
-      save(id, meta, body)
-    end
-    out[#out + 1], out[#out + 2] = CODE.ok, "finished"
-  else
-    out[#out + 1], out[#out + 2] = code, meta and stateOf(meta) or ""
-  end
+  out[#out + 1], out[#out + 2] = finishHeld(ARGV[i], ARGV[i + 1], scope)
 end
 return out
 `,
-  parse: (reply: unknown): FinishReply => {
-    const flat = list(reply, "finish");
-    const replies: HeldReply[] = [];
-    for (let i = 0; i < flat.length; i += 2) {
-      replies.push({ code: codeName(flat[i]), value: String(flat[i + 1] ?? "") });
-    }
-    return replies;
-  },
+  parse: (reply: unknown): FinishReply => heldPairs(list(reply, "finish"), 0, Infinity),
 });
 
 export const touch = defineScript<HeldReply>({

@@ -1,12 +1,13 @@
 // pop: reserves up to count due jobs of a topic, earliest due first.
 import { CODE } from "../../codes";
 import { defineScript, list, record } from "../script";
+import { type HeldReply, heldPairs } from "./held";
 
 /**
  * Jobs reserved; or, when none, when to look again and the topic's change counter; or the
- * refusal of a push topic.
+ * refusal of a push topic. Each with what became of the jobs given to finish first.
  */
-export type PopReply =
+export type PopReply = { finished: HeldReply[] } & (
   | {
       records: string[];
       more: boolean;
@@ -14,7 +15,8 @@ export type PopReply =
       drained?: { nextAt: number | undefined; seq: number };
     }
   | { records: []; nextAt: number | undefined; seq: number; registeredUntil: number }
-  | { records: []; pushTopic: true };
+  | { records: []; pushTopic: true }
+);
 
 export const pop = defineScript<PopReply>({
   name: "pop",
@@ -30,11 +32,18 @@ export const pop = defineScript<PopReply>({
   ARGV[4] topic   ARGV[5] count (1-100)
   ARGV[6] how long the caller will wait for a job when none is due, ms (0: it will not)
   ARGV[7] "1" when other callers of the caller's process wait for this topic (see \`more\`)
+  ARGV[8] the caller's scope (lib/access.ts)   ARGV[9], ARGV[10] the id and receipt of a job
+  to finish first ("" for whoever holds it), ARGV[11], ARGV[12] the next one's, and so on: a
+  consumer finishes what its last pop gave it in the call that takes the next (as BullMQ's
+  worker and JetStream's AckNext do), each decided as the finish script would. They are
+  finished before the pop takes anything, so a late finish never races this pop's own entries.
   Each reservation counts an attempt and leases the job until now + ttr. It is the job's entry
   in the lease zset only: the record stays as it was, and the receipt is derived from it
   (lib/transitions.ts: reserve). A job whose deadline has passed dies instead of being handed
   out.
-  Returns {next, seq, registered} when nothing was reserved: \`next\` is the earliest time
+  Every reply opens with {n, code, value, ...}: the number of jobs given to finish and, for
+  each, CODE.ok and "finished" or an error code and its state (lib/access.ts: finishHeld).
+  Then {next, seq, registered} when nothing was reserved: \`next\` is the earliest time
   something of the topic may become available (a due time, a lease end; -1 for none) and \`seq\`
   the topic's change counter, so a long-polling caller can sleep until then and meanwhile watch
   the counter; \`registered\` is until when callers of the topic are registered as waiting (0
@@ -46,7 +55,7 @@ export const pop = defineScript<PopReply>({
   another pop. A caller that will wait is registered (lib/topic.ts: listen), so that adds bump
   the counter while it may be waiting. A paused topic reserves nothing and answers next -1. A
   push topic answers {CODE.pushTopic}: its jobs are delivered, not popped.
-  Cost: ZPOPMIN (ready); MGET (the topic's keys and the records); one ZADD (reserved), and SET
+  Cost: finishing each job given, as finish; then ZPOPMIN (ready); MGET (the topic's keys and the records); one ZADD (reserved), and SET
   (timing) + ZADD LT when the first lease ends before the topic's next.
   Empty: ZPOPMIN and MGET only (and a SET about every 100 s of a caller's waiting). Upkeep, when
   next has passed: see lib/upkeep.ts (catchUp): 3 commands when one job falls due and no lease
@@ -55,6 +64,16 @@ export const pop = defineScript<PopReply>({
 ]]
 local topic, count, wait = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 local ask = ARGV[7] == "1"
+local finished = {0}
+for i = 9, #ARGV - 1, 2 do
+  finished[1] = finished[1] + 1
+  finished[#finished + 1], finished[#finished + 2] = finishHeld(ARGV[i], ARGV[i + 1], ARGV[8])
+end
+-- The reply, after what became of the jobs to finish.
+local function answer(reply)
+  for i = 1, #reply do finished[#finished + 1] = reply[i] end
+  return finished
+end
 local popped = rcall("ZPOPMIN", key.ready(topic), count)
 local names = {ownKeys(topic)}
 for i = 1, #popped, 2 do names[#names + 1] = key.job(popped[i]) end
@@ -82,12 +101,12 @@ end
 local cfg = config(topic)
 if type(cfg.push) == "table" then
   putBack()
-  return {CODE.pushTopic}
+  return answer({CODE.pushTopic})
 end
 -- Paused: nothing becomes available until it resumes, which bumps seq.
 if cfg.paused then
   putBack()
-  return {-1, t.seq or 0, 0}
+  return answer({-1, t.seq or 0, 0})
 end
 local upkeep, bound, fresh, wrote = knownNext(topic), nil, nil, false
 if upkeep and upkeep <= NOW then bound, fresh, wrote = catchUp(topic) end
@@ -98,22 +117,25 @@ local out, more, drained = reserveReady(topic, count, bound, fresh, ask,
 if #out == 0 then
   local registered = 0
   if wait > 0 then registered = listen(topic, wait) end
-  return {knownNext(topic) or -1, t.seq or 0, registered}
+  return answer({knownNext(topic) or -1, t.seq or 0, registered})
 end
 local after = -2
 if drained then after = knownNext(topic) or -1 end
-table.insert(out, 1, t.seq or 0)
-table.insert(out, 1, after)
-table.insert(out, 1, more and 1 or 0)
-return out
+local reply = {more and 1 or 0, after, t.seq or 0}
+for i = 1, #out do reply[#reply + 1] = out[i] end
+return answer(reply)
 `,
   parse(reply) {
-    const values = list(reply, "pop");
+    const all = list(reply, "pop");
+    const n = Number(all[0]);
+    const finished = heldPairs(all, 1, n);
+    const values = all.slice(1 + 2 * n);
     if (values.length === 1 && Number(values[0]) === CODE.pushTopic)
-      return { records: [], pushTopic: true };
+      return { finished, records: [], pushTopic: true };
     if (values.length === 3) {
       const nextAt = Number(values[0]);
       return {
+        finished,
         records: [],
         nextAt: nextAt >= 0 ? nextAt : undefined,
         seq: Number(values[1]),
@@ -123,6 +145,7 @@ return out
     const [more, after, seq, ...records] = values;
     const afterAt = Number(after);
     return {
+      finished,
       records: records.map((raw) => record(raw, "pop")),
       more: Number(more) === 1,
       ...(afterAt === -2
