@@ -23,7 +23,16 @@ export {
 } from "./single/stack";
 
 /** One alternating pair: delayq HTTP TCP pop 1 and ouqiang, lifecycles/s, in the order run. */
-export type PairRun = { first: "delayq" | "ouqiang"; delayq: number; ouqiang: number };
+/**
+ * Lifecycles/s of one alternating pair: delayq's HTTP TCP pop 1 and ouqiang's, and (runs since
+ * 2026-11-27 evening) delayq's pop 1 with finishAndPop, run right after delayq's.
+ */
+export type PairRun = {
+  first: "delayq" | "ouqiang";
+  delayq: number;
+  ouqiang: number;
+  delayqNext?: number;
+};
 
 export type SingleResult = {
   runs: SingleRun[];
@@ -81,9 +90,16 @@ export async function runSingle(options: SingleOptions): Promise<SingleResult> {
       );
       await attempt(
         name("http", "pop 10 finishMany"),
-        () => singleRun(stack, "http", 10, options, true),
+        () => singleRun(stack, "http", 10, options, "many"),
         result.runs,
       );
+      for (const count of [1, 10]) {
+        await attempt(
+          name("http", `pop ${count} finishAndPop`),
+          () => singleRun(stack, "http", count, options, "next"),
+          result.runs,
+        );
+      }
       await attempt(
         name("library", "pop 1"),
         () => singleRun(stack, "library", 1, options),
@@ -109,7 +125,8 @@ export async function runSingle(options: SingleOptions): Promise<SingleResult> {
 }
 
 /**
- * delayq's HTTP TCP pop 1 and ouqiang's run, `options.pairs` times, each pair in the other order
+ * delayq's HTTP TCP pop 1 (finished one by one, then by the next pop) and ouqiang's run,
+ * `options.pairs` times, each pair in the other order
  * from the last (ABBA): the shared machine's speed drifts over minutes, and one ratio from two
  * runs minutes apart measures the drift as much as the systems.
  */
@@ -122,14 +139,17 @@ async function runPairs(stack: Stack, options: SingleOptions): Promise<PairRun[]
   for (let i = 0; i < options.pairs; i++) {
     const first = i % 2 === 0 ? "ouqiang" : "delayq";
     log(`alternating pair ${i + 1} of ${options.pairs}: ${first} first`);
-    const delayq = () => singleRun(stack, "http", 1, options).then(rate);
+    const delayq = async () => ({
+      delayq: await singleRun(stack, "http", 1, options).then(rate),
+      delayqNext: await singleRun(stack, "http", 1, options, "next").then(rate),
+    });
     const ouqiang = () => runOuqiangSingle(options).then(rate);
     if (first === "ouqiang") {
       const o = await ouqiang();
-      pairs.push({ first, ouqiang: o, delayq: await delayq() });
+      pairs.push({ first, ouqiang: o, ...(await delayq()) });
     } else {
       const d = await delayq();
-      pairs.push({ first, delayq: d, ouqiang: await ouqiang() });
+      pairs.push({ first, ...d, ouqiang: await ouqiang() });
     }
   }
   return pairs;

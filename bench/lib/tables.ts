@@ -3,7 +3,7 @@
 import type { PaymentsResult } from "../payments";
 import type { CryptoResult } from "../payments-crypto";
 import type { LatenessGroup, PushResult } from "../push";
-import type { IdleResult, SingleResult, SingleRun } from "../single";
+import type { IdleResult, PairRun, SingleResult, SingleRun } from "../single";
 
 type Json = Record<string, unknown>;
 
@@ -81,9 +81,13 @@ export function systemsTable(json: Json): string {
 
 const pair = (p: Json | undefined) => (p ? `${ms(p.p50)} / ${ms(p.p99)}` : "–");
 
-/** "1", "10", or "10, finishMany" (each pop's jobs finished in one request). */
+/**
+ * "1", "10", "10, finishMany" (each pop's jobs finished in one request) or "1, finishAndPop"
+ * (finished by the next pop).
+ */
 function popLabel(run: SingleRun): string {
-  return run.finishMany ? `${run.popCount}, finishMany` : String(run.popCount);
+  if (run.finishMany) return `${run.popCount}, finishMany`;
+  return run.finishNext ? `${run.popCount}, finishAndPop` : String(run.popCount);
 }
 
 function singleRow(run: SingleRun): string[] {
@@ -175,22 +179,28 @@ export function singleTables(value: unknown): string {
     );
   }
   if (single.pairs && single.pairs.length > 0) {
-    const ratios = single.pairs.map((pair) => pair.delayq / pair.ouqiang);
-    const sorted = [...ratios].sort((a, b) => a - b);
-    const mid = Math.floor(sorted.length / 2);
-    const median =
-      sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-    const each = single.pairs
-      .map(
-        (pair, i) =>
-          `${fmt(ratios[i], 2)}× (${fmt(pair.delayq)} ÷ ${fmt(pair.ouqiang)}, ${pair.first} first)`,
-      )
-      .join(", ");
-    out.push(
-      "",
-      `Alternating pairs, delayq HTTP TCP pop 1 ÷ ouqiang/delay-queue, lifecycles/s: median ` +
-        `**${fmt(median, 2)}×** of ${each}.`,
-    );
+    const pairs = single.pairs;
+    const line = (what: string, rate: (pair: PairRun) => number | undefined) => {
+      if (pairs.some((pair) => rate(pair) === undefined)) return;
+      const ratios = pairs.map((pair) => (rate(pair) ?? 0) / pair.ouqiang);
+      const sorted = [...ratios].sort((a, b) => a - b);
+      const mid = Math.floor(sorted.length / 2);
+      const median =
+        sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+      const each = pairs
+        .map(
+          (pair, i) =>
+            `${fmt(ratios[i], 2)}× (${fmt(rate(pair))} ÷ ${fmt(pair.ouqiang)}, ${pair.first} first)`,
+        )
+        .join(", ");
+      out.push(
+        "",
+        `Alternating pairs, delayq HTTP TCP ${what} ÷ ouqiang/delay-queue, lifecycles/s: median ` +
+          `**${fmt(median, 2)}×** of ${each}.`,
+      );
+    };
+    line("pop 1", (pair) => pair.delayq);
+    line("pop 1 with finishAndPop", (pair) => pair.delayqNext);
   }
   for (const [name, error] of Object.entries(single.errors)) {
     out.push("", `_${name} failed: ${error}_`);

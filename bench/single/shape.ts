@@ -21,6 +21,8 @@ export type SingleRun = {
   popCount: number;
   /** Whether each pop's jobs were finished in one request (finishMany) rather than one by one. */
   finishMany: boolean;
+  /** Whether each pop's jobs were finished by the next pop (finishAndPop). */
+  finishNext?: boolean;
   jobs: number;
   /** Every Redis command (inside Lua included) over adding and consuming, per job. */
   cmdsPerJob: number;
@@ -62,6 +64,11 @@ export type ShapeApi<Job> = {
   finish(job: Job): Promise<void>;
   /** When given, a pop's jobs are finished by one call of this instead of `finish` each. */
   finishAll?(jobs: readonly Job[]): Promise<void>;
+  /**
+   * When given, used instead of `pop` and `finish`: finishes `held` (what the last call gave)
+   * and pops, in one call; what it got, perhaps nothing.
+   */
+  finishAndPop?(held: readonly Job[], signal: AbortSignal): Promise<readonly Job[]>;
   /** Between the last add and the first pop (ouqiang: until every job is ready). */
   beforePops?(): Promise<void>;
 };
@@ -132,12 +139,15 @@ export async function timeShape<Job>(
     const stop = new AbortController();
     const timer = setTimeout(() => stop.abort(), options.timeoutMs);
     const consumer = async () => {
+      let held: readonly Job[] = [];
       while (!stop.signal.aborted) {
         let jobs: readonly Job[];
         const started = performance.now();
         times.pops++;
         try {
-          jobs = await api.pop(stop.signal);
+          jobs = api.finishAndPop
+            ? await api.finishAndPop(held, stop.signal)
+            : await api.pop(stop.signal);
         } catch (error) {
           if (stop.signal.aborted) return;
           throw error;
@@ -155,6 +165,13 @@ export async function timeShape<Job>(
             stop.abort();
           }
         };
+        if (api.finishAndPop) {
+          // The call that gave these finished the last ones.
+          const done = held.length;
+          held = jobs;
+          if (done > 0) finished(done);
+          continue;
+        }
         const { finishAll } = api;
         if (finishAll && jobs.length > 0) {
           times.finishCalls++;
@@ -182,20 +199,30 @@ export async function timeShape<Job>(
 }
 
 /**
- * delayq on the single-job shape over `via`: pop `count` (wait 20 s), finish each job, or with
- * `finishMany` each pop's jobs in one request. Each run has a topic of its own and its own
- * command count (INFO commandstats deltas).
+ * How a consumer finishes what a pop gave: each job in a request of its own, all of them in one
+ * (finishMany), or in the next pop (finishAndPop).
+ */
+export type FinishMode = "each" | "many" | "next";
+
+/**
+ * delayq on the single-job shape over `via`: pop `count` (wait 20 s) and finish as `finish`
+ * says. With "next", a consumer holding jobs pops without waiting, so that the finish's answer
+ * is not held up by a long-poll; one holding none waits 20 s. Each run has a topic of its own
+ * and its own command count (INFO commandstats deltas).
  */
 export async function singleRun(
   stack: Stack,
   via: Via,
   count: number,
   options: SingleOptions,
-  finishMany = false,
+  finish: FinishMode = "each",
 ): Promise<SingleRun> {
   const n = options.jobs;
   const system = stack.name(via);
-  const topic = `single-${via}-${count}${finishMany ? "-many" : ""}`;
+  const finishMany = finish === "many";
+  const finishNext = finish === "next";
+  const suffix = { each: "", many: "-many", next: "-next" }[finish];
+  const topic = `single-${via}-${count}${suffix}`;
   const api = stack.apis[via];
   /** The shape's calls on topic `t`. */
   const shapeOn = (t: string): ShapeApi<Popped> => ({
@@ -204,8 +231,14 @@ export async function singleRun(
     order: (job) => (job.body as JobBody).order,
     finish: (job) => api.finish(job.id, job.receipt),
     ...(finishMany ? { finishAll: (jobs: readonly Popped[]) => api.finishMany(jobs) } : {}),
+    ...(finishNext
+      ? {
+          finishAndPop: (held: readonly Popped[], signal: AbortSignal) =>
+            api.finishAndPop(t, held, count, held.length > 0 ? 0 : WAIT, signal),
+        }
+      : {}),
   });
-  const label = `${system} pop ${count}${finishMany ? " finishMany" : ""}`;
+  const label = `${system} pop ${count}${{ each: "", many: " finishMany", next: " finishAndPop" }[finish]}`;
   // Warm up with the run's own shape, untimed, on a topic of its own: a fresh Node process serves
   // its first few thousand requests at about twice the CPU of its steady state, while V8 compiles
   // its hot paths (bench/cpu.ts's first repetition), and the peer, compiled ahead of time, has no
@@ -236,6 +269,7 @@ export async function singleRun(
     driver: stack.driver,
     popCount: count,
     finishMany,
+    finishNext,
     jobs: n,
     cmdsPerJob: delta.total / n,
     restRequestsPerJob: requests === null ? null : requests / n,

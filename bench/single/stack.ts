@@ -99,7 +99,24 @@ export type Api = {
   finish(id: string, receipt?: string): Promise<void>;
   /** Finishes what one pop gave in one call (POST /v1/jobs/finish); throws if any is refused. */
   finishMany(jobs: readonly Popped[]): Promise<void>;
+  /** Finishes `held` and pops, in one call; throws if a finish is refused. */
+  finishAndPop(
+    topic: string,
+    held: readonly Popped[],
+    count: number,
+    wait: number,
+    signal?: AbortSignal,
+  ): Promise<Popped[]>;
 };
+
+/** The jobs popped, once every finish of the call finished. */
+function poppedAfter(answer: {
+  jobs: Popped[];
+  finished: readonly ({ finished: true } | { error: { message: string } })[];
+}): Popped[] {
+  allFinished(answer.finished);
+  return answer.jobs;
+}
 
 /** Throws unless every item of a batch finish finished. */
 function allFinished(results: readonly ({ finished: true } | { error: { message: string } })[]) {
@@ -191,6 +208,8 @@ export async function openStack(
         pop: (topic, count, wait, signal) => client.pop(topic, { count, wait, signal }),
         finish: (id, receipt) => client.finish(id, { receipt }),
         finishMany: async (jobs) => allFinished(await client.finishMany(jobs)),
+        finishAndPop: async (topic, held, count, wait, signal) =>
+          poppedAfter(await client.finishAndPop(topic, held, { count, wait, signal })),
       },
       library: {
         add: async (topic, body) => void (await queue.add({ topic, body })),
@@ -199,6 +218,8 @@ export async function openStack(
         pop: (topic, count, wait, signal) => queue.pop(topic, { count, wait }, signal),
         finish: (id, receipt) => queue.finish(id, { receipt }),
         finishMany: async (jobs) => allFinished(await queue.finishMany(jobs)),
+        finishAndPop: async (topic, held, count, wait, signal) =>
+          poppedAfter(await queue.finishAndPop(topic, held, { count, wait }, signal)),
       },
     };
     const tokens: Record<Via, string> = { http: SERVICE_REDIS_TOKEN, library: LIBRARY_REDIS_TOKEN };

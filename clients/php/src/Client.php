@@ -203,19 +203,58 @@ final class Client
         if ($jobs === []) {
             return []; // what a pop that found nothing gave: nothing to send
         }
+        $answer = $this->call('POST', '/v1/jobs/finish', body: ['jobs' => self::finishItems($jobs)]);
+        /** @var list<FinishItemResult> */
+        return self::expect($answer, 'results', 'list');
+    }
+
+    /**
+     * Finishes what the last pop gave and pops the next, in one request and one script call
+     * (`POST /v1/topics/{topic}/pop` with `finish`), as BullMQ's worker and JetStream's AckNext
+     * do. Answers `['jobs' => [...], 'finished' => [...]]`: the jobs reserved, and one result
+     * per job given, as `finishMany` answers. The jobs are finished before the pop takes any and
+     * stay finished whatever it does; with `$wait`, the answer comes when the wait ends.
+     *
+     * @param list<Job|FinishJob> $jobs
+     * @return array{jobs: list<Job>, finished: list<FinishItemResult>}
+     */
+    public function finishAndPop(
+        string $topic,
+        array $jobs,
+        ?int $count = null,
+        int|float|null $wait = null,
+    ): array {
+        $answer = $this->call(
+            'POST',
+            '/v1/topics/' . self::segment($topic, 'topic') . '/pop',
+            body: self::fields(['count' => $count, 'wait' => $wait, 'finish' => self::finishItems($jobs)]),
+            extraTimeoutMs: self::waitMs($wait),
+        );
+        /** @var list<FinishItemResult> */
+        $finished = self::expect($answer, 'finished', 'list');
+        /** @var list<Job> */
+        $popped = self::expect($answer, 'jobs', 'list');
+        return ['jobs' => $popped, 'finished' => $finished];
+    }
+
+    /**
+     * Jobs to finish as the server takes them. A job as pop answered it (with its state and
+     * receipt) goes as its id and receipt. Any other item goes as it is (a null field left
+     * out), a job read with get too, so that the server refuses a misspelt field ('reciept')
+     * instead of finishing the job for whoever holds it.
+     *
+     * @param list<Job|FinishJob> $jobs
+     * @return list<array<string, mixed>>
+     */
+    private static function finishItems(array $jobs): array
+    {
         $items = [];
         foreach ($jobs as $job) {
-            // A job as pop answered it (with its state and receipt) goes as its id and receipt.
-            // Any other item goes as it is (a null field left out), a job read with get too, so
-            // that the server refuses a misspelt field ('reciept') instead of finishing the job
-            // for whoever holds it.
             $items[] = isset($job['state']) && is_string($job['receipt'] ?? null)
                 ? ['id' => $job['id'] ?? null, 'receipt' => $job['receipt']]
                 : self::fields($job);
         }
-        $answer = $this->call('POST', '/v1/jobs/finish', body: ['jobs' => $items]);
-        /** @var list<FinishItemResult> */
-        return self::expect($answer, 'results', 'list');
+        return $items;
     }
 
     /**

@@ -148,6 +148,36 @@ final class JobsTest extends ServiceTestCase
         self::assertSame(0, $dq->topic($topic)['counts']['reserved']);
     }
 
+    public function testFinishAndPopFinishesTheLastPopAndTakesTheNextInOneRequest(): void
+    {
+        $dq = self::client();
+        $topic = self::topic();
+        $dq->add(['topic' => $topic, 'id' => self::uid('n0'), 'body' => ['n' => 0]]);
+        $dq->add(['topic' => $topic, 'id' => self::uid('n1'), 'body' => ['n' => 1]]);
+        $held = $dq->pop($topic);
+        $missing = self::uid('n-missing');
+
+        $server = new FakeServer([], self::serviceUrl());
+        $next = self::client($server->url)->finishAndPop($topic, [...$held, ['id' => $missing]], wait: 1);
+        self::assertSame(['finished' => true], $next['finished'][0]);
+        self::assertSame('job_not_found', $next['finished'][1]['error']['code'] ?? null);
+        self::assertSame([[self::uid('n1'), ['n' => 1]]], array_map(
+            static fn (array $job): array => [$job['id'], $job['body']],
+            $next['jobs'],
+        ));
+        self::assertSame('finished', $dq->get(self::uid('n0'))['state']);
+        // one request: the pop, carrying the jobs to finish as ids and receipts
+        $requests = $server->requests();
+        self::assertCount(1, $requests);
+        self::assertSame(['POST', "/v1/topics/{$topic}/pop"], [$requests[0]['method'], $requests[0]['path']]);
+        self::assertSame(
+            ['wait' => 1, 'finish' => [['id' => $held[0]['id'], 'receipt' => $held[0]['receipt']], ['id' => $missing]]],
+            json_decode($requests[0]['body'], true),
+        );
+        self::assertSame(['jobs' => [], 'finished' => [['finished' => true]]], $dq->finishAndPop($topic, $next['jobs']));
+        self::assertSame('finished', $dq->get(self::uid('n1'))['state']);
+    }
+
     public function testFinishManyFinishesWhatAPopGaveInOneRequest(): void
     {
         $dq = self::client();

@@ -132,6 +132,31 @@ def test_pop_then_finish_with_the_receipt(
     assert dq.pop(topic) == []
 
 
+def test_finish_and_pop_finishes_the_last_pop_and_takes_the_next_in_one_request(
+    dq: delayq.Client, proxy: FaultProxy, token: str, topic: str, jid: Callable[[str], str]
+) -> None:
+    for n in range(2):
+        dq.add(topic, {"n": n}, id=jid(f"n{n}"))
+    held = dq.pop(topic)
+    with delayq.Client(proxy.url, token) as via:
+        nxt = via.finish_and_pop(topic, [*held, {"id": jid("missing")}], wait=1)
+    assert nxt["finished"][0] == {"finished": True}
+    missing = nxt["finished"][1]
+    assert "error" in missing and missing["error"]["code"] == "job_not_found"
+    assert [(j["id"], j["body"]) for j in nxt["jobs"]] == [(jid("n1"), {"n": 1})]
+    assert dq.get(jid("n0"))["state"] == "finished"
+    # One request: the pop, carrying the jobs to finish as ids and receipts.
+    assert len(proxy.seen) == 1
+    seen = proxy.seen[0]
+    assert (seen.method, seen.path) == ("POST", f"/v1/topics/{topic}/pop")
+    assert seen.json() == {
+        "wait": 1,
+        "finish": [{"id": held[0]["id"], "receipt": held[0]["receipt"]}, {"id": jid("missing")}],
+    }
+    assert dq.finish_and_pop(topic, nxt["jobs"]) == {"jobs": [], "finished": [{"finished": True}]}
+    assert dq.get(jid("n1"))["state"] == "finished"
+
+
 def test_finish_many_finishes_what_a_pop_gave_in_one_request(
     dq: delayq.Client, proxy: FaultProxy, token: str, topic: str, jid: Callable[[str], str]
 ) -> None:

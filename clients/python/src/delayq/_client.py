@@ -35,6 +35,7 @@ from ._types import (
     JobPage,
     ListableState,
     Payment,
+    PopResult,
     Provider,
     Timestamp,
     TopicConfig,
@@ -215,17 +216,30 @@ class Client:
         nothing) sends nothing and answers ``[]``."""
         if not jobs:
             return []
-        # A job as pop answered it (with its state and receipt) goes as its id and receipt. Any
-        # other item goes as it is, a job read with get too, so that the server refuses a
-        # misspelt field ("reciept") instead of finishing the job for whoever holds it.
-        sent = [
-            {"id": j.get("id"), "receipt": j["receipt"]}
-            if "state" in j and isinstance(j.get("receipt"), str)
-            else _compact(j)
-            for j in jobs
-        ]
-        answer = self._call("POST", "/v1/jobs/finish", body={"jobs": sent})
+        answer = self._call("POST", "/v1/jobs/finish", body={"jobs": _finish_items(jobs)})
         return cast(List[FinishItemResult], _expect(answer, "results", list))
+
+    def finish_and_pop(
+        self,
+        topic: str,
+        jobs: Sequence[FinishJob],
+        count: Optional[int] = None,
+        wait: Optional[float] = None,
+    ) -> PopResult:
+        """Finishes what the last pop gave and pops the next, in one request and one script
+        call (``POST /v1/topics/{topic}/pop`` with ``finish``), as BullMQ's worker and
+        JetStream's AckNext do. Answers ``{"jobs": [...], "finished": [...]}``: the jobs
+        reserved, and one result per job given, as ``finish_many`` answers. The jobs are
+        finished before the pop takes any and stay finished whatever it does; with ``wait``,
+        the answer comes when the wait ends."""
+        answer = self._call(
+            "POST",
+            f"/v1/topics/{_segment(topic, 'topic')}/pop",
+            body=_compact({"count": count, "wait": wait, "finish": _finish_items(jobs)}),
+            timeout=self._transport.timeout + _wait_seconds(wait),
+        )
+        finished = cast(List[FinishItemResult], _expect(answer, "finished", list))
+        return {"jobs": cast(List[Job], _expect(answer, "jobs", list)), "finished": finished}
 
     def touch(self, id: str, receipt: Optional[str] = None) -> Job:
         """Extends a reservation by the job's TTR from now (``POST /v1/jobs/{id}/touch``)."""
@@ -499,3 +513,16 @@ def _invalid_response(answer: Answer, wanted: str) -> DelayqError:
         answer.status,
         f"delayq's answer (HTTP {answer.status}) lacks {wanted}: {text}",
     )
+
+
+def _finish_items(jobs: Sequence[FinishJob]) -> List[Any]:
+    """Jobs to finish as the server takes them. A job as pop answered it (with its state and
+    receipt) goes as its id and receipt. Any other item goes as it is, a job read with get too,
+    so that the server refuses a misspelt field ("reciept") instead of finishing the job for
+    whoever holds it."""
+    return [
+        {"id": j.get("id"), "receipt": j["receipt"]}
+        if "state" in j and isinstance(j.get("receipt"), str)
+        else _compact(j)
+        for j in jobs
+    ]

@@ -127,6 +127,14 @@ FinishItemResult = Union[FinishResult, BatchError]
 """One item of ``finish_many``'s answer: ``{"finished": True}`` or ``{"error"}``."""
 
 
+@final
+class PopResult(TypedDict):
+    """``finish_and_pop``'s answer: the jobs reserved, and what became of the jobs given."""
+
+    jobs: List[Job]
+    finished: List[FinishItemResult]
+
+
 class _JobPageBase(TypedDict):
     jobs: List[Job]
 
