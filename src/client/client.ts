@@ -23,6 +23,7 @@ import type {
   TopicStats,
   TopicsOptions,
 } from "./types";
+import { type JobHandler, type Worker, type WorkOptions, work } from "./worker";
 
 /** Builds a client. It holds no connection; make one per process (or per Worker isolate). */
 export function createClient(options: ClientOptions): DelayqClient {
@@ -138,6 +139,16 @@ export class DelayqClient {
     });
     const finished = expectField(answer, "finished", "array") as FinishItemResult[];
     return { jobs: expectField(answer, "jobs", "array") as Job[], finished };
+  }
+
+  /**
+   * Runs `handler` for each job of `topic` until stopped, like BullMQ's Worker (see
+   * `WorkOptions`): each loop finishes the jobs it ran in the pop that takes its next ones, gives
+   * a job back (release) when its handler throws, and extends a running job's lease every half
+   * of its TTR. `await worker.stop()` lets the running handlers end and finishes their jobs.
+   */
+  work(topic: string, handler: JobHandler, options: WorkOptions = {}): Worker {
+    return work(this, topic, handler, options);
   }
 
   /**

@@ -12,3 +12,4 @@ export { DelayqClientError, type DelayqClientErrorCode } from "./errors";
 export type { ClientOptions } from "./options";
 export type { FetchLike } from "./transport";
 export type * from "./types";
+export type { JobHandler, Worker, WorkOptions } from "./worker";
