@@ -44,11 +44,15 @@ export type WorkOptions = {
 export type Worker = {
   /**
    * Stops popping, lets the running handlers end (and the jobs their loops had reserved run),
-   * finishes what they finished, and resolves when every loop has ended. A long-poll in flight is
-   * cut short.
+   * finishes what they finished, and settles as `done` does. A long-poll in flight is cut short.
    */
   stop(): Promise<void>;
-  /** Resolves when every loop has ended (after `stop()` or the `signal`). */
+  /**
+   * Resolves when every loop has ended (after `stop()` or the `signal`); rejects with the
+   * server's refusal of a pop (a 4xx: a token without this topic, a push topic), which ends the
+   * worker, since asking again would not help. Failures without an answer (network, 503) are
+   * retried instead.
+   */
   readonly done: Promise<void>;
 };
 
@@ -76,6 +80,11 @@ export function work(
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new RangeError(`concurrency: give a whole number of loops ≥ 1, not ${concurrency}`);
   }
+  if (!Number.isInteger(count) || count < 1 || count > 100) {
+    throw new RangeError(`count: give a whole number of jobs from 1 to 100, not ${count}`);
+  }
+  if (!(wait >= 0 && wait <= 20)) throw new RangeError(`wait: give 0 to 20 seconds, not ${wait}`);
+  let refused: unknown;
   const stopping = new AbortController();
   const stopOn = options.signal;
   const onStop = () => stopping.abort(stopOn?.reason);
@@ -130,6 +139,13 @@ export function work(
         jobs = answer.jobs;
       } catch (error) {
         if (stopping.signal.aborted) break;
+        if (isRefusal(error)) {
+          // The pop itself was refused (a token without this topic, a push topic): asking again
+          // will not help. The worker ends, and `done` rejects with the refusal.
+          refused ??= error;
+          stopping.abort(error);
+          break;
+        }
         // The finishes are tried again with the next pop: finishing twice answers the same.
         report(error);
         await sleep(retryDelayMs, stopping.signal);
@@ -151,6 +167,7 @@ export function work(
 
   const done = Promise.all(Array.from({ length: concurrency }, loop)).then(() => {
     stopOn?.removeEventListener("abort", onStop);
+    if (refused !== undefined) throw refused;
   });
   return {
     done,

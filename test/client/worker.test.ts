@@ -119,5 +119,16 @@ describe("work", () => {
     stop.abort();
     await worker.done;
     expect(() => client.work("idle", () => {}, { concurrency: 0 })).toThrow(/concurrency/);
+    expect(() => client.work("idle", () => {}, { count: 101 })).toThrow(/count/);
+    expect(() => client.work("idle", () => {}, { wait: 21 })).toThrow(/wait/);
+  });
+
+  it("ends when the server refuses its pop, rejecting done with the refusal", async () => {
+    const { client } = setup();
+    await client.configureTopic("hooks", { push: { url: "https://shop.example/hook" } });
+    const errors: unknown[] = [];
+    const worker = client.work("hooks", () => {}, { onError: (error) => errors.push(error) });
+    await expect(worker.done).rejects.toMatchObject({ code: "push_topic" });
+    expect(errors).toEqual([]);
   });
 });
