@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import threading
 import uuid
 from types import TracebackType
 from typing import (
     Any,
+    Callable,
     Dict,
     List,
     Mapping,
@@ -45,6 +47,7 @@ from ._types import (
     TopicStats,
     WatchResult,
 )
+from ._worker import work as _work
 
 
 class Client:
@@ -240,6 +243,42 @@ class Client:
         )
         finished = cast(List[FinishItemResult], _expect(answer, "finished", list))
         return {"jobs": cast(List[Job], _expect(answer, "jobs", list)), "finished": finished}
+
+    def work(
+        self,
+        topic: str,
+        handler: Callable[[Job], object],
+        *,
+        concurrency: int = 1,
+        count: int = 1,
+        wait: float = 20,
+        stop: Optional[threading.Event] = None,
+        on_error: Optional[Callable[[BaseException, Optional[Job]], None]] = None,
+        retry_delay: float = 1.0,
+    ) -> None:
+        """Runs ``handler(job)`` for each job of ``topic`` until ``stop`` is set (or Ctrl-C),
+        like RQ's and BullMQ's workers; blocks until then. ``concurrency`` threads each pop
+        ``count`` jobs and run them one after the other, finishing the jobs their handler ran in
+        the pop that takes the next ones (``finish_and_pop``: one request a job), without a wait
+        while they hold some and long-polling ``wait`` seconds when they hold none (a stop takes
+        effect when that long-poll ends). A handler that raises has its job released, to run
+        again after the topic's backoff step or to die out of attempts. While a handler runs, a
+        thread extends the job's lease every half of its TTR. What is not raised (a handler's
+        exception, a refused finish or touch, a failed call, retried after ``retry_delay``
+        seconds) goes to ``on_error(error, job)``. Returns once every loop has ended and the jobs
+        its handlers ran are finished; raises ``DelayqError`` when delayq refuses a pop (a 4xx:
+        a token without the topic, a push topic), since asking again would not help."""
+        _work(
+            self,
+            topic,
+            handler,
+            concurrency=concurrency,
+            count=count,
+            wait=wait,
+            stop=stop,
+            on_error=on_error,
+            retry_delay=retry_delay,
+        )
 
     def touch(self, id: str, receipt: Optional[str] = None) -> Job:
         """Extends a reservation by the job's TTR from now (``POST /v1/jobs/{id}/touch``)."""
