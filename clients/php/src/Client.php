@@ -238,6 +238,92 @@ final class Client
     }
 
     /**
+     * Runs `$handler($job, $touch)` for each job of `$topic` until `$shouldStop()` answers true
+     * (asked before each pop), like Laravel's and BullMQ's workers; blocks until then. Each pop
+     * takes `$count` jobs and runs them one after the other, and finishes the jobs the handler
+     * ran in the pop that takes the next ones (`finishAndPop`: one request a job), without a
+     * wait while it holds some and long-polling `$wait` seconds when it holds none (a stop takes
+     * effect when that long-poll ends). A handler that throws has its job released, to run again
+     * after the topic's backoff step or to die out of attempts. PHP runs nothing beside the
+     * handler: one that may outlast its job's TTR calls `$touch()` now and then, which extends
+     * the lease (and throws `DelayqException` when it is lost). What is not thrown (a handler's
+     * exception, a refused finish, a failed call, retried after `$retryDelay` seconds) goes to
+     * `$onError($error, $job)`. Returns once the jobs the handler ran are finished; throws
+     * `DelayqException` when delayq refuses a pop (a 4xx: a token without the topic, a push
+     * topic), since asking again would not help.
+     *
+     * @param callable(Job, callable(): Job): mixed $handler
+     * @param (callable(): bool)|null $shouldStop
+     * @param (callable(\Throwable, Job|null): mixed)|null $onError
+     */
+    public function work(
+        string $topic,
+        callable $handler,
+        int $count = 1,
+        int|float $wait = 20,
+        ?callable $shouldStop = null,
+        ?callable $onError = null,
+        int|float $retryDelay = 1,
+    ): void {
+        if ($count < 1 || $count > 100) {
+            throw new \InvalidArgumentException("count: give a whole number of jobs from 1 to 100, not {$count}");
+        }
+        if ($wait < 0 || $wait > 20) {
+            throw new \InvalidArgumentException("wait: give 0 to 20 seconds, not {$wait}");
+        }
+        $report = static function (\Throwable $error, ?array $job = null) use ($onError): void {
+            if ($onError !== null) {
+                $onError($error, $job);
+            }
+        };
+        $reportRefused = static function (array $results, array $jobs) use ($report): void {
+            foreach ($results as $i => $result) {
+                if (isset($result['error'])) {
+                    $report(new DelayqException($result['error']['code'], $result['error']['message']), $jobs[$i] ?? null);
+                }
+            }
+        };
+        /** @var list<Job> $held */
+        $held = [];
+        while ($shouldStop === null || !$shouldStop()) {
+            try {
+                $answer = $this->finishAndPop($topic, $held, $count, $held === [] ? $wait : 0);
+            } catch (DelayqException $error) {
+                if ($error->status >= 400 && $error->status < 500) {
+                    throw $error; // the pop itself was refused: asking again will not help
+                }
+                // The finishes are tried again with the next pop: finishing twice answers the same.
+                $report($error);
+                usleep((int) ($retryDelay * 1_000_000));
+                continue;
+            }
+            $reportRefused($answer['finished'], $held);
+            $held = [];
+            foreach ($answer['jobs'] as $job) {
+                $touch = fn (): array => $this->touch($job['id'], $job['receipt'] ?? null);
+                try {
+                    $handler($job, $touch);
+                    $held[] = $job;
+                } catch (\Throwable $error) {
+                    $report($error, $job);
+                    try {
+                        $this->release($job['id'], $job['receipt'] ?? null);
+                    } catch (DelayqException $failed) {
+                        $report($failed, $job);
+                    }
+                }
+            }
+        }
+        if ($held !== []) {
+            try {
+                $reportRefused($this->finishMany($held), $held);
+            } catch (DelayqException $error) {
+                $report($error);
+            }
+        }
+    }
+
+    /**
      * Jobs to finish as the server takes them. A job as pop answered it (with its state and
      * receipt) goes as its id and receipt. Any other item goes as it is (a null field left
      * out), a job read with get too, so that the server refuses a misspelt field ('reciept')

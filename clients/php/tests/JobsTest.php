@@ -6,6 +6,7 @@ declare(strict_types=1);
 
 namespace Delayq\Tests;
 
+use Delayq\DelayqException;
 use Delayq\Tests\Support\FakeServer;
 use Delayq\Tests\Support\ServiceTestCase;
 
@@ -176,6 +177,73 @@ final class JobsTest extends ServiceTestCase
         );
         self::assertSame(['jobs' => [], 'finished' => [['finished' => true]]], $dq->finishAndPop($topic, $next['jobs']));
         self::assertSame('finished', $dq->get(self::uid('n1'))['state']);
+    }
+
+    public function testWorkRunsEachJobOnceAndFinishesItInTheNextPop(): void
+    {
+        $dq = self::client();
+        $topic = self::topic();
+        $ids = [self::uid('w0'), self::uid('w1'), self::uid('w2')];
+        foreach ($ids as $id) {
+            $dq->add(['topic' => $topic, 'id' => $id, 'body' => ['id' => $id]]);
+        }
+        $server = new FakeServer([], self::serviceUrl());
+        $ran = [];
+        $touched = [];
+        self::client($server->url)->work(
+            $topic,
+            function (array $job, callable $touch) use (&$ran, &$touched): void {
+                $ran[] = $job['id'];
+                $touched[] = $touch()['state']; // extends the lease; the job is still reserved
+            },
+            wait: 1,
+            shouldStop: static function () use (&$ran, $ids): bool {
+                return count($ran) === count($ids);
+            },
+        );
+        self::assertSame($ids, $ran);
+        self::assertSame(['reserved', 'reserved', 'reserved'], $touched);
+        foreach ($ids as $id) {
+            self::assertSame('finished', $dq->get($id)['state']);
+        }
+        $paths = array_map(static fn (array $request): string => $request['method'] . ' ' . $request['path'], $server->requests());
+        // Each job finished by the pop that took the next one, the last by a finishMany at the stop.
+        self::assertSame([], array_values(array_filter($paths, static fn (string $path): bool => str_ends_with($path, '/finish') && $path !== 'POST /v1/jobs/finish')));
+        self::assertContains('POST /v1/jobs/finish', $paths);
+    }
+
+    public function testWorkReleasesAJobWhoseHandlerThrowsAndEndsOnARefusedPop(): void
+    {
+        $dq = self::client();
+        $topic = self::topic();
+        $dq->add(['topic' => $topic, 'id' => self::uid('bad'), 'maxAttempts' => 2]);
+        $dq->add(['topic' => $topic, 'id' => self::uid('good')]);
+        $errors = [];
+        $dq->work(
+            $topic,
+            function (array $job): void {
+                if ($job['id'] === self::uid('bad')) {
+                    throw new \RuntimeException('no card on file');
+                }
+            },
+            wait: 1,
+            shouldStop: fn (): bool => $dq->get(self::uid('bad'))['state'] === 'dead'
+                && $dq->get(self::uid('good'))['state'] === 'finished',
+            onError: static function (\Throwable $error, ?array $job) use (&$errors): void {
+                $errors[] = [$error->getMessage(), $job['id'] ?? null];
+            },
+        );
+        // Released each time and (the topic has no backoff) run again at once, until out of attempts.
+        self::assertSame([['no card on file', self::uid('bad')], ['no card on file', self::uid('bad')]], $errors);
+
+        $hooks = self::topic();
+        $dq->configureTopic($hooks, ['push' => ['url' => 'https://shop.example/hook']]);
+        try {
+            $dq->work($hooks, static fn (array $job): null => null, wait: 1);
+            self::fail('a push topic\'s pop was not refused');
+        } catch (DelayqException $refused) {
+            self::assertSame('push_topic', $refused->errorCode);
+        }
     }
 
     public function testFinishManyFinishesWhatAPopGaveInOneRequest(): void
