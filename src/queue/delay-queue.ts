@@ -195,7 +195,9 @@ export class DelayQueue {
     this.allow(topic);
     const { count, wait } = parseInput(PopInput, options);
     const list = finishList(this.luaScope, finishItems(jobs), "finish");
-    const popped = await popJobs(this.shared, topic, count, wait, signal, list.args);
+    // Nothing valid to finish (args: the scope alone) is a plain pop, long-poll shortcut included.
+    const finish = list.args.length > 1 ? list.args : [];
+    const popped = await popJobs(this.shared, topic, count, wait, signal, finish);
     return { jobs: popped.jobs, finished: list.decided(popped.finished) };
   }
 

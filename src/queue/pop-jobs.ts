@@ -35,8 +35,7 @@ export async function popJobs(
     // empty just now with nothing changed here since, reads the topic's change counter instead
     // of popping: unchanged, a pop would find nothing (in the herd, every consumer back from a
     // finish sent one). One command instead of a pop's three; none when a waiter here is
-    // popping for the due time that has come (Wakeups.known).
-    // Jobs to finish need the script.
+    // popping for the due time that has come (Wakeups.known). Jobs to finish need the script.
     const known =
       first && waitMs > 0 && finish.length === 0
         ? wakeups.known(topic, now, waitMs, shared.pollIntervalMs)

@@ -144,28 +144,42 @@ describe("the long-poll signal", () => {
 });
 
 describe("the herd", () => {
-  it("a consumer back for more reads the change counter instead of a pop, when the last pop here found nothing else ready", async () => {
-    // Real time (long-polls); the poll interval is out of reach.
-    const queue = new DelayQueue({ redis: stack.client(), prefix: "herd", pollIntervalMs: 60_000 });
-    await stack.loadScripts();
-    await queue.addBatch([
-      { topic: "t", id: "a", delay: 0.4 },
-      { topic: "t", id: "b", delay: 1 },
-    ]);
-    // Two consumers of one process long-poll; one takes "a" at its due time.
-    const waits = [queue.pop("t", { wait: 2 }), queue.pop("t", { wait: 2 })];
-    expect((await Promise.race(waits)).map((job) => job.id)).toEqual(["a"]);
-    const spent = await cost(async () => {
-      // Its caller is back at once, before "b" is due.
-      const again = queue.pop("t", { wait: 2 });
-      const got = (await Promise.all([...waits, again])).flat();
-      expect(got.map((job) => job.id).sort()).toEqual(["a", "b"]);
-    });
-    // GET (the counter, unchanged: nothing was added since that pop found the ready list empty),
-    // then one pop at b's due time: EVALSHA, ZPOPMIN (empty), MGET, ZRANGE, ZREM, SET (upkeep),
-    // GET, ZADD. Before, the caller's pop found nothing: EVALSHA, ZPOPMIN, MGET.
-    expect(spent.commands).toBe(9);
-  });
+  it.each([
+    ["pop", (queue: DelayQueue) => queue.pop("t", { wait: 2 })],
+    // The worker's call when it holds no job: nothing to finish, so the same shortcut.
+    [
+      "finishAndPop with nothing to finish",
+      async (queue: DelayQueue) => (await queue.finishAndPop("t", [], { wait: 2 })).jobs,
+    ],
+  ] as const)(
+    "a consumer back for more (%s) reads the change counter instead of a pop, when the last pop here found nothing else ready",
+    async (name, popAgain) => {
+      // Real time (long-polls); the poll interval is out of reach.
+      const queue = new DelayQueue({
+        redis: stack.client(),
+        prefix: `herd-${name.length}`,
+        pollIntervalMs: 60_000,
+      });
+      await stack.loadScripts();
+      await queue.addBatch([
+        { topic: "t", id: "a", delay: 0.4 },
+        { topic: "t", id: "b", delay: 1 },
+      ]);
+      // Two consumers of one process long-poll; one takes "a" at its due time.
+      const waits = [queue.pop("t", { wait: 2 }), queue.pop("t", { wait: 2 })];
+      expect((await Promise.race(waits)).map((job) => job.id)).toEqual(["a"]);
+      const spent = await cost(async () => {
+        // Its caller is back at once, before "b" is due.
+        const again = popAgain(queue);
+        const got = (await Promise.all([...waits, again])).flat();
+        expect(got.map((job) => job.id).sort()).toEqual(["a", "b"]);
+      });
+      // GET (the counter, unchanged: nothing was added since that pop found the ready list empty),
+      // then one pop at b's due time: EVALSHA, ZPOPMIN (empty), MGET, ZRANGE, ZREM, SET (upkeep),
+      // GET, ZADD. Before, the caller's pop found nothing: EVALSHA, ZPOPMIN, MGET.
+      expect(spent.commands).toBe(9);
+    },
+  );
 });
 
 describe("the herd's wake-ups", () => {
