@@ -22,10 +22,9 @@ export {
   type Via,
 } from "./single/stack";
 
-/** One alternating pair: delayq HTTP TCP pop 1 and ouqiang, lifecycles/s, in the order run. */
 /**
- * Lifecycles/s of one alternating pair: delayq's HTTP TCP pop 1 and ouqiang's, and (runs since
- * 2026-11-27 evening) delayq's pop 1 with finishAndPop, run right after delayq's.
+ * Lifecycles/s of one alternating pair, `first` run first: delayq's HTTP TCP pop 1 and ouqiang's,
+ * and (runs since 2026-11-27 evening) delayq's pop 1 with finishAndPop, run right after delayq's.
  */
 export type PairRun = {
   first: "delayq" | "ouqiang";
@@ -126,9 +125,9 @@ export async function runSingle(options: SingleOptions): Promise<SingleResult> {
 
 /**
  * delayq's HTTP TCP pop 1 (finished one by one, then by the next pop) and ouqiang's run,
- * `options.pairs` times, each pair in the other order
- * from the last (ABBA): the shared machine's speed drifts over minutes, and one ratio from two
- * runs minutes apart measures the drift as much as the systems.
+ * `options.pairs` times, each pair in the other order from the last (ABBA): the shared machine's
+ * speed drifts over minutes, and one ratio from two runs minutes apart measures the drift as
+ * much as the systems.
  */
 async function runPairs(stack: Stack, options: SingleOptions): Promise<PairRun[]> {
   const pairs: PairRun[] = [];
