@@ -1,6 +1,8 @@
 // The typed client's own CPU per call on Node, with the global fetch (undici) and with nodeFetch
 // (delayq/client/node), alternating, against the service on one redis-server over TCP: eight
-// callers popping an empty topic (one request, one small answer each).
+// callers popping an empty topic (one request, one small answer each). A third row sends the same
+// request through nodeFetch by hand, without the typed client: the floor the client's own layers
+// (time limit, retries, answer checks) add to.
 // `npx tsx bench/client-fetch.ts [--calls 4000] [--reps 4]`
 import { parseArgs } from "node:util";
 import { createClient, type FetchLike } from "../src/client";
@@ -19,18 +21,36 @@ if (!Number.isInteger(calls) || calls < 8 || !Number.isInteger(reps) || reps <= 
 
 const stack = await openStack("tcp");
 try {
-  const fetches: Record<string, FetchLike> = {
+  const byHand = nodeFetch();
+  const url = `${stack.service.url}/v1/topics/client-fetch-empty/pop`;
+  const init = {
+    method: "POST",
+    headers: { authorization: `Bearer ${API_TOKEN}`, "content-type": "application/json" },
+    body: "{}",
+  };
+  const popByHand = async () => {
+    const reply = await byHand(url, init);
+    const answer = JSON.parse(await reply.text()) as { jobs?: unknown };
+    if (reply.status !== 200 || !Array.isArray(answer.jobs)) throw new Error("pop refused");
+  };
+  const pops: Record<string, () => Promise<unknown>> = {};
+  for (const [name, send] of Object.entries<FetchLike>({
     "global fetch": (input, init) => fetch(input, init),
     nodeFetch: nodeFetch(),
-  };
-  const results: Record<string, number[]> = { "global fetch": [], nodeFetch: [] };
+  })) {
+    const client = createClient({ baseUrl: stack.service.url, token: API_TOKEN, fetch: send });
+    pops[name] = () => client.pop("client-fetch-empty");
+  }
+  pops["nodeFetch without the client"] = popByHand;
+  const results: Record<string, number[]> = Object.fromEntries(
+    Object.keys(pops).map((name) => [name, []]),
+  );
   for (let rep = 0; rep <= reps; rep++) {
-    for (const [name, send] of Object.entries(fetches)) {
-      const client = createClient({ baseUrl: stack.service.url, token: API_TOKEN, fetch: send });
+    for (const [name, pop] of Object.entries(pops)) {
       const before = process.cpuUsage();
       await Promise.all(
         Array.from({ length: 8 }, async () => {
-          for (let i = 0; i < calls / 8; i++) await client.pop("client-fetch-empty");
+          for (let i = 0; i < calls / 8; i++) await pop();
         }),
       );
       const used = process.cpuUsage(before);

@@ -2,7 +2,7 @@
 // a third of the CPU per call of Node's global fetch (undici).
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import type { FetchLike, FetchReply } from "./transport";
+import { type FetchLike, type FetchReply, takingCallSignals } from "./transport";
 
 export type NodeFetchOptions = {
   /**
@@ -44,7 +44,9 @@ export function nodeFetch(options: NodeFetchOptions = {}): FetchLike {
   const https = new HttpsAgent(
     options.ca === undefined ? agentOptions : { ...agentOptions, ca: [options.ca].flat() },
   );
-  return (input, init) => {
+  // It reads only `aborted`, `reason` and one "abort" listener of a signal: the client may give
+  // it a lighter one than AbortSignal (transport.ts).
+  return takingCallSignals((input: string, init: RequestInit) => {
     const secure = input.startsWith("https:");
     if (!secure && !input.startsWith("http:")) {
       return Promise.reject(new TypeError(`nodeFetch: ${input} is not an http(s) URL`));
@@ -54,7 +56,7 @@ export function nodeFetch(options: NodeFetchOptions = {}): FetchLike {
     } catch (error) {
       return Promise.reject(error);
     }
-  };
+  });
 }
 
 function positive(value: number | undefined, fallback: number, name: string): number {

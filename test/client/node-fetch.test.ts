@@ -148,6 +148,21 @@ describe("nodeFetch: the client over node:http", () => {
     }
   });
 
+  it("through the client, the caller's signal aborts a call in flight and closes its request", async () => {
+    let closed = 0;
+    const silent = await plain((req) => req.socket.once("close", () => closed++));
+    try {
+      const stop = new AbortController();
+      const reason = new Error("caller gave up");
+      const call = clientOf(silent.url, { retries: 0 }).pop("t", { signal: stop.signal });
+      setTimeout(() => stop.abort(reason), 20);
+      await expect(call).rejects.toBe(reason);
+      await expect.poll(() => closed).toBe(1);
+    } finally {
+      await close(silent.server);
+    }
+  });
+
   it("the caller's signal aborts a call in flight with its reason, and one aborted before it starts", async () => {
     const silent = await plain(() => {});
     try {
