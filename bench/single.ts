@@ -24,13 +24,15 @@ export {
 
 /**
  * Lifecycles/s of one alternating pair, `first` run first: delayq's HTTP TCP pop 1 and ouqiang's,
- * and (runs since 2026-11-27 evening) delayq's pop 1 with finishAndPop, run right after delayq's.
+ * and (runs since 2026-11-27 evening) delayq's pop 1 with finishAndPop, then (since b62fbed) pop 10
+ * with finishMany, run right after delayq's pop 1.
  */
 export type PairRun = {
   first: "delayq" | "ouqiang";
   delayq: number;
   ouqiang: number;
   delayqNext?: number;
+  delayqTen?: number;
 };
 
 export type SingleResult = {
@@ -141,6 +143,7 @@ async function runPairs(stack: Stack, options: SingleOptions): Promise<PairRun[]
     const delayq = async () => ({
       delayq: await singleRun(stack, "http", 1, options).then(rate),
       delayqNext: await singleRun(stack, "http", 1, options, "next").then(rate),
+      delayqTen: await singleRun(stack, "http", 10, options, "many").then(rate),
     });
     const ouqiang = () => runOuqiangSingle(options).then(rate);
     if (first === "ouqiang") {

@@ -201,6 +201,7 @@ export function singleTables(value: unknown): string {
     };
     line("pop 1", (pair) => pair.delayq);
     line("pop 1 with finishAndPop", (pair) => pair.delayqNext);
+    line("pop 10 with finishMany", (pair) => pair.delayqTen);
   }
   for (const [name, error] of Object.entries(single.errors)) {
     out.push("", `_${name} failed: ${error}_`);

@@ -38,8 +38,9 @@ export type SingleOptions = {
   /** Empty pops (wait 0) counted to get one empty pop's cost. */
   emptyPops: number;
   /**
-   * Alternating pairs of runs, ouqiang's and delayq's HTTP TCP pop 1, each pair in the other
-   * order from the last (the shared machine's speed drifts over a run); 0: none.
+   * Alternating pairs of runs, ouqiang's and delayq's HTTP TCP (pop 1; pop 1 with finishAndPop;
+   * pop 10 with finishMany), each pair in the other order from the last (the shared machine's
+   * speed drifts over a run); 0: none.
    */
   pairs: number;
   /** ouqiang's ttr, s: the lease's bucket entry is swept this long after a pop. */
