@@ -59,7 +59,7 @@ export const SINGLE_DEFAULTS: SingleOptions = {
   idleMs: 60_000,
   idleSettleMs: 5_000,
   emptyPops: 50,
-  pairs: 3,
+  pairs: 5,
   ouqiangTtr: 3,
   timeoutMs: 180_000,
 };
