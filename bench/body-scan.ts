@@ -1,0 +1,43 @@
+// CPU of keeping job bodies as sent (src/http/raw-bodies.ts): the request's JSON parsed alone,
+// and parsed then scanned for the bodies' text, for one add and for a batch of 100, medians of
+// five rounds. `npx tsx bench/body-scan.ts`
+import { keepRawBodies } from "../src/http/raw-bodies";
+import { makeBody } from "./lib/workloads";
+
+const adds = Array.from({ length: 1000 }, (_, i) =>
+  JSON.stringify({ topic: "orders", id: crypto.randomUUID(), body: makeBody(i), delay: 5 }),
+);
+const batch = JSON.stringify({
+  jobs: Array.from({ length: 100 }, (_, i) => ({
+    topic: "orders",
+    id: `job-${i}`,
+    body: makeBody(i),
+  })),
+});
+
+/** µs of CPU per call of `fn`, the median of five rounds of `calls` after a warm-up round. */
+function perCall(fn: (i: number) => void, calls: number): number {
+  const rounds: number[] = [];
+  for (let round = 0; round <= 5; round++) {
+    const before = process.cpuUsage();
+    for (let i = 0; i < calls; i++) fn(i);
+    const used = process.cpuUsage(before);
+    if (round > 0) rounds.push((used.user + used.system) / calls);
+  }
+  return rounds.sort((a, b) => a - b)[2] ?? Number.NaN;
+}
+
+const add = (i: number) => adds[i % adds.length] ?? "";
+const rows: [string, number][] = [
+  ["one add, JSON.parse", perCall((i) => JSON.parse(add(i)), 100_000)],
+  [
+    "one add, JSON.parse + keepRawBodies",
+    perCall((i) => keepRawBodies("/v1/jobs", add(i), JSON.parse(add(i))), 100_000),
+  ],
+  ["batch of 100, JSON.parse", perCall(() => JSON.parse(batch), 2_000)],
+  [
+    "batch of 100, JSON.parse + keepRawBodies",
+    perCall(() => keepRawBodies("/v1/jobs/batch", batch, JSON.parse(batch)), 2_000),
+  ],
+];
+for (const [what, us] of rows) console.log(`${what}: ${us.toFixed(2)} µs`);
