@@ -24,6 +24,7 @@ function write(value: unknown, key: string): string | undefined {
     const toJSON = (item as { toJSON?: unknown }).toJSON;
     if (typeof toJSON === "function") item = toJSON.call(item, key);
   }
+  if (typeof item === "number") return Number.isFinite(item) ? String(item) : "null";
   if (typeof item !== "object" || item === null) return JSON.stringify(item);
   if (item instanceof RawJson) return item.text;
   if (
@@ -47,10 +48,23 @@ function write(value: unknown, key: string): string | undefined {
   for (const name of Object.keys(item)) {
     const written = write((item as Record<string, unknown>)[name], name);
     if (written === undefined) continue;
-    text += `${first ? "" : ","}${JSON.stringify(name)}:${written}`;
+    text += `${first ? "" : ","}${quoted(name)}:${written}`;
     first = false;
   }
   return `${text}}`;
+}
+
+/** Keys written so far, quoted: a job's dozen fields are written again in every answer. */
+const quotedKeys = new Map<string, string>();
+
+function quoted(name: string): string {
+  let text = quotedKeys.get(name);
+  if (text === undefined) {
+    text = JSON.stringify(name);
+    // Bounded, in count and length: objects whose keys are not ours may pass through too.
+    if (quotedKeys.size < 1000 && name.length <= 64) quotedKeys.set(name, text);
+  }
+  return text;
 }
 
 /** The value of a RawJson (parsed), or the value itself. */

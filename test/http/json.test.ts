@@ -108,6 +108,15 @@ describe("stringifyJson", () => {
     );
   });
 
+  it("writes keys as JSON.stringify does past its cache of quoted keys: many, long, escaped", () => {
+    const object: Record<string, number> = {};
+    for (let i = 0; i < 1500; i++) object[`k${i}${i % 7 === 0 ? '"\\\n' : ""}`] = i;
+    object["long".repeat(40)] = -1;
+    // Twice: the second time reads what the first put in the cache.
+    expect(stringifyJson(object)).toBe(JSON.stringify(object));
+    expect(stringifyJson(object)).toBe(JSON.stringify(object));
+  });
+
   it("throws like JSON.stringify on a BigInt", () => {
     expect(() => stringifyJson({ n: 1n })).toThrow(TypeError);
     expect(() => stringifyJson([Object(1n)])).toThrow(TypeError);
