@@ -24,7 +24,7 @@ export {
 
 /**
  * Lifecycles/s of one alternating pair, `first` run first: delayq's HTTP TCP pop 1 and ouqiang's,
- * and (runs since 2026-11-27 evening) delayq's pop 1 with finishAndPop, then (since b62fbed) pop 10
+ * and (runs since 2026-11-27 evening) delayq's pop 1 with finishAndPop, then (since e83049f) pop 10
  * with finishMany, run right after delayq's pop 1.
  */
 export type PairRun = {
