@@ -26,6 +26,20 @@ describe("delete", () => {
     expect((await queue.topic("t")).counts).toEqual({ delayed: 0, ready: 0, reserved: 0, dead: 0 });
   });
 
+  it("ends a reservation: its receipt is then stale, and says the job was deleted", async () => {
+    const { queue } = testQueue();
+    await queue.add({ topic: "t", id: "held-by-pop" });
+    const [popped] = await queue.pop("t");
+    await queue.delete("held-by-pop");
+    for (const verb of ["finish", "touch", "release", "bury"] as const) {
+      await expectError(
+        queue[verb]("held-by-pop", { receipt: popped?.receipt }),
+        "stale_receipt",
+        /was deleted/,
+      );
+    }
+  });
+
   it("is idempotent, and unknown ids are not found", async () => {
     const { queue } = testQueue();
     await queue.add({ topic: "t", id: "j" });

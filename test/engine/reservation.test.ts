@@ -295,6 +295,21 @@ describe("touch, release, bury", () => {
     expect(await queue.pop("t")).toHaveLength(1);
   });
 
+  it("a lease whose time is up holds until a pop or tick takes it back (README, Decisions)", async () => {
+    const { queue, clock } = testQueue();
+    await queue.add({ topic: "t", id: "j", ttr: 1 });
+    const [job] = await queue.pop("t");
+    clock.advance(1500);
+    // Nobody has looked at the topic since: its holder may still touch it, and keeps it.
+    const touched = await queue.touch("j", { receipt: job?.receipt });
+    expect(touched).toMatchObject({ state: "reserved", reservedUntil: clock.now + 1000 });
+    expect(await queue.pop("t")).toEqual([]);
+    // Once a pop has taken the job back, the reservation is gone.
+    clock.advance(1500);
+    expect(await queue.pop("t")).toMatchObject([{ id: "j", attempts: 2 }]);
+    await expectError(queue.touch("j", { receipt: job?.receipt }), "stale_receipt");
+  });
+
   it("release with a delay puts the job back to wait that long", async () => {
     const { queue, clock } = testQueue();
     await queue.add({ topic: "t", id: "j" });

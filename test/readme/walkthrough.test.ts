@@ -1,6 +1,7 @@
-// The README's Walkthrough, run as a person would: a fresh `npm run dev` (the service on Node, see
-// below) in a temporary DQ_DEV_DIR on a free port, each shell line pasted into one bash in turn,
-// and every answer the README shows checked against what bash printed.
+// The README's Walkthrough and its ouqiang block, run as a person would: a fresh `npm run dev`
+// (the service on Node, see below) in a temporary DQ_DEV_DIR on a free port, each shell line
+// pasted into one bash in turn, and every answer the README shows checked against what bash
+// printed.
 //
 // `npm run dev -- --node` by default: it starts in half the time, and wrangler dev reloads the
 // worker whenever a source file changes, which in a checkout others are editing cuts requests
@@ -130,6 +131,8 @@ describe("reading the walkthrough", () => {
       /__sandbox\/trades -d .*"outTradeNo"/, // a trade created in the sandbox
       /\/v1\/payments .*"schedule":\[2\].*"notify":\["shop-hooks"\]/,
       /__sandbox\/trades\/order-1042\/pay/,
+      /^BASE=http:\/\/127\.0\.0\.1:8787\/compat\/ouqiang\/dev-token$/m, // the ouqiang block
+      /\$BASE\/pop -d '\{"topic":"order,sms"\}'/,
     ]) {
       expect(commands).toMatch(piece);
     }
@@ -161,7 +164,7 @@ describe("reading the walkthrough", () => {
       "echo outside",
       "```",
     ].join("\n");
-    expect(walkthroughSteps(markdown)).toEqual([
+    expect(walkthroughSteps(markdown, ["## Walkthrough"])).toEqual([
       { command: "echo one", expected: ["one"], line: 4 },
       { command: "true", expected: [], line: 6 },
       { command: "echo a \\\n  b", expected: ["a b"], line: 9 },

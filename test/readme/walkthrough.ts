@@ -11,18 +11,24 @@ export type Step = {
   line: number;
 };
 
-const HEADING = "## Walkthrough";
+/** The sections whose shell blocks run, in this order, in one shell. */
+export const HEADINGS = ["## Walkthrough", "## Compatibility with ouqiang/delay-queue"] as const;
 
 /**
- * The steps of every ```sh block in the README's Walkthrough section (from its heading to the
- * next `## `). Within a block, a command is any line not starting with `#`; the comment lines right
+ * The steps of every ```sh block in the README's sections named in HEADINGS (each from its heading
+ * to the next `## `). Within a block, a command is any line not starting with `#`; the comment lines right
  * under a command are its answer; a blank line ends an answer, so comments after one are prose.
  * A line ending with `\` continues the command on the next line.
  */
-export function walkthroughSteps(markdown: string): Step[] {
+export function walkthroughSteps(markdown: string, headings: readonly string[] = HEADINGS): Step[] {
+  return headings.flatMap((heading) => sectionSteps(markdown, heading));
+}
+
+/** The steps of one section's shell blocks (see walkthroughSteps). */
+function sectionSteps(markdown: string, heading: string): Step[] {
   const lines = markdown.split("\n");
-  const start = lines.findIndex((line) => line.trim() === HEADING);
-  if (start < 0) throw new Error(`README.md has no "${HEADING}" section`);
+  const start = lines.findIndex((line) => line.trim() === heading);
+  if (start < 0) throw new Error(`README.md has no "${heading}" section`);
   let end = lines.findIndex((line, i) => i > start && line.startsWith("## "));
   if (end < 0) end = lines.length;
 

@@ -22,7 +22,9 @@ local messageId = ""
 if meta.state ~= "deleted" then
   unindex(id, meta)
   if meta.state == "reserved" and meta.messageId then messageId = meta.messageId end
+  -- The reservation ends with it: its receipt is then stale (\`stale_receipt\`, "deleted").
   meta.state, meta.endedAt, meta.leaseEnd, meta.messageId = "deleted", NOW, nil, nil
+  meta.receipt = nil
   save(id, meta, body)
 end
 return {CODE.ok, messageId}
