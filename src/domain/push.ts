@@ -112,11 +112,18 @@ export type Settlement =
   | { outcome: "bury" }
   | { outcome: "fail"; delayMs?: number };
 
-/** A receiver's JSON answer, when it gives one. */
-const Answer = z.object({
-  status: z.enum(["done", "retry", "bury"]),
-  delay: z.number().min(0).max(MAX_RETRY_AFTER_SECONDS).optional(),
-});
+/** A receiver's JSON answer, when it gives one: its status; `delay` is read on its own. */
+const Answer = z.object({ status: z.enum(["done", "retry", "bury"]) });
+
+/**
+ * A retry's `delay`, seconds, in ms: capped at a day, as Retry-After is; anything but a number
+ * ≥ 0 (a string, null, a negative) is no delay, so the job waits its backoff step. The receiver
+ * asked for a retry either way: a delay it got wrong must not turn that into a finish.
+ */
+function retryDelayMs(delay: unknown): number | undefined {
+  if (typeof delay !== "number" || !Number.isFinite(delay) || delay < 0) return undefined;
+  return Math.round(Math.min(delay, MAX_RETRY_AFTER_SECONDS) * 1000);
+}
 
 /**
  * The settlement table (DESIGN §3): a 2xx with an empty or non-JSON body, or `{"status":"done"}`,
@@ -140,9 +147,8 @@ export function settlementOf(
     const answer = Answer.safeParse(parsed);
     if (!answer.success) return { outcome: "done" };
     if (answer.data.status === "retry") {
-      return answer.data.delay === undefined
-        ? { outcome: "retry" }
-        : { outcome: "retry", delayMs: Math.round(answer.data.delay * 1000) };
+      const delayMs = retryDelayMs((parsed as { delay?: unknown }).delay);
+      return delayMs === undefined ? { outcome: "retry" } : { outcome: "retry", delayMs };
     }
     return { outcome: answer.data.status };
   }

@@ -99,6 +99,26 @@ describe("direct delivery", () => {
       { state: "delayed", wait: 60_000 },
     ],
     [
+      '{"status":"retry","delay":172800} (capped at a day)',
+      { status: 200, body: '{"status":"retry","delay":172800}' },
+      { state: "delayed", wait: 86_400_000 },
+    ],
+    [
+      '{"status":"retry","delay":"30"} (not a number: the backoff step)',
+      { status: 200, body: '{"status":"retry","delay":"30"}' },
+      { state: "delayed", wait: 30_000 },
+    ],
+    [
+      '{"status":"retry","delay":null} (the backoff step)',
+      { status: 200, body: '{"status":"retry","delay":null}' },
+      { state: "delayed", wait: 30_000 },
+    ],
+    [
+      '{"status":"retry","delay":-5} (the backoff step)',
+      { status: 200, body: '{"status":"retry","delay":-5}' },
+      { state: "delayed", wait: 30_000 },
+    ],
+    [
       '{"status":"retry"} (the backoff step)',
       { status: 200, body: '{"status":"retry"}' },
       { state: "delayed", wait: 30_000 },
