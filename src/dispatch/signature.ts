@@ -39,7 +39,8 @@ export type VerifyOptions = {
 /**
  * Whether `header` (the `delayq-signature` value) signs `rawBody` with `secret` within the
  * tolerance. Pass the body exactly as received, before any JSON parsing. Any `v1` entry may match
- * (several are sent while a secret rotates). Compares in constant time.
+ * (several are sent while a secret rotates). Compares in constant time. An empty secret (a
+ * missing environment variable, say) is false, never an exception.
  */
 export async function verifySignature(
   secret: string,
@@ -47,7 +48,8 @@ export async function verifySignature(
   rawBody: string,
   options: VerifyOptions = {},
 ): Promise<boolean> {
-  if (!header) return false;
+  // An empty secret (an unset environment variable) verifies nothing; WebCrypto would throw.
+  if (!header || !secret) return false;
   let t: number | undefined;
   const candidates: string[] = [];
   for (const part of header.split(",")) {

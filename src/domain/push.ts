@@ -82,7 +82,10 @@ export const PushConfig = z
         z
           .string()
           .max(1000)
-          .regex(/^[^\r\n]*$/, "must be one line"),
+          .regex(/^[^\r\n]*$/, "must be one line")
+          // fetch (and QStash's client with it) refuses header values beyond Latin-1, and a
+          // header that cannot be sent would fail every delivery of the topic.
+          .regex(/^[\t\x20-\x7e]*$/, "must be printable ASCII (encode other text, e.g. as %XX)"),
       )
       .superRefine((headers, ctx) => {
         const names = Object.keys(headers);

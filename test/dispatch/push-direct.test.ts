@@ -268,6 +268,25 @@ describe("claiming", () => {
     expect(app.receiver.received).toHaveLength(20);
   });
 
+  it("delivers nothing while its topic is paused, and what waited as soon as it resumes", async () => {
+    // README, Decisions: paused topics hand out nothing. The add's own run, a tick's run and a
+    // run for the topic alone all leave its jobs waiting.
+    const app = await setup();
+    expect((await app.call("PATCH", "/v1/topics/p", { body: { paused: true } })).status).toBe(200);
+    await app.call("POST", "/v1/jobs", { body: { topic: "p", id: "held", body: 1 } });
+    await settled(app);
+    expect((await app.dispatcher.run({ now: Date.now() })).claimed).toBe(0);
+    expect((await app.dispatcher.run({ now: Date.now(), topic: "p" })).claimed).toBe(0);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(app.receiver.received).toHaveLength(0);
+    expect((await app.queue.get("held")).state).toBe("ready");
+    // Resuming makes what waited claimable, and the PATCH's own run delivers it.
+    expect((await app.call("PATCH", "/v1/topics/p", { body: { paused: false } })).status).toBe(200);
+    await settled(app);
+    const [got] = await app.receiver.waitFor(1);
+    expect(got?.headers["delayq-id"]).toBe("held");
+  });
+
   it("brings a job back when the run that claimed it died: the lease runs out, a tick takes it back", async () => {
     const app = await setup();
     const { claimed, receipt } = await claimOne(app, "p", "orphan", 1);

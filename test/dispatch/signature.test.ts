@@ -42,4 +42,10 @@ describe("verifySignature", () => {
       expect(await verifySignature(secret, junk, body, { now: at })).toBe(false);
     }
   });
+
+  it("is false, not an exception, for an empty secret (an unset DELAYQ_PUSH_SECRET)", async () => {
+    // README's receivers default the secret to "": WebCrypto refuses a zero-length HMAC key.
+    const header = `t=${Math.floor(at / 1000)},v1=${"0".repeat(64)}`;
+    await expect(verifySignature("", header, body, { now: at })).resolves.toBe(false);
+  });
 });

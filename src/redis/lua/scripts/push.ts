@@ -18,6 +18,7 @@ export const claim = defineScript<ClaimedTopic[]>({
   of ticks and requests may claim at once and a job is sent once per lease. Then the schedule's
   ~push sentinel is set from the claims index.
   Returns, per topic with jobs claimed: topic, its config JSON, the number of records, records.
+  A paused topic is left out, and off the claims index until it resumes.
   Cost when nothing is near: ZRANGE (claims), ZRANGE (claims, for the sentinel), ZADD or ZREM.
   Per topic: ZSCORE (push?), MGET (the topic's keys: its config), lib claim's.
 ]]
@@ -30,7 +31,9 @@ end
 local out, taken = {}, 0
 for n, topic in ipairs(topics) do
   if taken >= most then break end
-  if not isPush(topic) then
+  if not isPush(topic) or config(topic).paused then
+    -- Pulled again, or paused: nothing to claim. Resuming makes its jobs claimable anew
+    -- (scripts/topics.ts: configure).
     rcall("ZREM", key.claims, topic)
   else
     local records = {}
