@@ -3,7 +3,7 @@
 
 import { DelayqClientError } from "./errors";
 import type { Answer } from "./transport";
-import type { AddResult } from "./types";
+import type { AddResult, WatchResult } from "./types";
 
 /** The answer's field `key`, checked to be of its kind; else invalid_response. */
 export function expectField(
@@ -29,6 +29,13 @@ export function expectAddResult(answer: Answer, data: unknown): AddResult {
   expectField(answer, "created", "boolean");
   expectField(answer, "job", "object");
   return data as AddResult;
+}
+
+/** A watch's start, checked to hold `created` and `payment`. */
+export function expectWatchResult(answer: Answer): WatchResult {
+  expectField(answer, "created", "boolean");
+  expectField(answer, "payment", "object");
+  return answer.data as WatchResult;
 }
 
 /** The error for an answer that lacks what the method returns. */

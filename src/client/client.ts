@@ -1,5 +1,5 @@
 // DelayqClient: the typed methods over delayq's HTTP API, one per route.
-import { expectAddResult, expectField, invalidResponse } from "./answers";
+import { expectAddResult, expectField, expectWatchResult, invalidResponse } from "./answers";
 import type { DelayqClientError } from "./errors";
 import { type ClientOptions, transportOptions } from "./options";
 import { segment, waitMs, withId } from "./requests";
@@ -16,12 +16,17 @@ import type {
   JobPage,
   KickOptions,
   ListJobsOptions,
+  Payment,
   PopOptions,
+  ProviderName,
   TopicConfig,
   TopicConfigInput,
+  TopicConfigPatch,
   TopicPage,
   TopicStats,
   TopicsOptions,
+  WatchPaymentInput,
+  WatchResult,
 } from "./types";
 import { type JobHandler, type Worker, type WorkOptions, work } from "./worker";
 
@@ -40,11 +45,15 @@ export function createClient(options: ClientOptions): DelayqClient {
  *   answers `created: false` with it instead of adding a twin. (With `replace: true`, a retry
  *   replaces the job with the same content, or fails with `job_reserved` if a consumer popped
  *   it in between.)
- * - `get`, `topic`, `topics`, `listJobs`, `health`: reads.
- * - `finish`, `finishMany` and `delete`: idempotent on the server (finishing a finished job, or deleting a
- *   deleted one, succeeds).
+ * - `watchPayment`: idempotent on the server by (provider, account, outTradeNo): a retry of a
+ *   start that did land answers `created: false` with the watch instead of starting a twin.
+ * - `get`, `topic`, `topics`, `listJobs`, `getPayment`, `health`: reads.
+ * - `finish`, `finishMany`, `delete` and `stopPayment`: idempotent on the server (finishing a
+ *   finished job, deleting a deleted one, or stopping a stopped watch, succeeds).
  * - `touch`: extending a lease twice ends it at about the same time.
- * - `configureTopic`: a PUT of the whole config.
+ * - `configureTopic`: a PUT of the whole config. `updateTopic`: a PATCH sets the same fields
+ *   to the same values again. (For both, a push secret the server generated is shown in full
+ *   only in the answer that generated it: if that answer was lost, the retry's shows it masked.)
  * - `release` and `bury`: if the first attempt landed, the retry answers 409 `not_reserved`;
  *   the job did move, so a caller that sees that after a retry may treat it as done.
  * - `pop`: if the lost attempt reserved jobs, nobody receives them; they come back to the
@@ -278,6 +287,58 @@ export class DelayqClient {
   }
 
   /**
+   * Changes some fields of a topic's config (`PATCH /v1/topics/{topic}`): a field given replaces
+   * the stored one, a field set to `null` is removed, a field left out is kept. Returns the
+   * whole config as stored.
+   */
+  async updateTopic(topic: string, changes: TopicConfigPatch): Promise<TopicConfig> {
+    const answer = await this.call({
+      method: "PATCH",
+      path: `/v1/topics/${segment(topic, "topic")}`,
+      body: changes,
+    });
+    return expectField(answer, "config", "object") as TopicConfig;
+  }
+
+  /**
+   * Starts watching an order at Alipay or WeChat Pay (`POST /v1/payments`): delayq queries the
+   * provider on `schedule` (default: the provider's) until the order is paid, closed or failed,
+   * or its `deadline` passes, and adds the outcome as a job to each `notify` topic. `account`
+   * names one of the service's accounts (else `unknown_account`). Idempotent by (provider,
+   * account, outTradeNo): `created` is false when the order was watched already, and the watch
+   * is returned as it is.
+   */
+  async watchPayment(watch: WatchPaymentInput): Promise<WatchResult> {
+    const answer = await this.call({ method: "POST", path: "/v1/payments", body: watch });
+    return expectWatchResult(answer);
+  }
+
+  /**
+   * A payment watch: its state, polls, last answer and outcome
+   * (`GET /v1/payments/{provider}/{account}/{outTradeNo}`).
+   */
+  async getPayment(provider: ProviderName, account: string, outTradeNo: string): Promise<Payment> {
+    const answer = await this.call({
+      method: "GET",
+      path: paymentPath(provider, account, outTradeNo),
+    });
+    return expectField(answer, "payment", "object") as Payment;
+  }
+
+  /**
+   * Stops watching an order (`DELETE /v1/payments/{provider}/{account}/{outTradeNo}`): a
+   * polling watch reads `stopped` from then on, one with an outcome keeps it, both while they
+   * are retained; stopping it again succeeds.
+   */
+  async stopPayment(provider: ProviderName, account: string, outTradeNo: string): Promise<void> {
+    const answer = await this.call({
+      method: "DELETE",
+      path: paymentPath(provider, account, outTradeNo),
+    });
+    expectField(answer, "deleted", "boolean");
+  }
+
+  /**
    * Runs one command of the command protocol (`POST /v1/command`), or up to 1000 in order.
    * A command that fails answers `success: false` with `error: "<code>: <message>"` rather
    * than throwing; the call throws only when the request as a whole fails (for a lone command,
@@ -332,6 +393,16 @@ export class DelayqClient {
   private verb(id: string, verb: string, body: Record<string, unknown>): Call {
     return { method: "POST", path: `/v1/jobs/${segment(id, "job id")}/${verb}`, body };
   }
+}
+
+/** The path of a payment watch. */
+function paymentPath(provider: ProviderName, account: string, outTradeNo: string): string {
+  const parts = [
+    segment(provider, "provider"),
+    segment(account, "account"),
+    segment(outTradeNo, "outTradeNo"),
+  ];
+  return `/v1/payments/${parts.join("/")}`;
 }
 
 /**

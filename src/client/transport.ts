@@ -26,7 +26,7 @@ export type TransportOptions = {
 };
 
 export type Call = {
-  method: "GET" | "POST" | "PUT" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** Already encoded, starting with "/". */
   path: string;
   query?: Record<string, string | number | undefined>;

@@ -2,6 +2,13 @@
 import type { z } from "zod";
 import type { ErrorCode } from "../domain/errors";
 import type {
+  OutcomeEvent,
+  Payment,
+  ProviderName,
+  WatchInput,
+  WatchState,
+} from "../domain/payments";
+import type {
   AddResult,
   BatchItemResult,
   FinishItemResult,
@@ -15,6 +22,7 @@ import type {
   JobState,
   ListableState,
   TopicConfig,
+  TopicConfigPatch as TopicConfigPatchSchema,
   TopicStats,
 } from "../domain/schemas";
 import type { Command, CommandResult } from "../protocols/youzan";
@@ -31,9 +39,13 @@ export type {
   JobPage,
   JobState,
   ListableState,
+  OutcomeEvent,
+  Payment,
+  ProviderName,
   TopicConfig,
   TopicPage,
   TopicStats,
+  WatchState,
 };
 
 /**
@@ -41,6 +53,21 @@ export type {
  * (an exponential backoff's `factor`) may be left out; the server fills them in.
  */
 export type TopicConfigInput = z.input<typeof TopicConfig>;
+
+/**
+ * A change of some fields of a topic's config, as sent to `PATCH /v1/topics/{topic}`: a field
+ * given replaces the stored one, a field set to `null` is removed, a field left out is kept.
+ */
+export type TopicConfigPatch = z.input<typeof TopicConfigPatchSchema>;
+
+/**
+ * A payment watch as sent to `POST /v1/payments`: `{provider, account, outTradeNo, notify}`,
+ * plus `schedule`, `deadline`, `closeOnDeadline` and `metadata` when wanted.
+ */
+export type WatchPaymentInput = WatchInput;
+
+/** A watch's start: the watch, and whether this call started it (false: it was watched already). */
+export type WatchResult = { created: boolean; payment: Payment };
 
 /**
  * One command of the `POST /v1/command` protocol, as sent: `{command: "add" | "pop" | "finish" |
