@@ -628,6 +628,8 @@ class Delete extends Step {
     job.s = "deleted";
     job.until = undefined;
     job.where = undefined;
+    // The reservation ends with the job: its receipt is stale from now on.
+    job.receipt = undefined;
     expect(got, this.toString()).toEqual({ ok: undefined });
   }
   toString = () => `${this.via}.delete(${this.id})`;
