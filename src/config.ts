@@ -59,6 +59,7 @@ const common = {
   DQ_ALIPAY_ACCOUNTS: z.string().optional(),
   DQ_WECHATPAY_ACCOUNTS: z.string().optional(),
   DQ_SUBREQUESTS: whole("DQ_SUBREQUESTS", 10, 100_000, 1000),
+  DQ_MIN_POLL_MS: whole("DQ_MIN_POLL_MS", 0, 3_600_000, 1000),
 };
 
 /** An optional http(s) URL setting; the message says what it is for. */

@@ -127,6 +127,7 @@ export function buildService(
     alipay: accounts.alipay,
     wechatpay: accounts.wechatpay,
     defaults: { ttrMs: config.DQ_DEFAULT_TTR * 1000, maxAttempts: config.DQ_DEFAULT_MAX_ATTEMPTS },
+    minPollMs: config.DQ_MIN_POLL_MS,
     log,
     count: (provider, outcome) => counters.inc("delayq_polls_total", { provider, outcome }),
     // From the budget of the run whose poll asks (the tick's, the request's), never a new one.

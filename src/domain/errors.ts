@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   payment_not_found: 404,
   method_not_allowed: 405,
   job_exists: 409,
+  payment_exists: 409,
   job_reserved: 409,
   not_reserved: 409,
   stale_receipt: 409,

@@ -1,6 +1,6 @@
 // Payment watches (DESIGN §4): what starts one, what it reads as, and the outcome it fans out.
 import { z } from "zod";
-import { Backoff, Timestamp, TopicName } from "./schemas";
+import { BACKOFF_SCHEDULES, Backoff, Timestamp, TopicName } from "./schemas";
 
 export const PROVIDERS = ["alipay", "wechatpay"] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
@@ -15,6 +15,21 @@ export const DEFAULT_SCHEDULE: Record<ProviderName, Backoff> = {
 export const DEFAULT_WATCH_MS = 24 * 3600_000;
 
 export const MAX_NOTIFY_TOPICS = 10;
+/**
+ * The shortest wait between two polls of one watch a schedule may ask for, ms (DQ_MIN_POLL_MS's
+ * default): providers rate-limit order queries.
+ */
+export const MIN_POLL_MS = 1000;
+/** The largest `metadata`, in bytes of JSON: it rides in every outcome job's body. */
+export const MAX_METADATA_BYTES = 16_384;
+
+/** The shortest wait a backoff ever gives, seconds (exponential: its first, or its max). */
+export function shortestStep(backoff: Backoff): number {
+  if (typeof backoff === "number") return backoff;
+  if (typeof backoff === "string") return Math.min(...BACKOFF_SCHEDULES[backoff]);
+  if (Array.isArray(backoff)) return Math.min(...backoff);
+  return Math.min(backoff.delay, backoff.max ?? Number.POSITIVE_INFINITY);
+}
 
 export const ProviderField = z.enum(PROVIDERS).meta({
   description: "The payment provider.",
@@ -44,7 +59,8 @@ export const WatchInput = z
       description:
         "When to poll: the first poll comes this backoff's first step after the watch starts, " +
         "each later one the next step after the previous poll (the last step repeats). " +
-        "Default: the provider's (wechatpay: 5 s, 30 s, 1 min, 3 min, ...; alipay: 4 min, 10 min, ...).",
+        "Default: the provider's (wechatpay: 5 s, 30 s, 1 min, 3 min, ...; alipay: 4 min, 10 min, ...). " +
+        "Every wait must be at least DQ_MIN_POLL_MS (1 s by default).",
       example: [5, 30, 60],
     }),
     deadline: Timestamp.optional().meta({
@@ -59,6 +75,7 @@ export const WatchInput = z
       .array(TopicName)
       .min(1)
       .max(MAX_NOTIFY_TOPICS)
+      .refine((topics) => new Set(topics).size === topics.length, "name each topic once")
       .meta({
         description: "1-10 topics that each get the outcome as a job (pull, or push to webhooks).",
         example: ["payment-results"],
@@ -67,7 +84,7 @@ export const WatchInput = z
       .unknown()
       .optional()
       .meta({
-        description: "Any JSON, echoed in the outcome as sent.",
+        description: `Any JSON up to ${MAX_METADATA_BYTES} bytes, echoed in the outcome as sent.`,
         example: { orderId: 1042 },
       }),
   })

@@ -35,6 +35,27 @@ export const TopicConfig = JobDefaults.extend({
 });
 export type TopicConfig = z.output<typeof TopicConfig>;
 
+/** A topic's config as answered: a push secret is masked (`…` and its last 4 characters). */
+export const AnsweredTopicConfig = TopicConfig.extend({
+  push: PushConfig.extend({
+    secret: z
+      .string()
+      .optional()
+      .meta({
+        description:
+          "`…` and the secret's last 4 characters; the whole secret only in the answer that " +
+          "generated it.",
+        example: "…7c0d",
+      }),
+  })
+    .nullable()
+    .optional()
+    .meta({
+      description: "The push config, its secret masked; null or absent: pulled.",
+      example: { url: "https://shop.example/hooks/delayq", via: "direct", secret: "…7c0d" },
+    }),
+});
+
 /**
  * A partial change of a topic's config (PATCH): the fields given replace the stored ones, a
  * field set to null is removed, the others are kept.
@@ -78,7 +99,9 @@ export const TopicStats = z.object({
   oldestDueAt: z.number().optional().meta({
     description: "The earliest due time among waiting jobs, unix ms; absent when none wait.",
   }),
-  config: TopicConfig.meta({ description: "The topic's config: job defaults, pause, push." }),
+  config: AnsweredTopicConfig.meta({
+    description: "The topic's config: job defaults, pause, push (its secret masked).",
+  }),
   push: z
     .object({
       delivered: z.number().meta({

@@ -163,6 +163,11 @@ export const TopicConfig = domain.TopicConfig.meta({
   example: { ttr: 30, maxAttempts: 8, backoff: "alipay", paused: false },
 });
 export const TopicConfigPatch = domain.TopicConfigPatch.meta({ id: "TopicConfigPatch" });
+export const AnsweredTopicConfig = domain.AnsweredTopicConfig.meta({
+  id: "AnsweredTopicConfig",
+  description: "A topic's config as answered: its push secret masked.",
+  example: { ttr: 30, maxAttempts: 8, backoff: "alipay", paused: false },
+});
 
 export const IdParam = z.object({
   id: domain.JobId.meta({
@@ -266,8 +271,10 @@ const DESCRIPTIONS: Record<number, string> = {
   400: "Invalid input (`invalid_request`)",
   401: "Missing or wrong bearer token (`unauthorized`)",
   403: "The token may not act on this topic (`forbidden`)",
-  404: "No such job (`job_not_found`)",
-  409: "State conflict (`job_exists`, `job_reserved`, `not_reserved`, `stale_receipt`)",
+  404: "Not found (`job_not_found`, `payment_not_found`)",
+  409:
+    "State conflict (`job_exists`, `job_reserved`, `not_reserved`, `stale_receipt`, " +
+    "`push_topic`, `payment_exists`)",
   413: "Body too large (`payload_too_large`)",
   503: "Redis unreachable (`redis_unavailable`); retry after `Retry-After` seconds",
 };

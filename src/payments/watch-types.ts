@@ -15,6 +15,8 @@ export type PaymentsOptions = {
   wechatpay: ReadonlyMap<string, WechatPayAccount>;
   /** How providers are called (a fetch of tests, a timeout). */
   providerOptions?: ProviderOptions;
+  /** The shortest wait between polls a schedule may ask for, ms. @default MIN_POLL_MS (1 s) */
+  minPollMs?: number;
   /** Defaults of outcome jobs in topics that set none. */
   defaults: { ttrMs: number; maxAttempts: number };
   log: Logger;

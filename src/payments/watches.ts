@@ -6,8 +6,11 @@ import { DelayqError, parseInput } from "../domain/errors";
 import {
   DEFAULT_SCHEDULE,
   DEFAULT_WATCH_MS,
+  MAX_METADATA_BYTES,
+  MIN_POLL_MS,
   type Payment,
   type ProviderName,
+  shortestStep,
   WatchInput,
 } from "../domain/payments";
 import { RawJson } from "../domain/raw-json";
@@ -134,6 +137,14 @@ export function createPayments(options: PaymentsOptions) {
         throw new DelayqError("invalid_request", "deadline: must be in the future");
       }
       const schedule = watch.schedule ?? DEFAULT_SCHEDULE[watch.provider];
+      const minPollMs = options.minPollMs ?? MIN_POLL_MS;
+      if (shortestStep(schedule) * 1000 < minPollMs) {
+        throw new DelayqError(
+          "invalid_request",
+          `schedule: every wait must be at least ${minPollMs / 1000} s (DQ_MIN_POLL_MS): ` +
+            "providers rate-limit order queries",
+        );
+      }
       const spec: Spec = {
         provider: watch.provider,
         account: watch.account,
@@ -149,6 +160,14 @@ export function createPayments(options: PaymentsOptions) {
         watch.metadata instanceof RawJson
           ? watch.metadata.text
           : JSON.stringify(watch.metadata ?? null);
+      const metadataBytes = new TextEncoder().encode(metadata).length;
+      if (metadataBytes > MAX_METADATA_BYTES) {
+        throw new DelayqError(
+          "payload_too_large",
+          `metadata is ${metadataBytes} bytes of JSON; the limit is ${MAX_METADATA_BYTES} (it ` +
+            "rides in every outcome job: keep an id there and the rest in your own store)",
+        );
+      }
       const watchId = await watchIdOf(spec.provider, spec.account, spec.outTradeNo);
       const { created, watch: stored } = await scripts.run(watchStart, now, [
         watchId,
@@ -160,7 +179,17 @@ export function createPayments(options: PaymentsOptions) {
         metadata,
         PAYMENTS_TOPIC_CONFIG,
       ]);
-      return { created, payment: paymentOf(stored) };
+      const payment = paymentOf(stored);
+      // The order was watched already, for topics this token may not see: say only that, as an
+      // add of an id another topic uses does (the watch, its topics and metadata stay hidden).
+      if (!created && !payment.notify.every((topic) => scopeAllows(scope, topic))) {
+        throw new DelayqError(
+          "payment_exists",
+          `${spec.provider} order ${spec.outTradeNo} of account ${spec.account} is watched ` +
+            "already, for topics this token may not act on",
+        );
+      }
+      return { created, payment };
     },
 
     async get(name: ProviderName, account: string, outTradeNo: string, scope: TopicScope) {

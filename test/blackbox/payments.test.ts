@@ -145,6 +145,23 @@ describe("payment watches from outside: bad input", () => {
       [{ ...good, notify: undefined }, 400, "invalid_request", /notify/],
       [{ ...good, schedule: "weekly" }, 400, "invalid_request", /schedule/],
       [{ ...good, schedule: [-5] }, 400, "invalid_request", /schedule/],
+      // A floor under the polls (DQ_MIN_POLL_MS, 1 s here): [0] polled ~115 times a second.
+      [{ ...good, schedule: [0] }, 400, "invalid_request", /schedule: .*at least 1 s/],
+      [{ ...good, schedule: [60, 0.5] }, 400, "invalid_request", /at least 1 s/],
+      [
+        { ...good, schedule: { type: "exponential", delay: 0.001 } },
+        400,
+        "invalid_request",
+        /at least 1 s/,
+      ],
+      [{ ...good, schedule: "youzan" }, 400, "invalid_request", /at least 1 s/],
+      [
+        { ...good, notify: ["t", "u", "t"] },
+        400,
+        "invalid_request",
+        /notify: name each topic once/,
+      ],
+      [{ ...good, metadata: "x".repeat(16_384) }, 413, "payload_too_large", /metadata is 16386/],
       [{ ...good, deadline: Date.now() - 1000 }, 400, "invalid_request", /deadline/],
       [{ ...good, deadline: "next tuesday" }, 400, "invalid_request", /deadline/],
       [{ ...good, closeOnDeadline: "yes" }, 400, "invalid_request", /closeOnDeadline/],

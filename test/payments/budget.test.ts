@@ -55,6 +55,7 @@ beforeAll(async () => {
       DQ_TOKENS: TOKEN,
       DQ_PREFIX: `bud${label}`,
       DQ_SUBREQUESTS: String(BUDGET),
+      DQ_MIN_POLL_MS: "0", // its watches poll every 250 ms
       DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
     },
     (settings) =>

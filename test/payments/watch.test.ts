@@ -25,6 +25,8 @@ beforeAll(async () => {
       DQ_PREFIX: `pay${label}`,
       DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
       DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
+      // Its watches poll every few hundred ms, to run in seconds.
+      DQ_MIN_POLL_MS: "0",
     },
     (settings) => new Redis({ url: settings.url, token: settings.token, ...settings.options }),
     { log: () => {} },
@@ -408,6 +410,27 @@ describe("watch input and lifecycle", () => {
       SHOP,
     );
     expect(refused.status).toBe(403);
+    // An order watched for other topics: its watch is not shown, its existence alone is told.
+    const watched = await call("POST", "/v1/payments", {
+      provider: "alipay",
+      account: "sandbox",
+      outTradeNo: "o-other-tenant",
+      notify: ["billing"],
+      metadata: { customer: "alice@example.com" },
+    });
+    expect(watched.status).toBe(201);
+    const probe = await call(
+      "POST",
+      "/v1/payments",
+      { provider: "alipay", account: "sandbox", outTradeNo: "o-other-tenant", notify: ["shop.x"] },
+      SHOP,
+    );
+    expect(probe.status).toBe(409);
+    expect(probe.json.error.code).toBe("payment_exists");
+    expect(JSON.stringify(probe.json)).not.toMatch(/billing|alice/);
+    // Nothing changed: the watch still notifies its own topics only.
+    const kept = await call("GET", "/v1/payments/alipay/sandbox/o-other-tenant");
+    expect(kept.json.payment.notify).toEqual(["billing"]);
     const missing = await call("GET", "/v1/payments/alipay/sandbox/never-watched");
     expect(missing.status).toBe(404);
     expect(missing.json.error.code).toBe("payment_not_found");

@@ -31,6 +31,7 @@ export const ERROR_MEANINGS: Readonly<Record<string, string>> = {
   redis_unavailable: "Redis does not answer; retry after `Retry-After` seconds.",
   push_topic: "pop on a push topic: its jobs are delivered to its webhook, not popped.",
   payment_not_found: "No payment watch with this provider, account and outTradeNo.",
+  payment_exists: "The order is watched already, for topics the token may not act on.",
   unknown_account:
     "The payment account is not configured (`DQ_ALIPAY_ACCOUNTS`, `DQ_WECHATPAY_ACCOUNTS`).",
 };

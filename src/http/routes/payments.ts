@@ -63,7 +63,7 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
       responses: {
         201: json(PaymentAnswer, "Watching"),
         200: json(PaymentAnswer, "The order was watched already: the watch as it is"),
-        ...errors(403),
+        ...errors(403, 409, 413),
       },
     }),
     async (c) => {

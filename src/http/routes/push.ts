@@ -54,6 +54,7 @@ export function pushRoutes(app: OpenAPIHono<AppEnv>, options: PushOptions): void
       },
       responses: {
         200: json(Settled, "Taken"),
+        400: json(ErrorBody, "No `id` or `receipt` in the URL (`invalid_request`)"),
         401: json(ErrorBody, "Signature does not verify"),
       },
     }),

@@ -6,7 +6,16 @@ import { DelayqError } from "../../domain/errors";
 import { maskPush } from "../../domain/push";
 import type { TopicConfig as Config, TopicStats as Stats } from "../../domain/schemas";
 import type { AppEnv } from "../context";
-import { body, errors, json, SECURED, TopicConfig, TopicConfigPatch, TopicParam } from "../schemas";
+import {
+  AnsweredTopicConfig,
+  body,
+  errors,
+  json,
+  SECURED,
+  TopicConfig,
+  TopicConfigPatch,
+  TopicParam,
+} from "../schemas";
 
 export type ConfigRouteOptions = {
   /** Whether topics may push via QStash (QSTASH_* and DQ_PUBLIC_URL are set). */
@@ -25,7 +34,7 @@ export function maskStats(stats: Stats): Stats {
 const ConfigAnswer = z
   .object({
     topic: z.string().meta({ description: "The topic.", example: "payments" }),
-    config: TopicConfig,
+    config: AnsweredTopicConfig,
   })
   .meta({ id: "TopicConfigAnswer" });
 

@@ -38,7 +38,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
       request: { params: TopicParam, body: body(PopBody, false) },
       responses: {
         200: json(PopResult, "The reserved jobs (maybe none), and what was finished first"),
-        ...errors(403),
+        ...errors(403, 409),
       },
     }),
     async (c) => {
@@ -112,7 +112,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
       summary: "List topics with their counts, by name",
       description: "Pages of up to `limit` (100) topics; pass `cursor` back as `after`.",
       request: { query: TopicsQuery },
-      responses: { 200: json(TopicList, "A page of topics") },
+      responses: { 200: json(TopicList, "A page of topics"), ...errors() },
     }),
     async (c) => {
       const page = await c.get("queue").topics(c.req.valid("query"));
