@@ -75,7 +75,7 @@ function staleReceipt(id: string, state: string): string {
       return `${start}another reservation holds the job now (the one the receipt came from ran out of time and the job was popped again), or the receipt belongs to another job`;
     case "ready":
     case "delayed":
-      return `${start}the reservation it came from has ended (the job was released, or its lease ran out and it was given back) and the job waits for its next attempt`;
+      return `${start}no reservation holds the job now (it waits for its next attempt); one the receipt came from ended when the job was released, or when its lease ran out and it was taken back`;
     case "finished":
       return `${start}the job was finished under another reservation`;
     case "dead":
