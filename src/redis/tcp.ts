@@ -70,9 +70,18 @@ export function connectRedis(url: string, options: ConnectRedisOptions = {}): Tc
   });
   // The last connection error, to say why a command found no connection.
   let lastError: string | undefined;
+  const db = databaseOf(url);
   client.on("error", (error: Error) => {
     lastError = error.message;
-    options.onError?.(error.message);
+    // ioredis reports a refused SELECT (a database the server lacks, a user without +select)
+    // and carries on in database 0, where delayq would write another deployment's keys. While
+    // it still sets the connection up, drop it instead: commands fail with redis_unavailable
+    // until the server accepts the database.
+    if (db !== 0 && client.status === "connect" && /\bselect\b|DB index/i.test(error.message)) {
+      lastError = `Redis refused to select database ${db} of REDIS_URL (${error.message}): check the /db in REDIS_URL, and that the user may run SELECT (+select)`;
+      client.disconnect(true);
+    }
+    options.onError?.(lastError);
   });
   client.on("ready", () => {
     lastError = undefined;
@@ -167,6 +176,12 @@ function ownFunctions(
       }
     },
   };
+}
+
+/** The database number in a redis:// URL's path (`/3`), 0 when there is none. */
+function databaseOf(url: string): number {
+  const path = new URL(url).pathname.replace(/^\//, "");
+  return path === "" ? 0 : Number(path);
 }
 
 function isNoScript(error: unknown): boolean {

@@ -3,6 +3,7 @@
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, type RedisServer, startRedisServer } from "../../dev/redis-server";
 import { RespConnection } from "../../dev/resp";
@@ -110,6 +111,62 @@ describe("functions/node.ts with REDIS_URL", () => {
     expect(output.trim()).toMatch(/^delayq is misconfigured: REDIS_URL is an HTTP URL/);
     expect(output.trim().split("\n")).toHaveLength(1);
     expect(output).not.toContain(PASSWORD);
+  });
+});
+
+describe("a database number in REDIS_URL", () => {
+  let server: RedisServer;
+  let admin: Redis;
+  beforeAll(async () => {
+    server = await startRedisServer({ databases: 16 });
+    admin = new Redis({ port: server.port, lazyConnect: true });
+    await admin.connect();
+    await admin.call("ACL", "SETUSER", "noselect", "on", ">pw", "~*", "+@all", "-select");
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    await server?.stop();
+  });
+
+  /** Keys per database number, of those that hold any. */
+  async function keyspace(): Promise<Record<string, number>> {
+    const info = (await admin.info("keyspace")).split("\n");
+    return Object.fromEntries(
+      info.flatMap((line) => {
+        const match = /^db(\d+):keys=(\d+)/.exec(line);
+        return match ? [[match[1], Number(match[2])]] : [];
+      }),
+    );
+  }
+
+  it("writes to that database", async () => {
+    const redis = connectRedis(`redis://127.0.0.1:${server.port}/3`);
+    try {
+      await new DelayQueue({ redis, prefix: "db3" }).add({ topic: "t", id: "in-3" });
+      expect(Object.keys(await keyspace())).toEqual(["3"]);
+    } finally {
+      await redis.quit();
+      await admin.flushall();
+    }
+  });
+
+  it.each([
+    ["a database the server lacks", "/99", "", /database 99 .*DB index is out of range/],
+    ["a user who may not SELECT", "/3", "noselect:pw@", /database 3 .*NOPERM.*\+select/],
+  ])("fails on %s rather than writing to database 0", async (_what, db, user, message) => {
+    const errors: string[] = [];
+    const redis = connectRedis(`redis://${user}127.0.0.1:${server.port}${db}`, {
+      commandTimeoutMs: 1000,
+      onError: (error) => errors.push(error),
+    });
+    try {
+      const queue = new DelayQueue({ redis, prefix: "nodb" });
+      await expectError(queue.add({ topic: "t", id: "lost" }), "redis_unavailable", message);
+      expect(await keyspace()).toEqual({});
+      expect(errors.join("\n")).toMatch(message);
+    } finally {
+      await redis.quit();
+    }
   });
 });
 
