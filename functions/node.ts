@@ -62,6 +62,18 @@ const server = serve({ fetch: app.fetch, port, hostname: host }, () => {
   const redis = tcp ? "tcp" : "rest";
   log({ level: "info", event: "listening", url: `http://${host}:${port}`, redis });
 });
+// A port taken or a host that does not resolve: one line naming the setting, not a stack trace.
+server.once("error", (error: NodeJS.ErrnoException) => {
+  const where = `${host}:${port}`;
+  const why =
+    error.code === "EADDRINUSE"
+      ? `${where} is in use by another process: set PORT (or HOST) to a free one`
+      : error.code === "EADDRNOTAVAIL" || error.code === "ENOTFOUND" || error.code === "EAI_AGAIN"
+        ? `HOST ${host} is not an address of this machine: set HOST (e.g. 127.0.0.1 or 0.0.0.0)`
+        : `${where} cannot be listened on (${error.code ?? error.message}): check PORT and HOST`;
+  console.error(`delayq is misconfigured: ${why}`);
+  process.exit(1);
+});
 
 // The scheduler: the cron's work, every minute like the Worker's trigger (DQ_TICK_INTERVAL_MS).
 // A tick never overlaps the previous one in this process (other processes may tick at once).

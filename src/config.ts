@@ -2,13 +2,17 @@
 import { z } from "zod";
 import { DelayqError } from "./domain/errors";
 
+/** A whole-number setting; an empty value (a compose file's `NAME=`) is no value: the default. */
 const whole = (name: string, min: number, max: number, fallback: number) =>
-  z.coerce
-    .number({ message: `${name} must be a number` })
-    .int(`${name} must be a whole number`)
-    .min(min, `${name} must be at least ${min}`)
-    .max(max, `${name} must be at most ${max}`)
-    .default(fallback);
+  z.preprocess(
+    (value) => (typeof value === "string" && value.trim() === "" ? undefined : value),
+    z.coerce
+      .number({ message: `${name} must be a number` })
+      .int(`${name} must be a whole number`)
+      .min(min, `${name} must be at least ${min}`)
+      .max(max, `${name} must be at most ${max}`)
+      .default(fallback),
+  );
 
 const restUrl = (onNode: boolean) =>
   z

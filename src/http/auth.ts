@@ -36,16 +36,22 @@ function sameDigest(a: Uint8Array, b: Uint8Array): boolean {
  * Example: `admin-secret,shop-a-secret:shop-a.*|payments`.
  */
 export function parseTokens(value: string): TokenSet {
-  const entries: Entry[] = value
+  const parsed = value
     .split(",")
     .map((raw) => raw.trim())
     .map((raw, i) => {
       const cut = raw.indexOf(":");
       const token = cut < 0 ? raw : raw.slice(0, cut);
-      if (!token || /\s/.test(token)) {
+      if (!token) {
         throw new DelayqError(
           "internal_error",
           `delayq is misconfigured: DQ_TOKENS entry ${i + 1} has no token (format: token or token:pattern|pattern, comma-separated)`,
+        );
+      }
+      if (/\s/.test(token)) {
+        throw new DelayqError(
+          "internal_error",
+          `delayq is misconfigured: DQ_TOKENS entry ${i + 1}'s token contains a space or line break; tokens cannot (entries are separated by commas)`,
         );
       }
       let scope: TopicScope;
@@ -63,8 +69,21 @@ export function parseTokens(value: string): TokenSet {
             return pattern;
           });
       }
-      return { digest: sha256(token), scope };
+      return { token, digest: sha256(token), scope };
     });
+  // A token listed twice would act with the first entry's scope alone: refuse it.
+  const seen = new Map<string, number>();
+  for (const [i, entry] of parsed.entries()) {
+    const first = seen.get(entry.token);
+    if (first !== undefined) {
+      throw new DelayqError(
+        "internal_error",
+        `delayq is misconfigured: DQ_TOKENS entry ${i + 1} repeats the token of entry ${first + 1}; list each token once, with all its patterns (token:a.*|b.*)`,
+      );
+    }
+    seen.set(entry.token, i);
+  }
+  const entries: Entry[] = parsed.map(({ digest, scope }) => ({ digest, scope }));
   // Tokens already found valid, by their text: a request with one skips the digest (an async
   // SubtleCrypto job per request was a tenth of the service's CPU). Only valid tokens go in, so
   // it holds at most one key per entry; a lookup compares hashes, so a miss tells a caller no

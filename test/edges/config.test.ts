@@ -1,6 +1,7 @@
 // Configuration mistakes answer one message naming the variable: a Redis TCP URL pasted as the REST
 // URL, and the Redis time limit's bounds; on Node the process says so in one line, no stack.
 import { spawn } from "node:child_process";
+import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
@@ -91,6 +92,15 @@ describe("DQ_REDIS_TIMEOUT_MS", () => {
   });
 });
 
+describe("whole-number settings", () => {
+  it("take an empty value (a compose file's NAME=) as no value: the default, never 0", () => {
+    const empty = parseConfig({ ...base, DQ_MIN_POLL_MS: "", DQ_RETENTION_SECONDS: " " });
+    expect(empty.DQ_MIN_POLL_MS).toBe(1000);
+    expect(empty.DQ_RETENTION_SECONDS).toBe(3600);
+    expect(parseConfig({ ...base, DQ_MIN_POLL_MS: "0" }).DQ_MIN_POLL_MS).toBe(0);
+  });
+});
+
 describe("functions/node.ts", () => {
   it("exits 1 with one line naming the variable, no stack trace and no password", async () => {
     const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
@@ -109,5 +119,28 @@ describe("functions/node.ts", () => {
     expect(output.trim().split("\n")).toHaveLength(1);
     expect(output).not.toMatch(/\n\s+at /);
     expect(output).not.toContain(PASSWORD);
+  });
+
+  it("exits 1 with one line naming PORT when the port is taken, no stack trace", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
+        cwd: root,
+        env: { PATH: process.env.PATH, ...base, HOST: "127.0.0.1", PORT: String(port) },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let output = "";
+      child.stdout.on("data", (chunk: Buffer) => (output += chunk));
+      child.stderr.on("data", (chunk: Buffer) => (output += chunk));
+      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+      expect(code).toBe(1);
+      expect(output.trim()).toBe(
+        `delayq is misconfigured: 127.0.0.1:${port} is in use by another process: set PORT (or HOST) to a free one`,
+      );
+    } finally {
+      taken.close();
+    }
   });
 });

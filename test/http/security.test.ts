@@ -159,5 +159,11 @@ describe("DQ_TOKENS parsing", () => {
       expect(String(error)).not.toMatch(/secret-value/);
       expect(String(error)).toMatch(/entry 1 has an invalid topic pattern/);
     }
+    expect(() => parseTokens("good,ab cd")).toThrow(/entry 2's token contains a space/);
+    // Listed twice, a token would act with its first entry's scope alone (the second ignored).
+    expect(() => parseTokens("admin,shared:a.*,shared:b.*")).toThrow(
+      /entry 3 repeats the token of entry 2; list each token once, with all its patterns/,
+    );
+    expect(() => parseTokens("shared-secret,shared-secret")).not.toThrow(/shared-secret/);
   });
 });
