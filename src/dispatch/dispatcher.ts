@@ -30,6 +30,13 @@ export const DIRECT_WINDOW_MS = 25_000;
 const MAX_FOLLOW_UPS = 5;
 /** What a direct job not sent after its look gives back: its POST and its settle. */
 const COST_AFTER_LOOK = 2;
+/** How long a failed look before sending waits before it is tried again, ms. */
+const LOOK_RETRY_MS = 1000;
+
+/** The earliest lease end of claimed jobs (a claim writes it into each record). */
+function leaseEndOf(parcels: readonly Parcel[]): number {
+  return Math.min(...parcels.map((parcel) => parcel.meta.leaseEnd ?? parcel.meta.due));
+}
 
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const clock = options.clock ?? Date.now;
@@ -122,7 +129,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       budget.giveBack(parcels.length - 1);
       await until(due, clock);
       const pairs = parcels.flatMap((parcel) => [parcel.meta.id, parcel.meta.receipt ?? ""]);
-      const held = await scripts.run(stillHeld, clock(), pairs);
+      const held = await lookAgain(pairs, leaseEndOf(parcels), budget);
       send = parcels.filter((_, i) => held[i]);
       budget.giveBack(COST_AFTER_LOOK * (parcels.length - send.length));
     } else {
@@ -140,6 +147,24 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         }),
       ),
     );
+  }
+
+  /**
+   * stillHeld for jobs about to be sent. A failure (Redis down for a moment) is tried again every
+   * LOOK_RETRY_MS while the leases last and the budget pays, so a short outage delays the jobs
+   * by about its length rather than by their TTR (their leases would bring them back, an attempt
+   * spent and never sent).
+   */
+  async function lookAgain(pairs: string[], leaseEnd: number, budget: Budget): Promise<boolean[]> {
+    for (;;) {
+      try {
+        return await scripts.run(stillHeld, clock(), pairs);
+      } catch (error) {
+        if (clock() + LOOK_RETRY_MS >= leaseEnd || !budget.take(1)) throw error;
+        log({ level: "warn", event: "push_check_retried", message: messageOf(error) });
+        await until(clock() + LOOK_RETRY_MS, clock);
+      }
+    }
   }
 
   async function deliver(

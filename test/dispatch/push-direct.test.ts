@@ -2,7 +2,7 @@
 // checked with node:crypto's HMAC, not with delayq's own verifier.
 import { createHmac } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { tick } from "../../src/index";
+import { DelayqError, tick } from "../../src/index";
 import { claim } from "../../src/redis/lua/scripts/push";
 import { createScriptRunner } from "../../src/redis/runner";
 import { type PushApp, type Receiver, startReceiver, testPushApp } from "../support/push";
@@ -285,6 +285,42 @@ describe("claiming", () => {
     await settled(app);
     const [got] = await app.receiver.waitFor(1);
     expect(got?.headers["delayq-id"]).toBe("held");
+  });
+
+  it("sends a claimed job about a second late, not a TTR late, when Redis fails the look before sending", async () => {
+    // Redis down for a moment at the due time: the look (stillHeld) fails once, then answers.
+    let failures = 1;
+    const receiver = await startReceiver();
+    receivers.push(receiver);
+    const app = testPushApp({
+      dispatcherRedis: (redis) => ({
+        ...redis,
+        createScript(script) {
+          const inner = redis.createScript(script);
+          if (!script.includes("stillHeld:")) return inner;
+          return {
+            exec: (keys, args) =>
+              failures-- > 0
+                ? Promise.reject(new DelayqError("redis_unavailable", "Redis is unavailable"))
+                : inner.exec(keys, args),
+          };
+        },
+      }),
+    });
+    await app.call("PUT", "/v1/topics/blip", {
+      body: { push: { url: `${receiver.url}/hook`, secret: SECRET }, ttr: 30 },
+    });
+    const add = await app.call("POST", "/v1/jobs", {
+      body: { topic: "blip", id: "b1", delay: 0.3, body: 1 },
+    });
+    const { dueAt } = add.json.job as { dueAt: number };
+    await settled(app);
+    const [got] = await receiver.waitFor(1);
+    expect(failures).toBe(-1);
+    expect(got?.headers["delayq-attempt"]).toBe("1");
+    expect(got?.at).toBeGreaterThanOrEqual(dueAt + 1000);
+    expect(got?.at).toBeLessThan(dueAt + 5000);
+    expect(app.logs.map((entry) => entry.event)).toContain("push_check_retried");
   });
 
   it("brings a job back when the run that claimed it died: the lease runs out, a tick takes it back", async () => {

@@ -7,6 +7,7 @@ import type { QStash } from "../../src/dispatch/qstash";
 import type { Logger } from "../../src/log";
 import { DelayQueue } from "../../src/queue";
 import { keys } from "../../src/redis/keys";
+import type { RedisClient } from "../../src/redis/runner";
 import { type TestApp, testApp } from "./app";
 import { testRedis } from "./redis";
 
@@ -101,14 +102,21 @@ export type PushApp = TestApp & {
  * `publicUrl` enable `via: "qstash"`.
  */
 export function testPushApp(
-  options: { qstash?: QStash; publicUrl?: string; subrequests?: number; batch?: number } = {},
+  options: {
+    qstash?: QStash;
+    publicUrl?: string;
+    subrequests?: number;
+    batch?: number;
+    /** Wraps the dispatcher's Redis (to inject faults into its calls alone). */
+    dispatcherRedis?: (redis: RedisClient) => RedisClient;
+  } = {},
 ): PushApp {
   const redis = testRedis({ automaticDeserialization: false });
   const prefix = redis.prefix.slice(0, -1);
   const logs: Record<string, unknown>[] = [];
   const log: Logger = (entry) => logs.push(entry);
   const dispatcher = createDispatcher({
-    redis: redis.redis,
+    redis: options.dispatcherRedis ? options.dispatcherRedis(redis.redis) : redis.redis,
     prefix,
     retentionMs: 3_600_000,
     qstash: options.qstash,
