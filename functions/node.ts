@@ -1,5 +1,6 @@
 // delayq on Node: the same app as the Worker, served by @hono/node-server, with its own ticker.
 // Redis is Upstash over REST, or any Redis 7+ / Valkey over TCP when REDIS_URL is set.
+import type { Server } from "node:http";
 import { serve } from "@hono/node-server";
 import { NodeEnvSchema, parseConfig } from "../src/config";
 import { DelayqError } from "../src/domain/errors";
@@ -96,8 +97,14 @@ const ticker = setInterval(() => {
 
 async function stop(): Promise<void> {
   clearInterval(ticker);
-  server.close();
+  // Waiting long-polls answer (no jobs) before the server closes, rather than being cut off.
+  service.queue.stopWaiting();
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  // A keep-alive connection goes idle once its answer is written: close those as they come.
+  const idle = setInterval(() => (server as Server).closeIdleConnections(), 50);
   try {
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5000))]);
+    clearInterval(idle);
     await ticking;
     await Promise.allSettled([...deliveries]);
     await tcp?.quit();

@@ -201,6 +201,15 @@ export class DelayQueue {
     return { jobs: popped.jobs, finished: list.decided(popped.finished) };
   }
 
+  /**
+   * Ends this process's long-polls at once (each answers what it has: nothing) and every later
+   * pop's wait: for a graceful shutdown, so that waiting callers get an answer before the server
+   * closes. Shared by every view of the queue; there is no undoing it.
+   */
+  stopWaiting(): void {
+    this.shared.wakeups.close();
+  }
+
   /** Finishes a reserved job. Without a receipt, finishes it for whoever holds it. */
   async finish(id: string, options: { receipt?: string } = {}): Promise<void> {
     const { receipt } = parseInput(ReceiptInput, options);

@@ -54,6 +54,8 @@ type Known = Drained & { at: number };
  */
 export class Wakeups {
   private readonly topics = new Map<string, TopicState>();
+  /** Set by `close`: every wait ends at its next step, and none begins. */
+  private closed = false;
   /** Versions are unique across states, so a topic's state made anew never matches an old one. */
   private versions = 0;
 
@@ -100,6 +102,14 @@ export class Wakeups {
     if (!state) return;
     this.changed(state);
     if (state.waiters > 0) state.hintDue = Math.min(state.hintDue, at);
+  }
+
+  /**
+   * Ends every wait of this process at its next step (within STEP_MS) and every later one at
+   * once: each long-poll answers what it has, nothing. For a graceful shutdown.
+   */
+  close(): void {
+    this.closed = true;
   }
 
   /** Something about the topic changed for everyone (its config): wake all its waiters. */
@@ -266,7 +276,7 @@ export class Wakeups {
     state.waiters += 1;
     try {
       for (;;) {
-        if (signal?.aborted || Date.now() >= giveUpAt) return false;
+        if (this.closed || signal?.aborted || Date.now() >= giveUpAt) return false;
         if (state.epoch !== epoch) return true;
         if (state.tickets > 0) {
           state.tickets -= 1;

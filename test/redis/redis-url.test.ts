@@ -228,6 +228,48 @@ describe("functions/node.ts on a Redis that goes away", () => {
   }, 60_000);
 });
 
+describe("functions/node.ts shutting down", () => {
+  it("answers a waiting long-poll (no jobs) on SIGTERM, then exits 0", async () => {
+    const redis = await startRedisServer();
+    const port = await freePort();
+    const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH,
+        REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+        DQ_TOKENS: "node-admin",
+        PORT: String(port),
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    try {
+      const health = () =>
+        fetch(`http://127.0.0.1:${port}/health`).then(
+          (res) => res.status,
+          () => 0,
+        );
+      await expect.poll(health, { timeout: 30_000, interval: 100 }).toBe(200);
+      const started = Date.now();
+      const pop = fetch(`http://127.0.0.1:${port}/v1/topics/idle/pop`, {
+        method: "POST",
+        headers: { authorization: "Bearer node-admin", "content-type": "application/json" },
+        body: JSON.stringify({ wait: 20 }),
+      });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      child.kill("SIGTERM");
+      const answer = await pop;
+      expect(answer.status).toBe(200);
+      expect(await answer.json()).toEqual({ jobs: [] });
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+      await redis.stop();
+    }
+  }, 60_000);
+});
+
 describe("rediss://", () => {
   let tls: TlsRedis;
   beforeAll(async () => {
