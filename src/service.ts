@@ -50,6 +50,8 @@ export type Service = {
   log: Logger;
   /** The process's counters: /metrics shows them; push delivery and polling count into them. */
   counters: Counters;
+  /** Payment watches (start, read, stop, list, and the poller the dispatcher hands polls to). */
+  payments: Payments;
 };
 
 /**
@@ -162,6 +164,7 @@ export function buildService(
     log,
     counters,
     metricsMaxTopics: metricsMaxTopics(env),
+    paymentWatches: { list: (options) => (payments as Payments).list(options) },
     payments: {
       payments: { ...payments, pollSoon: () => (payments as Payments).pollSoon(requestBudget()) },
       background: inBackground,
@@ -191,7 +194,7 @@ export function buildService(
     budget: dispatcher.budget,
     log,
   });
-  return { config, queue, app, scheduler, log, counters };
+  return { config, queue, app, scheduler, log, counters, payments };
 }
 
 /**

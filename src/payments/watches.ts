@@ -18,6 +18,7 @@ import { scopeAllows, type TopicScope } from "../domain/scope";
 import { messageOf } from "../log";
 import {
   PAYMENTS_TOPIC_CONFIG,
+  watchList,
   watchPolled,
   watchRead,
   watchStart,
@@ -190,6 +191,29 @@ export function createPayments(options: PaymentsOptions) {
         );
       }
       return { created, payment };
+    },
+
+    /**
+     * Watches newest first, a page at a time (the dashboard's panel): only those whose notify
+     * topics `scope` allows, so a page may hold fewer than `limit`; `cursor` goes on.
+     */
+    async list(options: {
+      cursor?: string;
+      limit: number;
+      scope: TopicScope;
+    }): Promise<{ watches: Payment[]; cursor?: string }> {
+      const { cursor = "" } = options;
+      if (cursor !== "" && !/^\d{1,16}\|[a-z2-7]{26}$/.test(cursor)) {
+        throw new DelayqError(
+          "invalid_request",
+          "cursor: not one this listing gave; start again from the first page",
+        );
+      }
+      const page = await scripts.run(watchList, clock(), [cursor, options.limit]);
+      const watches = page.watches
+        .map(paymentOf)
+        .filter((payment) => payment.notify.every((topic) => scopeAllows(options.scope, topic)));
+      return page.cursor ? { watches, cursor: page.cursor } : { watches };
     },
 
     async get(name: ProviderName, account: string, outTradeNo: string, scope: TopicScope) {

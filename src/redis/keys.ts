@@ -73,6 +73,8 @@ export const KEY_LAYOUT = {
    * the internal topic \`__payments\` with the id \`pay:<watch id>\`.
    */
   watch: "pay:<id>",
+  /** zset: payment watches (their ids) by when they started, ms, for the dashboard's listing. */
+  watches: "watches",
 } as const;
 
 export type KeyName = keyof typeof KEY_LAYOUT;

@@ -8,7 +8,7 @@ import { deleteJob } from "./delete";
 import { getJob } from "./get";
 import { bury, finish, release, touch } from "./held";
 import { list } from "./list";
-import { watchPolled, watchRead, watchStart, watchStop } from "./payments";
+import { watchList, watchPolled, watchRead, watchStart, watchStop } from "./payments";
 import { pop } from "./pop";
 import { claim, notices, published, renotice, settle, stillHeld } from "./push";
 import { tick } from "./tick";
@@ -40,6 +40,7 @@ export const SCRIPTS = {
   watchRead,
   watchPolled,
   watchStop,
+  watchList,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -67,7 +67,7 @@ export const watchStart = defineScript<{ created: boolean; watch: WatchRecord }>
   A watch that exists is answered as it is. A new one is the hash (state polling, polls 0)
   and its poll job pay:<id> in __payments, due at the first poll.
   Returns {1 if created else 0, then what watchRead returns}.
-  Cost: EXISTS; when new HSET, and the poll job's add (SET NX, GET, ZADD, ZADD LT x2, ZADD NX,
+  Cost: EXISTS; when new HSET, ZADD (the listing's index), and the poll job's add (SET NX, GET, ZADD, ZADD LT x2, ZADD NX,
   INCR), plus MGET of the internal topic's keys (and SET of its config the first time); then
   HGETALL, GET.
 ]]
@@ -79,6 +79,7 @@ if rcall("EXISTS", key.watch(watchId)) == 0 then
   ensurePaymentsTopic()
   rcall("HSET", key.watch(watchId), "spec", ARGV[5], "notify", ARGV[9], "metadata", ARGV[10],
     "state", "polling", "polls", 0, "createdAt", NOW, "deadline", ARGV[6])
+  rcall("ZADD", key.watches, NOW, watchId)
   addJob("pay:" .. watchId, "${PAYMENTS_TOPIC}", tonumber(ARGV[7]), ARGV[5], 60000, 1000000,
     ARGV[8], {})
   created = 1
@@ -108,6 +109,65 @@ return readWatch(ARGV[4])
   parse(reply) {
     const flat = list(reply, "watchRead");
     return flat.length === 0 ? undefined : readWatch(flat);
+  },
+});
+
+/** A page of watches, newest first, and where the next page starts (absent on the last). */
+export type WatchList = { watches: WatchRecord[]; cursor?: string };
+
+export const watchList = defineScript<WatchList>({
+  name: "watchList",
+  lua: `
+--[[ watchList: payment watches, newest first, a page at a time (the dashboard's panel).
+  ARGV[4] cursor: "" for the first page, else "<started ms>|<watch id>" of the last one listed
+  ARGV[5] most watches
+  Index entries whose watch is gone (its retention ran out) are dropped from the index as met.
+  Returns {cursor or "", then per watch: its number of values, then what watchRead returns}.
+  Cost: ZRANGE; per entry HGETALL and GET (ZREM for a gone one).
+]]
+${READ}
+local cursor, most = ARGV[4], tonumber(ARGV[5])
+local top, after = "+inf", nil
+if cursor ~= "" then
+  local cut = string.find(cursor, "|", 1, true)
+  top, after = string.sub(cursor, 1, cut - 1), string.sub(cursor, cut + 1)
+end
+-- Newest first; among watches started in the same ms, by id, descending. Entries at the
+-- cursor's ms up to its id were listed already: at most \`most\` of them are skipped.
+local entries = rcall("ZRANGE", key.watches, top, "-inf", "BYSCORE", "REV", "LIMIT", 0,
+  most * 2, "WITHSCORES")
+local out, listed, last = {""}, 0, nil
+for i = 1, #entries, 2 do
+  local id, score = entries[i], entries[i + 1]
+  local seen = after ~= nil and score == top and id >= after
+  if not seen then
+    if listed >= most then break end
+    last = score .. "|" .. id
+    if rcall("EXISTS", key.watch(id)) == 0 then
+      rcall("ZREM", key.watches, id)
+    else
+      local watch = readWatch(id)
+      out[#out + 1] = #watch
+      for _, value in ipairs(watch) do out[#out + 1] = value end
+      listed = listed + 1
+    end
+  end
+end
+-- More may follow when the range was full: the next page starts after the last one met.
+if #entries == most * 4 and last then out[1] = last end
+if listed >= most and last then out[1] = last end
+return out
+`,
+  parse(reply) {
+    const flat = list(reply, "watchList");
+    const watches: WatchRecord[] = [];
+    for (let i = 1; i < flat.length; ) {
+      const count = Number(flat[i]);
+      watches.push(readWatch(flat.slice(i + 1, i + 1 + count)));
+      i += 1 + count;
+    }
+    const cursor = String(flat[0] ?? "");
+    return cursor ? { watches, cursor } : { watches };
   },
 });
 

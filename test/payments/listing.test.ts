@@ -1,0 +1,123 @@
+// The payment watches' listing, as the dashboard's panel shows it: the service as buildService
+// wires it (the real bridge, real Redis, the Alipay sandbox), on a prefix of its own so that the
+// listing holds this file's watches alone.
+import { Redis } from "@upstash/redis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type AlipaySandbox, startAlipaySandbox } from "../../dev/alipay-sandbox";
+import { keys } from "../../src/redis/keys";
+import { buildService, type Service } from "../../src/service";
+
+let alipay: AlipaySandbox;
+let service: Service;
+let redis: Redis;
+let prefix: string;
+const TOKEN = "list-admin";
+const SHOP = "list-shop";
+
+beforeAll(async () => {
+  alipay = await startAlipaySandbox();
+  const label = crypto.randomUUID().slice(0, 8);
+  prefix = `plist${label}`;
+  const env = {
+    UPSTASH_REDIS_REST_URL: inject("bridgeUrl"),
+    UPSTASH_REDIS_REST_TOKEN: `${inject("bridgeToken")}:${label}`,
+    DQ_TOKENS: `${TOKEN},${SHOP}:shop.*`,
+    DQ_PREFIX: prefix,
+    DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
+  };
+  redis = new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
+  service = buildService(
+    env,
+    (settings) => new Redis({ url: settings.url, token: settings.token, ...settings.options }),
+    { log: () => {} },
+  );
+}, 30_000);
+
+afterAll(async () => {
+  await alipay?.close();
+});
+
+async function watch(outTradeNo: string, notify: string[]) {
+  const res = await service.app.request("/v1/payments", {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    // An hour between polls: nothing polls while the test runs.
+    body: JSON.stringify({
+      provider: "alipay",
+      account: "sandbox",
+      outTradeNo,
+      notify,
+      schedule: [3600],
+    }),
+  });
+  expect(res.status).toBe(201);
+  // Watches started in the same ms are listed by id: a ms apart, the order is the start order.
+  await new Promise((resolve) => setTimeout(resolve, 3));
+}
+
+async function dashboardPage(token: string, path: string) {
+  const login = await service.app.request("/dashboard/login", {
+    method: "POST",
+    body: new URLSearchParams({ token }),
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+  });
+  const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] as string;
+  const res = await service.app.request(path, {
+    headers: { cookie, "sec-fetch-site": "same-origin" },
+  });
+  return { status: res.status, html: await res.text() };
+}
+
+describe("listing payment watches", () => {
+  it("pages them newest first, each once; a scoped token sees its own; a gone one leaves the index", async () => {
+    const orders = ["l-1", "l-2", "l-3", "l-4", "l-5"];
+    for (const [i, no] of orders.entries()) await watch(no, [i % 2 ? "shop.paid" : "billing"]);
+    const { payments } = service;
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await payments.list({
+        limit: 2,
+        scope: undefined,
+        ...(cursor ? { cursor } : {}),
+      });
+      expect(page.watches.length).toBeLessThanOrEqual(2);
+      seen.push(...page.watches.map((w) => w.outTradeNo));
+      cursor = page.cursor;
+    } while (cursor);
+    expect(seen).toEqual([...orders].reverse());
+
+    const scoped = await payments.list({ limit: 50, scope: ["shop.*"] });
+    expect(scoped.watches.map((w) => w.outTradeNo)).toEqual(["l-4", "l-2"]);
+
+    // A watch whose retention ran out: its hash is gone; the listing skips it and drops it.
+    const k = keys(prefix);
+    const ids = (await redis.zrange(k.watches, 0, -1)) as string[];
+    expect(ids).toHaveLength(5);
+    await redis.del(k.watch(ids[0] as string));
+    const after = await payments.list({ limit: 50, scope: undefined });
+    expect(after.watches).toHaveLength(4);
+    expect(await redis.zcard(k.watches)).toBe(4);
+
+    await expect(payments.list({ limit: 5, scope: undefined, cursor: "junk" })).rejects.toThrow(
+      /cursor: not one this listing gave/,
+    );
+  });
+
+  it("shows on the dashboard's panel, with the session's scope", async () => {
+    await watch("dash-1", ["shop.orders"]);
+    const admin = await dashboardPage(TOKEN, "/dashboard/payments");
+    expect(admin.status).toBe(200);
+    expect(admin.html).not.toContain('id="no-watches"');
+    expect(admin.html).toMatch(
+      /<td class="mono">dash-1<\/td>\s*<td><span class="badge">polling<\/span>/,
+    );
+    expect(admin.html).toContain("l-3");
+    const shop = await dashboardPage(SHOP, "/dashboard/payments");
+    expect(shop.html).toContain("dash-1");
+    expect(shop.html).not.toContain("l-3");
+    const junk = await dashboardPage(TOKEN, "/dashboard/payments?cursor=junk");
+    expect(junk.status).toBe(400);
+    expect(junk.html).toContain("not one this listing gave");
+  });
+});
