@@ -75,6 +75,8 @@ export const KEY_LAYOUT = {
   watch: "pay:<id>",
   /** zset: payment watches (their ids) by when they started, ms, for the dashboard's listing. */
   watches: "watches",
+  /** string: how far the sweep of `watches` has come (a start time, ms); see watchStart. */
+  watchSweep: "watches:sweep",
 } as const;
 
 export type KeyName = keyof typeof KEY_LAYOUT;

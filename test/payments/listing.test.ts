@@ -104,6 +104,20 @@ describe("listing payment watches", () => {
     );
   });
 
+  it("keeps its index bounded without a listing: each start sweeps two entries on", async () => {
+    const k = keys(prefix);
+    const stale = ["s-1", "s-2", "s-3", "s-4"];
+    for (const no of stale) await watch(no, ["billing"]);
+    const before = (await redis.zrange(k.watches, 0, -1)) as string[];
+    const staleIds = before.slice(-stale.length);
+    for (const id of staleIds) await redis.del(k.watch(id));
+    // Every entry is looked at within (entries / 2) starts, round and round.
+    for (let i = 0; i < Math.ceil(before.length / 2) + 1; i++) await watch(`t-${i}`, ["billing"]);
+    const after = (await redis.zrange(k.watches, 0, -1)) as string[];
+    expect(after.filter((id) => staleIds.includes(id))).toEqual([]);
+    for (const id of after) expect(await redis.exists(k.watch(id))).toBe(1);
+  });
+
   it("shows on the dashboard's panel, with the session's scope", async () => {
     await watch("dash-1", ["shop.orders"]);
     const admin = await dashboardPage(TOKEN, "/dashboard/payments");

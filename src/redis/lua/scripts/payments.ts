@@ -67,18 +67,44 @@ export const watchStart = defineScript<{ created: boolean; watch: WatchRecord }>
   A watch that exists is answered as it is. A new one is the hash (state polling, polls 0)
   and its poll job pay:<id> in __payments, due at the first poll.
   Returns {1 if created else 0, then what watchRead returns}.
-  Cost: EXISTS; when new HSET, ZADD (the listing's index), and the poll job's add (SET NX, GET, ZADD, ZADD LT x2, ZADD NX,
+  Cost: EXISTS; when new HSET, ZADD (the listing's index), GET, ZRANGE, EXISTS x2, SET (its
+  sweep; ZREM for a gone watch), and the poll job's add (SET NX, GET, ZADD, ZADD LT x2, ZADD NX,
   INCR), plus MGET of the internal topic's keys (and SET of its config the first time); then
   HGETALL, GET.
 ]]
 ${ENSURE_TOPIC}
 ${READ}
+-- Keeps the listing's index bounded without a listing: each start looks at the next two
+-- entries in start order (from where the last start left off, round and round) and drops those
+-- whose watch is gone (outlived its retention). Entries go stale no faster than starts add
+-- them, so the sweep passes each stale one within about half as many starts as there are
+-- entries: the index holds about twice the watches kept, at most.
+local function sweepWatches()
+  local from = rcall("GET", key.watchSweep)
+  local next = {}
+  if from then
+    next = rcall("ZRANGE", key.watches, "(" .. from, "+inf", "BYSCORE", "LIMIT", 0, 2,
+      "WITHSCORES")
+  end
+  -- Fewer than two left before the end (or never begun): go on from the first.
+  if #next < 4 then
+    local first = rcall("ZRANGE", key.watches, 0, (4 - #next) / 2 - 1, "WITHSCORES")
+    for _, value in ipairs(first) do next[#next + 1] = value end
+  end
+  if #next == 0 then return end
+  for i = 1, #next, 2 do
+    if rcall("EXISTS", key.watch(next[i])) == 0 then rcall("ZREM", key.watches, next[i]) end
+  end
+  rcall("SET", key.watchSweep, next[#next])
+end
 local watchId = ARGV[4]
 local created = 0
 if rcall("EXISTS", key.watch(watchId)) == 0 then
   ensurePaymentsTopic()
   rcall("HSET", key.watch(watchId), "spec", ARGV[5], "notify", ARGV[9], "metadata", ARGV[10],
     "state", "polling", "polls", 0, "createdAt", NOW, "deadline", ARGV[6])
+  -- The sweep goes first: the new entry, the last in start order, would always lie ahead of it.
+  sweepWatches()
   rcall("ZADD", key.watches, NOW, watchId)
   addJob("pay:" .. watchId, "${PAYMENTS_TOPIC}", tonumber(ARGV[7]), ARGV[5], 60000, 1000000,
     ARGV[8], {})
