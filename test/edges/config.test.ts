@@ -1,15 +1,13 @@
 // Configuration mistakes answer one message naming the variable: a Redis TCP URL pasted as the REST
 // URL, and the Redis time limit's bounds; on Node the process says so in one line, no stack.
-import { spawn } from "node:child_process";
 import { type AddressInfo, createServer } from "node:net";
-import { join } from "node:path";
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config";
 import { DelayqError } from "../../src/domain/errors";
 import { buildService } from "../../src/service";
+import { spawnNodeEntry } from "../support/service";
 
-const root = join(import.meta.dirname, "..", "..");
 const PASSWORD = "AbC123secretpw";
 const TCP_URL = `rediss://default:${PASSWORD}@pleased-cat-12345.upstash.io:6379`;
 const base = {
@@ -103,16 +101,9 @@ describe("whole-number settings", () => {
 
 describe("functions/node.ts", () => {
   it("exits 1 with one line naming the variable, no stack trace and no password", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
-      cwd: root,
-      env: { PATH: process.env.PATH, ...base, UPSTASH_REDIS_REST_URL: TCP_URL, PORT: "1" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk));
-    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-    expect(code).toBe(1);
+    const entry = spawnNodeEntry({ ...base, UPSTASH_REDIS_REST_URL: TCP_URL, PORT: "1" });
+    expect(await entry.exited).toBe(1);
+    const output = entry.output();
     expect(output.trim()).toMatch(
       /^delayq is misconfigured: UPSTASH_REDIS_REST_URL is a Redis TCP/,
     );
@@ -126,17 +117,9 @@ describe("functions/node.ts", () => {
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
     const { port } = taken.address() as AddressInfo;
     try {
-      const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
-        cwd: root,
-        env: { PATH: process.env.PATH, ...base, HOST: "127.0.0.1", PORT: String(port) },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let output = "";
-      child.stdout.on("data", (chunk: Buffer) => (output += chunk));
-      child.stderr.on("data", (chunk: Buffer) => (output += chunk));
-      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-      expect(code).toBe(1);
-      expect(output.trim()).toBe(
+      const entry = spawnNodeEntry({ ...base, HOST: "127.0.0.1", PORT: String(port) });
+      expect(await entry.exited).toBe(1);
+      expect(entry.output().trim()).toBe(
         `delayq is misconfigured: 127.0.0.1:${port} is in use by another process: set PORT (or HOST) to a free one`,
       );
     } finally {

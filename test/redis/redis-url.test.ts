@@ -1,6 +1,5 @@
 // REDIS_URL: Node's configuration takes it instead of the REST variables, refuses a wrong one
 // without quoting it, and functions/node.ts serves the API over it, TLS (rediss://) included.
-import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -13,9 +12,9 @@ import { DelayQueue, DelayqError } from "../../src/index";
 import { keys } from "../../src/redis/keys";
 import { connectRedis } from "../../src/redis/tcp";
 import { expectError } from "../support/expect";
+import { spawnNodeEntry } from "../support/service";
 import { makeTestCerts } from "../support/tls";
 
-const root = join(import.meta.dirname, "..", "..");
 const PASSWORD = "Pw-9f8e7d6c";
 const REST = { UPSTASH_REDIS_REST_URL: "https://x.upstash.io", UPSTASH_REDIS_REST_TOKEN: "t" };
 
@@ -93,21 +92,13 @@ describe("REDIS_URL in the configuration", () => {
 
 describe("functions/node.ts with REDIS_URL", () => {
   it("exits 1 with one line for a bad REDIS_URL, without a stack trace or the password", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH,
-        DQ_TOKENS: "a",
-        REDIS_URL: `https://default:${PASSWORD}@x.upstash.io`,
-        PORT: "1",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
+    const entry = spawnNodeEntry({
+      DQ_TOKENS: "a",
+      REDIS_URL: `https://default:${PASSWORD}@x.upstash.io`,
+      PORT: "1",
     });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk));
-    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-    expect(code).toBe(1);
+    expect(await entry.exited).toBe(1);
+    const output = entry.output();
     expect(output.trim()).toMatch(/^delayq is misconfigured: REDIS_URL is an HTTP URL/);
     expect(output.trim().split("\n")).toHaveLength(1);
     expect(output).not.toContain(PASSWORD);
@@ -174,23 +165,15 @@ describe("functions/node.ts on a Redis that goes away", () => {
   it("answers 503 while it is down, logs the outage once and its end once, and recovers", async () => {
     let redis = await startRedisServer();
     const port = await freePort();
-    const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH,
-        REDIS_URL: `redis://127.0.0.1:${redis.port}`,
-        DQ_TOKENS: "node-admin",
-        DQ_PREFIX: `down${crypto.randomUUID().slice(0, 8)}`,
-        DQ_REDIS_TIMEOUT_MS: "1000",
-        PORT: String(port),
-      },
-      stdio: ["ignore", "pipe", "pipe"],
+    const { child, output, exited } = spawnNodeEntry({
+      REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+      DQ_TOKENS: "node-admin",
+      DQ_PREFIX: `down${crypto.randomUUID().slice(0, 8)}`,
+      DQ_REDIS_TIMEOUT_MS: "1000",
+      PORT: String(port),
     });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk));
     const lines = () =>
-      output
+      output()
         .split("\n")
         .filter((line) => line.startsWith("{"))
         .map((line) => JSON.parse(line) as { event?: string; redis?: string; message?: string });
@@ -219,10 +202,10 @@ describe("functions/node.ts on a Redis that goes away", () => {
       const events = lines().map((line) => line.event);
       expect(events.filter((event) => event === "redis_connection_error")).toHaveLength(1);
       expect(events.filter((event) => event === "redis_connection_restored")).toHaveLength(1);
-      expect(output).not.toMatch(/\n\s+at /);
+      expect(output()).not.toMatch(/\n\s+at /);
     } finally {
       child.kill("SIGTERM");
-      await new Promise((resolve) => child.once("exit", resolve));
+      await exited;
       await redis.stop();
     }
   }, 60_000);
@@ -232,17 +215,11 @@ describe("functions/node.ts shutting down", () => {
   it("answers a waiting long-poll (no jobs) on SIGTERM, then exits 0", async () => {
     const redis = await startRedisServer();
     const port = await freePort();
-    const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH,
-        REDIS_URL: `redis://127.0.0.1:${redis.port}`,
-        DQ_TOKENS: "node-admin",
-        PORT: String(port),
-      },
-      stdio: ["ignore", "pipe", "pipe"],
+    const { child, exited } = spawnNodeEntry({
+      REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+      DQ_TOKENS: "node-admin",
+      PORT: String(port),
     });
-    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     try {
       const health = () =>
         fetch(`http://127.0.0.1:${port}/health`).then(

@@ -1,5 +1,7 @@
 // Test helpers: the service as a real process (functions/node.ts) on the shared bridge, for suites
 // that drive it over HTTP from outside (the Python and PHP clients, black-box checks).
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
 import { inject } from "vitest";
 import { freePort } from "../../dev/redis-server";
 import { type ServiceProcess, startService } from "../../dev/service-process";
@@ -43,4 +45,26 @@ export async function startTestService(
     },
   });
   return { url: service.url, token, scopedToken, prefix, stop: service.stop };
+}
+
+/** functions/node.ts as a bare process: its output so far, and its exit code once it exits. */
+export type NodeEntry = {
+  child: ChildProcess;
+  /** Its stdout and stderr so far, as one text. */
+  output(): string;
+  exited: Promise<number | null>;
+};
+
+/** Spawns functions/node.ts with `env` and PATH alone (no other variable of the test's). */
+export function spawnNodeEntry(env: Record<string, string | undefined>): NodeEntry {
+  const child = spawn(process.execPath, ["--import", "tsx", "functions/node.ts"], {
+    cwd: join(import.meta.dirname, "..", ".."),
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => (output += chunk));
+  child.stderr?.on("data", (chunk: Buffer) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  return { child, output: () => output, exited };
 }
