@@ -1,12 +1,10 @@
-// The client's payment watches and topic PATCH: the service as buildService wires it (real bridge,
-// real Redis) with the Alipay and WeChat Pay sandboxes as its accounts, driven through the client.
-import { Redis } from "@upstash/redis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AlipaySandbox, startAlipaySandbox } from "../../dev/alipay-sandbox";
 import { startWechatPaySandbox, type WechatPaySandbox } from "../../dev/wechatpay-sandbox";
 import { createClient, type FetchLike, type ProviderName } from "../../src/client";
-import { buildService, type Service } from "../../src/service";
+import type { Service } from "../../src/service";
 import { SHOP_A } from "../support/app";
+import { bridgeService } from "../support/service";
 import { BASE, failure, recording, setup } from "./support";
 
 const TOKEN = "client-pay-admin";
@@ -20,19 +18,11 @@ let service: Service;
 
 beforeAll(async () => {
   [alipay, wechat] = await Promise.all([startAlipaySandbox(), startWechatPaySandbox()]);
-  const label = crypto.randomUUID().slice(0, 8);
-  service = buildService(
-    {
-      UPSTASH_REDIS_REST_URL: inject("bridgeUrl"),
-      UPSTASH_REDIS_REST_TOKEN: `${inject("bridgeToken")}:${label}`,
-      DQ_TOKENS: `${TOKEN},${SHOP}:shop.*`,
-      DQ_PREFIX: `cpay${label}`,
-      DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
-      DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
-    },
-    (settings) => new Redis({ url: settings.url, token: settings.token, ...settings.options }),
-    { log: () => {} },
-  );
+  ({ service } = bridgeService("cpay", {
+    DQ_TOKENS: `${TOKEN},${SHOP}:shop.*`,
+    DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
+    DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
+  }));
 }, 30_000);
 
 afterAll(async () => {

@@ -1,11 +1,12 @@
 // The payment watches' listing, as the dashboard's panel shows it: the service as buildService
 // wires it (the real bridge, real Redis, the Alipay sandbox), on a prefix of its own so that the
 // listing holds this file's watches alone.
-import { Redis } from "@upstash/redis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { Redis } from "@upstash/redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AlipaySandbox, startAlipaySandbox } from "../../dev/alipay-sandbox";
 import { keys } from "../../src/redis/keys";
-import { buildService, type Service } from "../../src/service";
+import type { Service } from "../../src/service";
+import { bridgeService } from "../support/service";
 
 let alipay: AlipaySandbox;
 let service: Service;
@@ -16,21 +17,10 @@ const SHOP = "list-shop";
 
 beforeAll(async () => {
   alipay = await startAlipaySandbox();
-  const label = crypto.randomUUID().slice(0, 8);
-  prefix = `plist${label}`;
-  const env = {
-    UPSTASH_REDIS_REST_URL: inject("bridgeUrl"),
-    UPSTASH_REDIS_REST_TOKEN: `${inject("bridgeToken")}:${label}`,
+  ({ service, redis, prefix } = bridgeService("plist", {
     DQ_TOKENS: `${TOKEN},${SHOP}:shop.*`,
-    DQ_PREFIX: prefix,
     DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
-  };
-  redis = new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
-  service = buildService(
-    env,
-    (settings) => new Redis({ url: settings.url, token: settings.token, ...settings.options }),
-    { log: () => {} },
-  );
+  }));
 }, 30_000);
 
 afterAll(async () => {

@@ -1,11 +1,8 @@
-// Payment watches end to end: the service as buildService wires it (the real bridge, real Redis),
-// the Alipay and WeChat Pay sandboxes on the wire (they verify every signed request), and the
-// outcome read back from the notify topics.
-import { Redis } from "@upstash/redis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AlipaySandbox, startAlipaySandbox } from "../../dev/alipay-sandbox";
 import { startWechatPaySandbox, type WechatPaySandbox } from "../../dev/wechatpay-sandbox";
-import { buildService, type Service } from "../../src/service";
+import type { Service } from "../../src/service";
+import { bridgeService } from "../support/service";
 
 let alipay: AlipaySandbox;
 let wechat: WechatPaySandbox;
@@ -16,21 +13,13 @@ const SHOP = "pay-shop";
 beforeAll(async () => {
   alipay = await startAlipaySandbox();
   wechat = await startWechatPaySandbox();
-  const label = crypto.randomUUID().slice(0, 8);
-  service = buildService(
-    {
-      UPSTASH_REDIS_REST_URL: inject("bridgeUrl"),
-      UPSTASH_REDIS_REST_TOKEN: `${inject("bridgeToken")}:${label}`,
-      DQ_TOKENS: `${TOKEN},${SHOP}:shop.*`,
-      DQ_PREFIX: `pay${label}`,
-      DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
-      DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
-      // Its watches poll every few hundred ms, to run in seconds.
-      DQ_MIN_POLL_MS: "0",
-    },
-    (settings) => new Redis({ url: settings.url, token: settings.token, ...settings.options }),
-    { log: () => {} },
-  );
+  ({ service } = bridgeService("pay", {
+    DQ_TOKENS: `${TOKEN},${SHOP}:shop.*`,
+    DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
+    DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
+    // Its watches poll every few hundred ms, to run in seconds.
+    DQ_MIN_POLL_MS: "0",
+  }));
 }, 30_000);
 
 afterAll(async () => {

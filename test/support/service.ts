@@ -2,9 +2,11 @@
 // that drive it over HTTP from outside (the Python and PHP clients, black-box checks).
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import { Redis } from "@upstash/redis";
 import { inject } from "vitest";
 import { freePort } from "../../dev/redis-server";
 import { type ServiceProcess, startService } from "../../dev/service-process";
+import { buildService, type Service } from "../../src/service";
 
 export type TestService = {
   /** e.g. http://127.0.0.1:40123 */
@@ -67,4 +69,25 @@ export function spawnNodeEntry(env: Record<string, string | undefined>): NodeEnt
   child.stderr?.on("data", (chunk: Buffer) => (output += chunk));
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   return { child, output: () => output, exited };
+}
+
+/**
+ * The service as buildService wires it, in this process, on the run's bridge with a key prefix
+ * of its own (`<name><label>`): `vars` are its DQ_* settings. Also answers a client of the same
+ * Redis user (to look at its keys) and the prefix.
+ */
+export function bridgeService(
+  name: string,
+  vars: Record<string, string>,
+): { service: Service; redis: Redis; prefix: string } {
+  const label = crypto.randomUUID().slice(0, 8);
+  const url = inject("bridgeUrl");
+  const token = `${inject("bridgeToken")}:${label}`;
+  const prefix = `${name}${label}`;
+  const service = buildService(
+    { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token, DQ_PREFIX: prefix, ...vars },
+    (settings) => new Redis({ url: settings.url, token: settings.token, ...settings.options }),
+    { log: () => {} },
+  );
+  return { service, redis: new Redis({ url, token }), prefix };
 }
