@@ -1,5 +1,6 @@
 // Push topic configs over HTTP: validated, the secret generated once and masked after, pop refused.
 import { describe, expect, it } from "vitest";
+import { AnsweredTopicConfig, TopicConfig } from "../../src/domain/schemas";
 import { testPushApp } from "../support/push";
 
 const URL = "https://shop.example/hooks/delayq";
@@ -26,6 +27,10 @@ describe("PUT /v1/topics/{topic} with push", () => {
     const put = await call("PUT", "/v1/topics/p", { body: { push: { url: URL, secret } } });
     expect(put.json.config.push.secret).toBe("…6789");
     expect(JSON.stringify(put.json)).not.toContain(secret);
+    // The answer matches the schema the API document gives it, not the request's (whose secret
+    // has at least 16 characters).
+    expect(AnsweredTopicConfig.safeParse(put.json.config).success).toBe(true);
+    expect(TopicConfig.safeParse(put.json.config).success).toBe(false);
   });
 
   it("refuses pop on a push topic (409 push_topic), in the API and the command protocol", async () => {

@@ -115,6 +115,18 @@ describe("openapi.json", () => {
   const doc = JSON.parse(readFileSync(OPENAPI_FILE, "utf8")) as Doc;
   const all = properties(doc);
 
+  it("lists the statuses these routes really answer (found by a black-box pass)", () => {
+    const responses = (path: string, method: string) =>
+      Object.keys(
+        ((doc.paths[path] as Record<string, { responses: Record<string, unknown> }>)[method]
+          ?.responses ?? {}) as Record<string, unknown>,
+      );
+    expect(responses("/v1/topics/{topic}/pop", "post")).toContain("409"); // push_topic
+    expect(responses("/v1/qstash/callback", "post")).toContain("400"); // no id or receipt
+    expect(responses("/v1/topics", "get")).toEqual(expect.arrayContaining(["400", "401"]));
+    expect(responses("/v1/payments", "post")).toEqual(expect.arrayContaining(["409", "413"]));
+  });
+
   it("describes every field of every schema", () => {
     expect(all.length).toBeGreaterThan(100);
     const missing = all.filter((p) => !described(doc, p.schema)).map((p) => `${p.where}.${p.name}`);
