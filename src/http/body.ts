@@ -86,7 +86,19 @@ function fromNodeServer(c: Context<AppEnv>): boolean {
 
 async function readText(request: Request, maxBytes: number, whole: boolean): Promise<string> {
   if (whole) return request.text();
-  const reader = (request.body as ReadableStream<Uint8Array>).getReader();
+  return readCapped(request.body as ReadableStream<Uint8Array>, maxBytes);
+}
+
+/**
+ * Reads a body stream as UTF-8 text, at most `maxBytes` of it: beyond that the stream is cancelled
+ * and the request answered 413 payload_too_large. No stream reads as "".
+ */
+export async function readCapped(
+  body: ReadableStream<Uint8Array> | null,
+  maxBytes: number,
+): Promise<string> {
+  if (!body) return "";
+  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
@@ -108,7 +120,7 @@ async function readText(request: Request, maxBytes: number, whole: boolean): Pro
   return new TextDecoder().decode(bytes);
 }
 
-function tooLarge(maxBytes: number): DelayqError {
+export function tooLarge(maxBytes: number): DelayqError {
   return new DelayqError(
     "payload_too_large",
     `The request body is over ${maxBytes} bytes; send fewer or smaller jobs per request`,

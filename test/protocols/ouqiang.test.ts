@@ -400,6 +400,28 @@ describe("bad input", () => {
     const res = await oq(t, "push", { ...ORDER, body: "x".repeat(2000) });
     expect(res).toMatchObject({ code: 1, error: "payload_too_large" });
   });
+
+  it("refuses a streamed body (no Content-Length) once it passes the limit, storing nothing", async () => {
+    const t = testApp({ maxRequestBytes: 1000 });
+    const text = JSON.stringify({ ...ORDER, id: "streamed", body: "x".repeat(2000) });
+    const chunks = [text.slice(0, 600), text.slice(600)].map((part) =>
+      new TextEncoder().encode(part),
+    );
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const chunk = chunks.shift();
+        if (chunk) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const res = await t.app.request(`/compat/ouqiang/${ADMIN}/push`, {
+      method: "POST",
+      body,
+      duplex: "half",
+    } as RequestInit);
+    expect(await res.json()).toMatchObject({ code: 1, error: "payload_too_large" });
+    expect(await oq(t, "get", { id: "streamed" })).toMatchObject({ code: 0, data: null });
+  });
 });
 
 describe("the token in the path", () => {

@@ -13,6 +13,7 @@ import {
 } from "../../protocols/ouqiang";
 import type { DelayQueue } from "../../queue";
 import type { TokenSet } from "../auth";
+import { readCapped, tooLarge } from "../body";
 import type { AppEnv } from "../context";
 import { type PushOptions, pushSoon } from "./push";
 
@@ -111,28 +112,7 @@ function unauthorized(): DelayqError {
 /** The body as JSON, read up to `maxBytes` whatever the Content-Type (ouqiang ignores it). */
 async function readJson(request: Request, maxBytes: number): Promise<unknown> {
   if (Number(request.headers.get("content-length")) > maxBytes) throw tooLarge(maxBytes);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (request.body) {
-    const reader = request.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > maxBytes) {
-        await reader.cancel();
-        throw tooLarge(maxBytes);
-      }
-      chunks.push(value);
-    }
-  }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  const text = new TextDecoder().decode(bytes);
+  const text = await readCapped(request.body, maxBytes);
   if (text.trim() === "") {
     throw new DelayqError(
       "invalid_request",
@@ -145,8 +125,4 @@ async function readJson(request: Request, maxBytes: number): Promise<unknown> {
     const reason = error instanceof Error ? error.message : String(error);
     throw new DelayqError("invalid_request", `The request body is not valid JSON: ${reason}`);
   }
-}
-
-function tooLarge(maxBytes: number): DelayqError {
-  return new DelayqError("payload_too_large", `The request body is over ${maxBytes} bytes`);
 }
