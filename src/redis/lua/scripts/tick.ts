@@ -1,19 +1,8 @@
 // tick: the scheduler's work for one slice.
+import type { TickSlice } from "../../../domain/results";
 import { defineScript, list } from "../script";
 
-export type TickReply = {
-  promoted: number;
-  expired: number;
-  died: number;
-  topics: number;
-  more: boolean;
-  /** Push jobs fall due before the claim lookahead ends: the push step has work. */
-  pushDue: boolean;
-  /** Dead push jobs wait for their failure notices. */
-  noticesDue: boolean;
-};
-
-export const tick = defineScript<TickReply>({
+export const tick = defineScript<TickSlice>({
   name: "tick",
   lua: `
 --[[ tick: the scheduler's work for one slice: for each topic whose next event is due, move the
