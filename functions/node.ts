@@ -3,6 +3,7 @@
 import type { Server } from "node:http";
 import { serve } from "@hono/node-server";
 import { NodeEnvSchema, parseConfig } from "../src/config";
+import { publicFetch } from "../src/dispatch/public-fetch";
 import { DelayqError } from "../src/domain/errors";
 import { NodeRestRedis } from "../src/redis/rest-node";
 import { connectRedis, type TcpRedis } from "../src/redis/tcp";
@@ -34,6 +35,8 @@ try {
       }),
     {
       config,
+      // Deliveries of topics a tenant's token reaches connect to public addresses only.
+      publicFetch: publicFetch(),
       makeTcpRedis: ({ url, commandTimeoutMs, log }) => {
         // One log line per outage, not one per reconnection attempt.
         let down = false;

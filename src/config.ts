@@ -1,5 +1,6 @@
 // The service's configuration, read once from the environment (Worker bindings or process.env).
 import { z } from "zod";
+import { PRIVATE_PUSH_SETTINGS } from "./domain/destinations";
 import { DelayqError } from "./domain/errors";
 
 /** A whole-number setting; an empty value (a compose file's `NAME=`) is no value: the default. */
@@ -64,6 +65,17 @@ const common = {
   DQ_WECHATPAY_ACCOUNTS: z.string().optional(),
   DQ_SUBREQUESTS: whole("DQ_SUBREQUESTS", 10, 100_000, 1000),
   DQ_MIN_POLL_MS: whole("DQ_MIN_POLL_MS", 0, 3_600_000, 1000),
+  // Which push topics may deliver to private addresses (src/domain/destinations.ts).
+  DQ_PRIVATE_PUSH: z.preprocess(
+    (value) => (typeof value === "string" && value.trim() === "" ? undefined : value),
+    z
+      .enum(PRIVATE_PUSH_SETTINGS, {
+        message:
+          "DQ_PRIVATE_PUSH must be admin (only topics no topic-limited token reaches may push to " +
+          "private addresses; the default), allow (every topic) or refuse (none)",
+      })
+      .default("admin"),
+  ),
 };
 
 /** An optional http(s) URL setting; the message says what it is for. */

@@ -3,8 +3,10 @@
 
 import type { Context } from "hono";
 import { parseConfig, type ServiceConfig } from "./config";
+import type { Post } from "./dispatch/delivery";
 import { createDispatcher, DIRECT_WINDOW_MS } from "./dispatch/dispatcher";
 import { createQStash, type QStash } from "./dispatch/qstash";
+import { destinationPolicy } from "./domain/destinations";
 import { DelayqError } from "./domain/errors";
 import { createApp } from "./http/app";
 import { parseTokens } from "./http/auth";
@@ -68,9 +70,16 @@ export function buildService(
     config?: ServiceConfig;
     log?: Logger;
     makeTcpRedis?: (settings: TcpRedisSettings) => RedisClient;
+    /**
+     * The fetch for deliveries restricted to public addresses (DQ_PRIVATE_PUSH), which checks
+     * what names resolve to (Node: publicFetch). @default none: URLs are checked as written
+     */
+    publicFetch?: Post;
   } = {},
 ): Service {
   const config = options.config ?? parseConfig(env);
+  const tokens = parseTokens(config.DQ_TOKENS);
+  const destinations = destinationPolicy(config.DQ_PRIVATE_PUSH, tokens.limitedScopes);
   const log = options.log ?? jsonLogger;
   const tcpUrl = "REDIS_URL" in config ? config.REDIS_URL : undefined;
   const redis =
@@ -115,6 +124,7 @@ export function buildService(
         outcome: labels.outcome === "fail" ? "failed" : (labels.outcome ?? ""),
       }),
     subrequests: config.DQ_SUBREQUESTS,
+    destinations: { policy: destinations, fetch: options.publicFetch },
   });
   // A request's background work (polls after a start, pushes after an add, an outcome, a
   // callback's follow-up) has the request's budget, less the few calls the request made itself.
@@ -159,7 +169,8 @@ export function buildService(
   });
   const app = createApp({
     queue,
-    tokens: parseTokens(config.DQ_TOKENS),
+    tokens,
+    destinations,
     maxRequestBytes: config.DQ_MAX_REQUEST_BYTES,
     log,
     counters,

@@ -42,14 +42,21 @@ export type Attempt = { settlement: Settlement; status: number; error?: string }
 
 export type Post = (url: string, init: RequestInit) => Promise<Response>;
 
+/** How one delivery or notice goes out: with `fetch` (the global one when absent), or not at all. */
+export type Route = { fetch?: Post; refused?: undefined } | { refused: string; fetch?: undefined };
+
 /**
- * POSTs the delivery and reads the answer (within the topic's timeout, body included) into a
+ * POSTs the delivery (unless `refused` says why it may not go) and reads the answer (within the topic's timeout, body included) into a
  * settlement. A network error or a timeout is a failed attempt with status 0.
  */
 export async function deliverDirect(
   parcel: Parcel,
-  options: { fetch?: Post; now: () => number },
+  options: { fetch?: Post; now: () => number; refused?: string },
 ): Promise<Attempt> {
+  // Not sent: the destination is not one this topic may push to (DQ_PRIVATE_PUSH).
+  if (options.refused) {
+    return { settlement: { outcome: "fail" }, status: 0, error: `refused: ${options.refused}` };
+  }
   const post = options.fetch ?? fetch;
   const raw = deliveryBody(parcel);
   const headers = await deliveryHeaders(parcel, raw, options.now());

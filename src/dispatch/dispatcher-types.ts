@@ -1,4 +1,5 @@
 // The dispatcher's shapes: its options, what a run is given and reports, and its methods.
+import type { DestinationPolicy } from "../domain/destinations";
 import type { Logger } from "../log";
 import type { RedisClient } from "../redis/runner";
 import type { Budget } from "./budget";
@@ -17,6 +18,13 @@ export type DispatcherOptions = {
   publicUrl?: string;
   /** The fetch deliveries and notices go out with. @default the global fetch */
   fetch?: Post;
+  /**
+   * Which topics deliver to public addresses only (DQ_PRIVATE_PUSH), and the fetch that connects
+   * to public addresses only for them (Node: publicFetch). Without that fetch only the URL as
+   * written is checked: the Worker has none, Cloudflare's network reaching no private one.
+   * @default none restricted
+   */
+  destinations?: { policy: DestinationPolicy; fetch?: Post };
   log: Logger;
   /** Counts deliveries: `delayq_deliveries_total{topic,outcome}`. */
   count?: (name: string, labels: Record<string, string>, n?: number) => void;

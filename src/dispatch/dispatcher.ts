@@ -1,5 +1,6 @@
 // The push dispatcher: claims due push jobs, delivers them (directly, or by publishing to QStash)
 // at their due times, settles each by its receiver's answer, and tells failureUrls about deaths.
+import { nonPublicUrl, restrictionNote } from "../domain/destinations";
 import { messageOf } from "../log";
 import { CLAIM_AHEAD_MS } from "../redis/lua/lib/transitions";
 import { published, settle, stillHeld } from "../redis/lua/scripts/push";
@@ -7,7 +8,7 @@ import { type RecordMeta, splitRecord } from "../redis/record";
 import { createScriptRunner } from "../redis/runner";
 import { type Budget, createBudget } from "./budget";
 import { type Claimed, claimDue } from "./claims";
-import { type Attempt, deliverDirect, type Parcel } from "./delivery";
+import { type Attempt, deliverDirect, type Parcel, type Route } from "./delivery";
 import type { Dispatcher, DispatcherOptions, DispatchReport, RunOptions } from "./dispatcher-types";
 import { sendNotices } from "./notices";
 import type { QStash } from "./qstash";
@@ -36,6 +37,22 @@ const LOOK_RETRY_MS = 1000;
 /** The earliest lease end of claimed jobs (a claim writes it into each record). */
 function leaseEndOf(parcels: readonly Parcel[]): number {
   return Math.min(...parcels.map((parcel) => parcel.meta.leaseEnd ?? parcel.meta.due));
+}
+
+/**
+ * How a topic's delivery or notice to `url` goes out: the fetch to send it with, or why it may
+ * not be sent (a topic restricted to public addresses, and a URL that names a private one).
+ */
+export function routeOf(
+  options: Pick<DispatcherOptions, "fetch" | "destinations">,
+  topic: string,
+  url: string,
+): Route {
+  const { destinations } = options;
+  if (!destinations?.policy.restricted(topic)) return { fetch: options.fetch };
+  const why = nonPublicUrl(url);
+  if (why) return { refused: `${why}; ${restrictionNote(destinations.policy.setting)}` };
+  return { fetch: destinations.fetch ?? options.fetch };
 }
 
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
@@ -173,7 +190,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     depth: number,
     budget: Budget,
   ): Promise<void> {
-    const attempt = await deliverDirect(parcel, { fetch: options.fetch, now: clock });
+    const route = routeOf(options, parcel.meta.topic, parcel.push.url);
+    const attempt = await deliverDirect(parcel, { ...route, now: clock });
     if (attempt.settlement.outcome === "fail") {
       report.failed += 1;
       log({
@@ -278,7 +296,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       return meta !== undefined;
     },
     sendNotices: (most = 50, budget = newBudget()) =>
-      sendNotices(scripts, clock, options.fetch, most, budget),
+      sendNotices(scripts, clock, (topic, url) => routeOf(options, topic, url), log, most, budget),
     async cancel(messageId) {
       await options.qstash?.cancel(messageId);
     },

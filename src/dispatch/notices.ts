@@ -1,10 +1,11 @@
 // Failure notices: a dead push job's record sent to its topic's failureUrl, retried until sent.
 import type { PushConfig } from "../domain/push";
+import type { Logger } from "../log";
 import { notices, renotice } from "../redis/lua/scripts/push";
 import { splitRecord } from "../redis/record";
 import type { ScriptRunner } from "../redis/runner";
 import type { Budget } from "./budget";
-import { type Post, sendNotice } from "./delivery";
+import { type Route, sendNotice } from "./delivery";
 
 /**
  * Sends up to `limit` queued failure notices, as many as `budget` pays for (the take, a POST each,
@@ -13,7 +14,8 @@ import { type Post, sendNotice } from "./delivery";
 export async function sendNotices(
   scripts: ScriptRunner,
   clock: () => number,
-  fetch: Post | undefined,
+  routeOf: (topic: string, url: string) => Route,
+  log: Logger,
   limit: number,
   budget: Budget,
 ): Promise<number> {
@@ -29,8 +31,23 @@ export async function sendNotices(
       const { meta, body } = splitRecord(notice.record);
       const push = (JSON.parse(notice.config || "{}") as { push?: PushConfig }).push;
       if (!push?.failureUrl || meta.state !== "dead") return;
+      const route = routeOf(meta.topic, push.failureUrl);
+      if (route.refused) {
+        // Sending it again would be refused again: dropped, and said once.
+        log({
+          level: "warn",
+          event: "notice_refused",
+          id: meta.id,
+          topic: meta.topic,
+          message: `failureUrl refused: ${route.refused}`,
+        });
+        return;
+      }
       posted += 1;
-      const ok = await sendNotice(push.failureUrl, push, meta, body, { fetch, now: clock });
+      const ok = await sendNotice(push.failureUrl, push, meta, body, {
+        fetch: route.fetch,
+        now: clock,
+      });
       if (ok) sent += 1;
       else unsent.push(notice.id);
     }),

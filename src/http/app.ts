@@ -1,5 +1,6 @@
 // The Hono app: the v1 API, the command protocol, auth, health and the OpenAPI document.
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { DestinationPolicy } from "../domain/destinations";
 import { jsonLogger, type Logger } from "../log";
 import type { Counters } from "../metrics/counters";
 import type { DelayQueue } from "../queue";
@@ -37,6 +38,8 @@ export type AppOptions = {
   push?: PushOptions;
   /** Payment watches: /v1/payments and the providers' notifications. */
   payments?: PaymentRouteOptions;
+  /** Which topics push to public addresses only (DQ_PRIVATE_PUSH). @default none */
+  destinations?: DestinationPolicy;
 };
 
 /** Builds the app from its dependencies; it holds no state of its own. */
@@ -64,7 +67,10 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
 
   systemRoutes(app, options.queue);
   jobRoutes(app);
-  topicRoutes(app, { qstashReady: options.push?.qstashReady ?? false });
+  topicRoutes(app, {
+    qstashReady: options.push?.qstashReady ?? false,
+    destinations: options.destinations,
+  });
   commandRoutes(app);
   if (options.payments) paymentRoutes(app, options.payments);
   opsRoutes(app, { ...options, log });

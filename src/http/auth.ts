@@ -15,6 +15,8 @@ export type TokenSet = {
   identify(token: string): Promise<{ scope: TopicScope } | undefined>;
   /** How many tokens there are (for logs; never the tokens). */
   size: number;
+  /** The scopes of the tokens limited to some topics (the push destination policy reads them). */
+  limitedScopes: readonly (readonly string[])[];
 };
 
 const encoder = new TextEncoder();
@@ -91,6 +93,7 @@ export function parseTokens(value: string): TokenSet {
   const known = new Map<string, Entry>();
   return {
     size: entries.length,
+    limitedScopes: entries.flatMap(({ scope }) => (scope ? [scope] : [])),
     async identify(token) {
       const hit = known.get(token);
       if (hit) return { scope: hit.scope };
