@@ -4,7 +4,7 @@
 // to 10.0.0.5 (or is made to, between a check and the connect) is refused, never connected to.
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
 import { Agent, fetch as undiciFetch } from "undici";
-import { nonPublicKind } from "../domain/destinations";
+import { nonPublicKind, withArticle } from "../domain/destinations";
 import type { Post } from "./delivery";
 
 /** dns.lookup's shape with `all: true`, the one this module calls. */
@@ -51,7 +51,7 @@ export function publicLookup(resolve: Resolve = dnsLookup as Resolve) {
         if (kind) {
           return callback(
             new NonPublicAddressError(
-              `${hostname} resolves to ${address}, a ${kind} address, and this topic pushes to public addresses only (DQ_PRIVATE_PUSH)`,
+              `${hostname} resolves to ${address}, ${withArticle(kind)} address, and this topic pushes to public addresses only (DQ_PRIVATE_PUSH)`,
             ),
             "",
           );

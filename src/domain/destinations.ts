@@ -137,13 +137,19 @@ export function nonPublicKind(address: string): string | undefined {
 export function nonPublicUrl(url: string): string | undefined {
   let host: string;
   try {
-    host = new URL(url).hostname.toLowerCase();
+    // A trailing dot names the same host (localhost. is localhost).
+    host = new URL(url).hostname.toLowerCase().replace(/\.$/, "");
   } catch {
     return undefined; // not a URL: the config's schema says so
   }
   if (host === "localhost" || host.endsWith(".localhost")) return `${host} is this machine`;
   const kind = nonPublicKind(host);
-  return kind && `${host} is a ${kind} address`;
+  return kind && `${host} is ${withArticle(kind)} address`;
+}
+
+/** "a loopback", "an unspecified": a kind of address with its article. */
+export function withArticle(kind: string): string {
+  return `${/^[aeiou]/.test(kind) ? "an" : "a"} ${kind}`;
 }
 
 /** What a refused destination's message adds: why, and what to do. */

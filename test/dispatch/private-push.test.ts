@@ -118,7 +118,7 @@ describe("DQ_PRIVATE_PUSH=admin (the default)", () => {
       expect(job.state).toBe("dead");
       expect(job.lastDelivery.status).toBe(0);
       expect(job.lastDelivery.error).toMatch(
-        new RegExp(`${hostname()} resolves to [0-9a-f.:]+, a [a-z -]+ address`),
+        new RegExp(`${hostname()} resolves to [0-9a-f.:]+, an? [a-z -]+ address`),
       );
       expect(rx.received.filter((r) => r.path === path)).toEqual([]);
     },
