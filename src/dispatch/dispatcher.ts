@@ -43,7 +43,7 @@ function leaseEndOf(parcels: readonly Parcel[]): number {
  * How a topic's delivery or notice to `url` goes out: the fetch to send it with, or why it may
  * not be sent (a topic restricted to public addresses, and a URL that names a private one).
  */
-export function routeOf(
+function routeOf(
   options: Pick<DispatcherOptions, "fetch" | "destinations">,
   topic: string,
   url: string,
