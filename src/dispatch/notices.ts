@@ -1,5 +1,5 @@
-// Failure notices: a dead push job's record sent to its topic's failureUrl, retried until sent (or dropped
-// when DQ_PRIVATE_PUSH refuses that URL).
+// Failure notices: a dead push job's record sent to its topic's failureUrl, retried until sent
+// (or dropped when DQ_PRIVATE_PUSH refuses that URL).
 import type { PushConfig } from "../domain/push";
 import type { Logger } from "../log";
 import { notices, renotice } from "../redis/lua/scripts/push";
