@@ -1,9 +1,9 @@
 // A local Alipay: the classic gateway and v3 trade query/close on Alipay's signed wire protocol, plus a control API.
-import { createSign, type KeyObject, randomBytes, randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createSign, type KeyObject, randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { AlipaySdk } from "alipay-sdk";
 import { pemToBase64, privateKeyPem, publicKeyPem, rsaKeyPair } from "./payment-keys";
+import { digits, serveSandbox } from "./sandbox-http";
 
 export type AlipayTradeStatus =
   | "WAIT_BUYER_PAY"
@@ -153,10 +153,6 @@ export function alipayJson(value: unknown): string {
   return JSON.stringify(value).replaceAll("/", "\\/");
 }
 
-function digits(n: number): string {
-  return Array.from(randomBytes(n), (b) => String(b % 10)).join("");
-}
-
 function rsa2Sign(content: string, key: KeyObject): string {
   return createSign("RSA-SHA256").update(content, "utf8").sign(key, "base64");
 }
@@ -169,15 +165,6 @@ export function classicSignContent(params: Map<string, string> | Record<string, 
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([k, v]) => `${k}=${v}`)
     .join("&");
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
 }
 
 type Answer = { status: number; code?: string; subCode?: string };
@@ -755,10 +742,8 @@ export async function startAlipaySandbox(
     faults.push({ fault, left: count });
   };
 
-  const server = createServer((req, res) => {
-    void (async () => {
-      const url = new URL(req.url ?? "/", "http://127.0.0.1");
-      const body = await readBody(req);
+  const { url, stop } = await serveSandbox(
+    async (req, res, url, body) => {
       if (url.pathname.startsWith("/__sandbox/")) return control(req, res, url, body);
       if (url.pathname === "/gateway.do") return classic(req, res, url, body);
       if (url.pathname in V3_PATHS) return v3(req, res, url, body);
@@ -768,30 +753,10 @@ export async function startAlipaySandbox(
         "content-length": Buffer.byteLength(text),
       });
       res.end(text);
-    })().catch((error: unknown) => {
-      // A sandbox bug, not a provider answer: say so plainly, never with a key or a body.
-      if (res.headersSent) return void res.destroy();
-      const text = JSON.stringify({ error: "sandbox_error", message: (error as Error).message });
-      res.writeHead(500, { "content-type": "application/json" });
-      res.end(text);
-    });
-  });
+    },
+    { port: options.port, hangs },
+  );
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-
-  const stop = async (): Promise<void> => {
-    for (const timer of hangs) clearTimeout(timer);
-    hangs.clear();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  };
   function close(outTradeNo: string): AlipayTrade;
   function close(): Promise<void>;
   function close(outTradeNo?: string): AlipayTrade | Promise<void> {

@@ -1,7 +1,6 @@
 // A local WeChat Pay: APIv3 order query/close and notifications on WeChat Pay's signed wire protocol, plus a control API.
 import { type KeyObject, randomBytes, randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { Aes, Formatter, Rsa } from "wechatpay-axios-plugin";
 import {
   privateKeyPem,
@@ -11,6 +10,7 @@ import {
   type SelfSignedCertificate,
   selfSignedCertificate,
 } from "./payment-keys";
+import { digits, serveSandbox } from "./sandbox-http";
 
 export type WechatTradeState =
   | "NOTPAY"
@@ -151,19 +151,6 @@ const SIGNATURE_TYPE = "WECHATPAY2-SHA256-RSA2048";
 export function rfc3339Beijing(at: number | Date = Date.now()): string {
   const ms = (typeof at === "number" ? at : at.getTime()) + 8 * 3600_000;
   return `${new Date(ms).toISOString().slice(0, 19)}+08:00`;
-}
-
-function digits(n: number): string {
-  return Array.from(randomBytes(n), (b) => String(b % 10)).join("");
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
 }
 
 /** Parses `WECHATPAY2-SHA256-RSA2048 k="v",…` (fields in any order); undefined when malformed. */
@@ -660,36 +647,14 @@ export async function startWechatPaySandbox(
     }
   };
 
-  const server = createServer((req, res) => {
-    void (async () => {
-      const url = new URL(req.url ?? "/", "http://127.0.0.1");
-      const body = await readBody(req);
+  const { url, stop } = await serveSandbox(
+    async (req, res, url, body) => {
       if (url.pathname.startsWith("/__sandbox/")) return control(req, res, url, body);
       api(req, res, url, body);
-    })().catch((error: unknown) => {
-      // A sandbox bug, not a provider answer: say so plainly, never with a key or a body.
-      if (res.headersSent) return void res.destroy();
-      const text = JSON.stringify({ error: "sandbox_error", message: (error as Error).message });
-      res.writeHead(500, { "content-type": "application/json" });
-      res.end(text);
-    });
-  });
+    },
+    { port: options.port, hangs },
+  );
 
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-
-  const stop = async (): Promise<void> => {
-    for (const timer of hangs) clearTimeout(timer);
-    hangs.clear();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  };
   function close(outTradeNo: string): WechatTrade;
   function close(): Promise<void>;
   function close(outTradeNo?: string): WechatTrade | Promise<void> {
