@@ -90,6 +90,15 @@ async function readText(request: Request, maxBytes: number, whole: boolean): Pro
 }
 
 /**
+ * A request's body as UTF-8 text, at most `maxBytes` of it (413 payload_too_large beyond, from
+ * its Content-Length before anything is read, else once the stream passes the limit).
+ */
+export function cappedText(request: Request, maxBytes: number): Promise<string> {
+  if (Number(request.headers.get("content-length")) > maxBytes) throw tooLarge(maxBytes);
+  return readCapped(request.body, maxBytes);
+}
+
+/**
  * Reads a body stream as UTF-8 text, at most `maxBytes` of it: beyond that the stream is cancelled
  * and the request answered 413 payload_too_large. No stream reads as "".
  */

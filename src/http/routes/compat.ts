@@ -13,7 +13,7 @@ import {
 } from "../../protocols/ouqiang";
 import type { DelayQueue } from "../../queue";
 import type { TokenSet } from "../auth";
-import { readCapped, tooLarge } from "../body";
+import { cappedText } from "../body";
 import type { AppEnv } from "../context";
 import { type PushOptions, pushSoon } from "./push";
 
@@ -111,8 +111,7 @@ function unauthorized(): DelayqError {
 
 /** The body as JSON, read up to `maxBytes` whatever the Content-Type (ouqiang ignores it). */
 async function readJson(request: Request, maxBytes: number): Promise<unknown> {
-  if (Number(request.headers.get("content-length")) > maxBytes) throw tooLarge(maxBytes);
-  const text = await readCapped(request.body, maxBytes);
+  const text = await cappedText(request, maxBytes);
   if (text.trim() === "") {
     throw new DelayqError(
       "invalid_request",

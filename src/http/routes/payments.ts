@@ -8,7 +8,7 @@ import { type Logger, messageOf } from "../../log";
 import { verifyAlipayNotification } from "../../payments/alipay";
 import type { Payments } from "../../payments/watches";
 import { verifyWechatPayNotification } from "../../payments/wechatpay";
-import { requestJson } from "../body";
+import { cappedText, requestJson } from "../body";
 import type { AppEnv } from "../context";
 import { jsonBody } from "../json";
 import { body, errors, json, SECURED } from "../schemas";
@@ -125,6 +125,12 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
   );
 }
 
+/**
+ * The most of a provider's notification read (they are a few KiB): these routes have no token, so
+ * anyone may send them anything.
+ */
+export const MAX_NOTIFICATION_BYTES = 64 * 1024;
+
 /** The notification endpoints: register before the bearer auth (they have no token). */
 export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOptions): void {
   const { payments, log } = options;
@@ -154,7 +160,7 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
       | undefined;
     // Alipay reads the text "success"; anything else makes it send again later.
     if (!account) return c.text("fail", 404);
-    const form = new URLSearchParams(await c.req.text());
+    const form = new URLSearchParams(await cappedText(c.req.raw, MAX_NOTIFICATION_BYTES));
     const result = await verifyAlipayNotification(account, form);
     if (!result.ok) {
       log({
@@ -176,7 +182,7 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
       | Parameters<typeof verifyWechatPayNotification>[0]
       | undefined;
     if (!account) return c.json({ code: "FAIL", message: `no account "${name}"` }, 404);
-    const raw = await c.req.text();
+    const raw = await cappedText(c.req.raw, MAX_NOTIFICATION_BYTES);
     const result = await verifyWechatPayNotification(account, c.req.raw.headers, raw, Date.now());
     if (!result.ok) {
       log({

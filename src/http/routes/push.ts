@@ -8,6 +8,7 @@ import { DelayqError } from "../../domain/errors";
 import { type Logger, messageOf } from "../../log";
 import type { PushedTopic } from "../../queue/add-batch";
 import { CLAIM_AHEAD_MS } from "../../redis/lua/lib/transitions";
+import { cappedText } from "../body";
 import type { AppEnv } from "../context";
 import { ErrorBody, json } from "../schemas";
 
@@ -67,10 +68,8 @@ export function pushRoutes(app: OpenAPIHono<AppEnv>, options: PushOptions): void
             "QSTASH_*_SIGNING_KEYs and DQ_PUBLIC_URL",
         );
       }
-      const raw = await c.req.text();
-      if (raw.length > MAX_CALLBACK_BYTES) {
-        throw new DelayqError("payload_too_large", "The callback body is over 1 MiB");
-      }
+      // Before any authentication: read no more than a callback can be.
+      const raw = await cappedText(c.req.raw, MAX_CALLBACK_BYTES);
       const url = new URL(c.req.url);
       const signedUrl = `${publicUrl.replace(/\/+$/, "")}${url.pathname}${url.search}`;
       const signature = c.req.header("upstash-signature") ?? "";
