@@ -1,6 +1,6 @@
 // zod schemas of jobs: an add's fields and input, the states, and the job as answered.
 import { z } from "zod";
-import { Attempts, Backoff, JobId, Seconds, Timestamp, TopicName, Ttr } from "./value-schemas";
+import { Attempts, Backoff, NewJobId, Seconds, Timestamp, TopicName, Ttr } from "./value-schemas";
 
 /** The fields of an add, shared by `POST /v1/jobs` and the command protocol's `add`. */
 export const AddJobFields = {
@@ -8,10 +8,11 @@ export const AddJobFields = {
     description: "The topic: a group of jobs of one kind, consumed together.",
     example: "payments",
   }),
-  id: JobId.optional().meta({
+  id: NewJobId.optional().meta({
     description:
       "Your id, unique in the deployment; adding it again returns the stored job. Made by the " +
-      "server when absent (give one if you may retry the add).",
+      "server when absent (give one if you may retry the add). Ids starting with `pay:` are " +
+      "delayq's own (payment watches).",
     example: "order-1042",
   }),
   /** Any JSON value, stored as its JSON text and returned as such. */

@@ -45,6 +45,15 @@ export const JobId = z
     /^(?!\.\.?$)[A-Za-z0-9_.:@~+=-]{1,128}$/,
     'must be 1-128 characters of A-Z a-z 0-9 _ . : @ ~ + = - (and not "." or "..")',
   );
+/**
+ * The id a caller gives a job it adds: a JobId, but not one of delayq's own. Payment watches' poll
+ * jobs are `pay:<watch>` and their outcomes `pay:<watch>:<n>`, and watch ids are derived from the
+ * order: a caller who took such an id first would swallow another's outcome.
+ */
+export const NewJobId = JobId.refine(
+  (id) => !id.startsWith("pay:"),
+  "must not start with \"pay:\", which is delayq's own (payment watches' polls and outcomes)",
+);
 export const Receipt = z.string().min(1).max(100);
 
 /** Seconds, fractions allowed (rounded to the millisecond). */

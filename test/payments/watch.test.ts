@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AlipaySandbox, startAlipaySandbox } from "../../dev/alipay-sandbox";
 import { startWechatPaySandbox, type WechatPaySandbox } from "../../dev/wechatpay-sandbox";
@@ -423,6 +424,52 @@ describe("watch input and lifecycle", () => {
     const missing = await call("GET", "/v1/payments/alipay/sandbox/never-watched");
     expect(missing.status).toBe(404);
     expect(missing.json.error.code).toBe("payment_not_found");
+  });
+
+  it("refuses job ids a watch's poll or outcome will need, so no tenant can take them first", async () => {
+    // A watch's id is public (derived from the order); computed here with node:crypto.
+    const no = `wx-squat-${uid()}`;
+    const digest = createHash("sha256").update(`wechatpay\nsandbox\n${no}`).digest();
+    let bits = "";
+    for (const byte of digest) bits += byte.toString(2).padStart(8, "0");
+    const watchId = Array.from(
+      { length: 26 },
+      (_, i) => "abcdefghijklmnopqrstuvwxyz234567"[parseInt(bits.slice(i * 5, i * 5 + 5), 2)],
+    ).join("");
+    const taken = [`pay:${watchId}:1`, `pay:${watchId}`];
+    for (const id of taken) {
+      const attempts = [
+        await call("POST", "/v1/jobs", { topic: "shop.squat", id, delay: 3600 }, SHOP),
+        await call("POST", "/v1/jobs/batch", { jobs: [{ topic: "shop.squat", id }] }, SHOP),
+        await call("POST", "/v1/command", { command: "add", topic: "shop.squat", id }, SHOP),
+      ];
+      for (const res of attempts) expect(res.text).toContain('must not start with \\"pay:\\"');
+      expect(attempts[0]?.status).toBe(400);
+      expect(attempts[1]?.json.results[0].error.code).toBe("invalid_request");
+      expect((await call("GET", `/v1/jobs/${encodeURIComponent(id)}`)).status).toBe(404);
+    }
+    // So the watch polls, and its outcome reaches its topic.
+    wechat.createTrade(no, { total: 500 });
+    const topic = `shop.paid-${uid()}`;
+    const started = await call(
+      "POST",
+      "/v1/payments",
+      {
+        provider: "wechatpay",
+        account: "sandbox",
+        outTradeNo: no,
+        schedule: [0.2],
+        notify: [topic],
+      },
+      SHOP,
+    );
+    expect(started.status).toBe(201);
+    wechat.pay(no);
+    await watchState("wechatpay", no, "paid");
+    const [outcome] = await outcomes(topic);
+    expect(outcome?.json).toMatchObject({ event: "payment.paid", outTradeNo: no });
+    const got = await call("GET", `/v1/jobs/${encodeURIComponent(taken[0] as string)}`);
+    expect(got.json.job.topic).toBe(topic);
   });
 });
 
