@@ -204,6 +204,30 @@ describe("pages", () => {
     expect(page.html).toContain("&quot;s&quot;: &quot;a\\&quot;b&quot;");
   });
 
+  it("show a deeply nested body in a page linear in its size (a security pass built 392 MB from 28 KB)", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    for (const depth of [14_000, 40_000]) {
+      const deep = `${"[".repeat(depth)}1${"]".repeat(depth)}`;
+      await t.call("POST", "/v1/jobs", {
+        body: `{"topic":"deep","id":"d${depth}","body":${deep}}`,
+      });
+      const page = await get(t, cookie, `/dashboard/jobs/d${depth}`);
+      expect(page.status).toBe(200);
+      // At most about 1 MiB of indented text, or twice the body.
+      expect(page.html.length).toBeLessThan(Math.max(1024 * 1024, 2 * deep.length) + 50_000);
+      // Past that, shown as stored.
+      if (depth === 40_000) expect(page.html).toContain(deep);
+    }
+    // An ordinary nesting is indented, levels past 16 not further than the 16th.
+    const nested = `${"[".repeat(20)}2${"]".repeat(20)}`;
+    await t.call("POST", "/v1/jobs", { body: `{"topic":"deep","id":"nested","body":${nested}}` });
+    const indented = (await get(t, cookie, "/dashboard/jobs/nested")).html;
+    expect(indented).toContain(`\n${"  ".repeat(15)}[\n${"  ".repeat(16)}[\n`);
+    expect(indented).toContain(`\n${"  ".repeat(16)}2\n${"  ".repeat(16)}]`);
+    expect(indented).not.toContain(`\n${"  ".repeat(17)}`);
+  });
+
   it("page through 10,000-topic-style lists: 50 topics a page, by name, with a next link", async () => {
     const t = testApp();
     const cookie = await login(t);

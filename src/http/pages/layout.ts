@@ -106,16 +106,25 @@ export function preview(text: string, max = 120): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
+/** Nesting deeper than this is not indented further (a body nested 14,000 deep is 28 KB). */
+const MAX_INDENT_LEVELS = 16;
+/** Indented text longer than this (or than twice the text) is not worth it: shown as stored. */
+const MAX_INDENTED_CHARS = 1024 * 1024;
+
 /**
  * Indents JSON text without parsing it, so that what is shown is exactly what is stored: a
- * number JavaScript cannot hold (4200001234567890123) stays as the client wrote it.
+ * number JavaScript cannot hold (4200001234567890123) stays as the client wrote it. Levels past
+ * MAX_INDENT_LEVELS are not indented further, and text whose indented form would pass
+ * MAX_INDENTED_CHARS is answered as it is: the page stays linear in the body's size.
  */
 export function indentJson(text: string): string {
+  const most = Math.max(MAX_INDENTED_CHARS, 2 * text.length);
   let out = "";
   let depth = 0;
   let inString = false;
-  const newline = () => `\n${"  ".repeat(depth)}`;
+  const newline = () => `\n${"  ".repeat(Math.min(depth, MAX_INDENT_LEVELS))}`;
   for (let i = 0; i < text.length; i++) {
+    if (out.length > most) return text;
     const ch = text[i] as string;
     if (inString) {
       out += ch;
