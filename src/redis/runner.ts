@@ -117,8 +117,16 @@ export function createScriptRunner(
 }
 
 /**
+ * Redis's own error codes that mean "not now" (a replica after failover, a restart loading its
+ * data, a slow script, memory full, a cluster resharding): 503, worth a retry.
+ */
+const UNAVAILABLE =
+  /^(READONLY|LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|MISCONF|NOREPLICAS|MOVED|ASK)\b/;
+
+/**
  * Classifies a failure of a Redis call. A Lua error is a bug of ours (internal_error); anything
- * else (network, HTTP 5xx, quota, credentials) means Redis cannot serve us now (redis_unavailable).
+ * else (Redis's "not now" replies, network, HTTP 5xx, quota, credentials) means Redis cannot
+ * serve us now (redis_unavailable).
  * Messages are cut before the client's "command was: ...", which would quote job bodies.
  */
 export function redisError(error: unknown): DelayqError {
@@ -133,7 +141,15 @@ export function redisError(error: unknown): DelayqError {
   }
   const raw = error instanceof Error ? error.message : String(error);
   const message = raw.split(", command was:")[0] ?? raw;
-  if (/script|user_script/i.test(message)) {
+  // Redis's "not now" replies (@upstash/redis puts "Command failed: " before them); raised inside
+  // a script they end in "script: <sha>", and BUSY speaks of a script too: not a bug of ours.
+  const reply = message.replace(/^Command failed: /, "").split(" script: ")[0] ?? message;
+  if (UNAVAILABLE.test(reply)) {
+    return new DelayqError("redis_unavailable", `Redis is unavailable: ${reply}`, {
+      cause: error,
+    });
+  }
+  if (/script/i.test(message)) {
     return new DelayqError("internal_error", `A delayq script failed in Redis: ${message}`, {
       cause: error,
     });

@@ -189,14 +189,6 @@ function isNoScript(error: unknown): boolean {
 }
 
 /**
- * Redis's own error codes that mean "not now" (a replica after failover, a restart loading its
- * data, a slow script, memory full, a cluster resharding). Inside a script Redis appends
- * "script: <sha>", which would otherwise read as a bug in the script.
- */
-const UNAVAILABLE =
-  /^(READONLY|LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|MISCONF|NOREPLICAS|MOVED|ASK)\b/;
-
-/**
  * Classifies an ioredis failure as `redisError` does a REST one, with TCP's causes added.
  * `connectionError` is the connection's last error, if it is down.
  */
@@ -230,10 +222,6 @@ export function tcpError(error: unknown, connectionError?: string): DelayqError 
       { cause: error },
     );
   }
-  if (UNAVAILABLE.test(message)) {
-    return new DelayqError("redis_unavailable", `Redis is unavailable: ${message}`, {
-      cause: error,
-    });
-  }
+  // Redis's "not now" replies, and the rest, as over REST.
   return redisError(error);
 }
