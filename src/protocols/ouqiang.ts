@@ -265,7 +265,8 @@ export function bodyText(body: unknown): string {
  * One job from the first of `topics` that has one, like ouqiang's BLPOP over several lists.
  * Nothing ready: waits up to `wait` seconds for any of them. Several topics are long-polled at
  * once; when two hand out a job at the same moment, the one later in the list is given back at
- * once (released with no delay), so no job waits out a lease nobody holds.
+ * once, as if it had not been taken (its attempt not counted), so no job waits out a lease nobody
+ * holds.
  */
 export async function popAny(
   queue: DelayQueue,
@@ -306,7 +307,7 @@ export async function popAny(
   const jobs = found.filter((job): job is Job => job !== undefined);
   const [first, ...extra] = jobs;
   await Promise.allSettled(
-    extra.map((job) => queue.release(job.id, { receipt: job.receipt, delay: 0 })),
+    extra.map((job) => queue.release(job.id, { receipt: job.receipt, undo: true })),
   );
   if (!first && failed !== undefined) throw failed;
   return first;

@@ -235,11 +235,20 @@ export class DelayQueue {
     return this.held("touch", id, [receipt ?? "", this.luaScope]);
   }
 
-  /** Gives a reserved job back, to wait `delay` seconds or its backoff step (or die). */
-  async release(id: string, options: { receipt?: string; delay?: number } = {}): Promise<Job> {
-    const { receipt, delay } = parseInput(ReleaseInput, options);
+  /**
+   * Gives a reserved job back, to wait `delay` seconds or its backoff step (or die). `undo`: a
+   * job a pop took is given back as if the pop had not taken it (its attempt not counted, its due
+   * time kept), for a caller that took more jobs than it hands out.
+   */
+  async release(
+    id: string,
+    options: { receipt?: string; delay?: number; undo?: boolean } = {},
+  ): Promise<Job> {
+    const { undo, ...rest } = options;
+    const { receipt, delay } = parseInput(ReleaseInput, rest);
     const wait = delay === undefined ? "" : Math.round(delay * 1000);
-    const job = await this.held("release", id, [receipt ?? "", this.luaScope, wait]);
+    const args = [receipt ?? "", this.luaScope, wait, undo ? "undo" : ""];
+    const job = await this.held("release", id, args);
     if (job.state === "ready") this.shared.wakeups.offer(job.topic);
     else if (job.state === "delayed") this.shared.wakeups.dueAt(job.topic, job.dueAt);
     return job;

@@ -246,8 +246,12 @@ describe("pop over several topics", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(450);
   });
 
-  it("leaves no job reserved but the one it answers when topics fill at once", async () => {
+  it("leaves no job reserved but the one it answers when topics fill at once, none an attempt spent", async () => {
     const t = testApp({ pollIntervalMs: 50 });
+    // One attempt each: a job given back with its attempt counted would die unseen.
+    for (const topic of ["x", "y", "z"]) {
+      await t.call("PUT", `/v1/topics/${topic}`, { body: { maxAttempts: 1 } });
+    }
     const popping = oq(t, "pop", { topic: "x,y,z", wait: 5 });
     await new Promise((resolve) => setTimeout(resolve, 300));
     await t.call("POST", "/v1/jobs/batch", {
@@ -256,8 +260,18 @@ describe("pop over several topics", () => {
     const popped = (await popping).data;
     expect(popped.id).toMatch(/^j-[xyz]$/);
     for (const topic of ["x", "y", "z"]) {
-      const state = (await t.call("GET", `/v1/jobs/j-${topic}`)).json.job.state;
-      expect(state, topic).toBe(popped.id === `j-${topic}` ? "reserved" : "ready");
+      const job = (await t.call("GET", `/v1/jobs/j-${topic}`)).json.job;
+      const taken = popped.id === `j-${topic}`;
+      expect(job.state, topic).toBe(taken ? "reserved" : "ready");
+      expect(job.attempts, topic).toBe(taken ? 1 : 0);
+      if (taken) continue;
+      // Handed out later as a first attempt, with a receipt of its own.
+      const again = (await oq(t, "pop", { topic, wait: 0 })).data;
+      expect(again.id).toBe(`j-${topic}`);
+      expect((await t.call("GET", `/v1/jobs/j-${topic}`)).json.job).toMatchObject({
+        state: "reserved",
+        attempts: 1,
+      });
     }
   });
 });

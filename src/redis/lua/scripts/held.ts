@@ -77,13 +77,24 @@ export const release = defineScript<HeldReply>({
 --[[ release: gives a reserved job back. It waits \`delay\` (default: its backoff step), or dies
   when its attempts are used up or the wait would end after its deadline.
   ARGV[4] id   ARGV[5] receipt or ""   ARGV[6] scope   ARGV[7] delay, ms, or "" for the backoff step
+  ARGV[8] "undo": a pop's reservation is undone as if the pop had not taken the job (its attempt
+  not counted, its due time kept, ARGV[7] ignored), for a caller that took more than it hands out
+  (the ouqiang multi-topic pop); a push claim's is released as without it
   Returns {CODE.ok, record}, or {error code, current state}.
   Cost: GET, ZREM, SET, ZADD (+ ZADD LT to the schedule when delayed), MGET (the topic's keys),
-  INCR (seq).
+  INCR (seq). Undone: GET, ZREM, GET, ZADD, MGET, INCR.
 ]]
 local id, receipt = ARGV[4], ARGV[5]
-local meta, body, code = held(id, receipt, ARGV[6], true)
+local meta, body, code, byPop = held(id, receipt, ARGV[6], true)
 if code ~= CODE.ok then return {code, meta and stateOf(meta) or ""} end
+if byPop and ARGV[8] == "undo" then
+  -- A pop wrote no record: the stored one is the job as it was before it (held's take ended the
+  -- lease and changed only its own copy).
+  local stored = load(id)
+  enqueue(id, stored.topic, stored.due)
+  bump(stored.topic)
+  return {CODE.ok, encode(stored) .. "\\n" .. body}
+end
 local raw = retry(id, meta, body, tonumber(ARGV[7]))
 if meta.state == "waiting" then bump(meta.topic) end
 return {CODE.ok, raw}
