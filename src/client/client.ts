@@ -54,8 +54,9 @@ export function createClient(options: ClientOptions): DelayqClient {
  * - `configureTopic`: a PUT of the whole config. `updateTopic`: a PATCH sets the same fields
  *   to the same values again. (For both, a push secret the server generated is shown in full
  *   only in the answer that generated it: if that answer was lost, the retry's shows it masked.)
- * - `release` and `bury`: if the first attempt landed, the retry answers 409 `not_reserved`;
- *   the job did move, so a caller that sees that after a retry may treat it as done.
+ * - `release` and `bury`: if the first attempt landed, the retry answers 409 `stale_receipt`
+ *   (`not_reserved` without a receipt); the job did move, so a caller that sees that after a
+ *   retry may treat it as done.
  * - `pop`: if the lost attempt reserved jobs, nobody receives them; they come back to the
  *   topic when their TTR runs out, with one more attempt counted.
  * - `kick` and `deleteDead` by `count`: a retry acts on up to `count` more dead jobs. By

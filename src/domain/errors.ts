@@ -20,6 +20,7 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   internal_error: 500,
   redis_unavailable: 503,
+  qstash_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -18,7 +18,7 @@ const CODE_FOR_STATUS: Partial<Record<number, ErrorCode>> = {
 
 export function errorResponse(c: Context, code: ErrorCode, message: string): Response {
   const status = ERROR_STATUS[code] as ContentfulStatusCode;
-  if (code === "redis_unavailable") c.header("Retry-After", "1");
+  if (ERROR_STATUS[code] === 503) c.header("Retry-After", "1");
   if (code === "unauthorized") c.header("WWW-Authenticate", 'Bearer realm="delayq"');
   return c.json({ error: { code, message } }, status);
 }

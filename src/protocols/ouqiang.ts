@@ -152,6 +152,12 @@ function parse<S extends z.ZodType>(schema: S, fields: Record<string, unknown>):
   return result.data;
 }
 
+/**
+ * The most topics one pop may name: each is long-polled on its own, so a request naming 3,000
+ * cost 3,000 pops a poll interval.
+ */
+export const MAX_POP_TOPICS = 20;
+
 /** `"a, b,,a"` → `["a", "b"]`: trimmed, empty names dropped, each topic once, in order. */
 export function topicsOf(text: string): string[] {
   const topics = [...new Set(text.split(",").map((part) => part.trim()))].filter(Boolean);
@@ -159,6 +165,12 @@ export function topicsOf(text: string): string[] {
     throw new DelayqError(
       "invalid_request",
       "Invalid request body: topic: name at least one topic",
+    );
+  }
+  if (topics.length > MAX_POP_TOPICS) {
+    throw new DelayqError(
+      "invalid_request",
+      `Invalid request body: topic: name at most ${MAX_POP_TOPICS} topics (${topics.length} given); run more consumers instead`,
     );
   }
   for (const topic of topics) {

@@ -80,6 +80,8 @@ export async function runCommand(
   queue: DelayQueue,
   input: unknown,
   signal?: AbortSignal,
+  /** When every wait of the request ends, unix ms: the pops of an array share one long-poll. */
+  waitUntil?: number,
 ): Promise<CommandResult> {
   const idOf = (value: unknown) =>
     typeof value === "object" &&
@@ -90,7 +92,7 @@ export async function runCommand(
   try {
     const parsed = Command.safeParse(input);
     if (!parsed.success) throw invalidRequest(parsed.error, "command");
-    return await execute(queue, parsed.data, signal);
+    return await execute(queue, parsed.data, signal, waitUntil);
   } catch (error) {
     if (!(error instanceof DelayqError) || error.code === "internal_error") throw error;
     return { success: false, error: `${error.code}: ${error.message}`, ...idOf(input) };
@@ -101,6 +103,7 @@ async function execute(
   queue: DelayQueue,
   command: Command,
   signal?: AbortSignal,
+  waitUntil?: number,
 ): Promise<CommandResult> {
   const ok = (id: string, value?: unknown): CommandResult =>
     value === undefined
@@ -118,7 +121,9 @@ async function execute(
       return { ...ok(job.id), created };
     }
     case "pop": {
-      const [job] = await queue.pop(command.topic, { count: 1, wait: command.wait ?? 0 }, signal);
+      const left = waitUntil === undefined ? Infinity : Math.max(0, waitUntil - Date.now()) / 1000;
+      const wait = Math.min(command.wait ?? 0, left);
+      const [job] = await queue.pop(command.topic, { count: 1, wait }, signal);
       // The receipt is an extra field (old clients ignore it) so that a protocol-only consumer
       // can finish, touch, release or bury with it.
       return job ? { ...ok(job.id, job.body), receipt: job.receipt } : { success: true, error: "" };

@@ -25,6 +25,7 @@ import {
   type TopicStats,
 } from "../domain/schemas";
 import { scopeAllows, scopeToLua, type TopicScope } from "../domain/scope";
+import { messageOf } from "../log";
 import { deleteDead, kick } from "../redis/lua/scripts/dead-letter";
 import { deleteJob } from "../redis/lua/scripts/delete";
 import { tick } from "../redis/lua/scripts/tick";
@@ -268,7 +269,18 @@ export class DelayQueue {
       this.luaScope,
     ]);
     if (code !== "ok") throw scriptError(code, { id });
-    if (messageId) await this.options.cancelDelivery?.(messageId);
+    if (!messageId) return;
+    try {
+      await this.options.cancelDelivery?.(messageId);
+    } catch (error) {
+      // Deleted, but its delivery may still come: say so with a 503, and a repeated delete
+      // (which the record lets cancel again) makes sure.
+      throw new DelayqError(
+        "qstash_unavailable",
+        `The job is deleted, but QStash did not confirm cancelling its delivery (${messageOf(error)}): retry the delete, which cancels it again`,
+        { cause: error },
+      );
+    }
   }
 
   /** Moves dead jobs back to ready with attempts reset: the given ids, or the `count` oldest. */

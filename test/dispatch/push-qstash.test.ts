@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Receiver } from "@upstash/qstash";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { startFaultProxy } from "../../dev/fault-proxy";
 import { type QStashStandIn, startQStash } from "../../dev/qstash";
 import { createQStash } from "../../src/dispatch/qstash";
 import {
@@ -40,15 +41,16 @@ afterAll(async () => {
 });
 
 async function setup(
-  limits: { subrequests?: number; batch?: number } = {},
+  limits: { subrequests?: number; batch?: number; qstashUrl?: string } = {},
 ): Promise<PushApp & { receiver: HookReceiver }> {
+  const { qstashUrl, ...rest } = limits;
   const client = createQStash({
-    url: qstash.url,
+    url: qstashUrl ?? qstash.url,
     token: qstash.token,
     currentSigningKey: qstash.currentSigningKey,
     nextSigningKey: qstash.nextSigningKey,
   });
-  const app = testPushApp({ qstash: client, publicUrl, ...limits });
+  const app = testPushApp({ qstash: client, publicUrl, ...rest });
   current = app;
   const receiver = await startReceiver();
   const put = await app.call("PUT", "/v1/topics/q", {
@@ -183,6 +185,30 @@ describe("push via QStash", () => {
     expect(qstash.message(messageId)?.state).toBe("cancelled");
     await new Promise((r) => setTimeout(r, 2500));
     expect(app.receiver.received).toHaveLength(0);
+  });
+
+  it("answers 503 qstash_unavailable when the cancel fails, and a repeated delete cancels", async () => {
+    const proxy = await startFaultProxy(qstash.url);
+    try {
+      const app = await setup({ qstashUrl: proxy.url });
+      await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "d2", delay: 2 } });
+      await Promise.all(app.background);
+      const messageId = await until("published", async () => findMessage(app, "d2"));
+      proxy.faults.error5xx = 1;
+      const refused = await app.call("DELETE", "/v1/jobs/d2");
+      expect(refused.status).toBe(503);
+      expect(refused.json.error.code).toBe("qstash_unavailable");
+      expect(refused.json.error.message).toMatch(/^The job is deleted, but QStash did not confirm/);
+      expect(qstash.message(messageId)?.state).toBe("pending");
+      proxy.faults.error5xx = 0;
+      const again = await app.call("DELETE", "/v1/jobs/d2");
+      expect(again.status).toBe(200);
+      expect(qstash.message(messageId)?.state).toBe("cancelled");
+      await new Promise((r) => setTimeout(r, 2500));
+      expect(app.receiver.received).toHaveLength(0);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it("cancels quietly a message QStash no longer holds, and says why a cancel was refused", async () => {

@@ -1,5 +1,6 @@
 // POST /v1/command: the Youzan command protocol, its envelope and its errors.
 import { describe, expect, it } from "vitest";
+import { runCommand } from "../../src/protocols/youzan";
 import { testApp } from "../support/app";
 
 describe("POST /v1/command", () => {
@@ -87,6 +88,23 @@ describe("POST /v1/command", () => {
       { success: false, error: expect.stringMatching(/^invalid_request: .*command/) },
       { success: false, error: expect.stringMatching(/^invalid_request: .*TTR and ttr differ/) },
     ]);
+  });
+
+  it("lets the pops of an array wait until one shared end, not each its own wait", async () => {
+    const t = testApp({ pollIntervalMs: 50 });
+    const started = Date.now();
+    const waitUntil = started + 600;
+    const results = [];
+    for (const topic of ["empty-a", "empty-b", "empty-c"]) {
+      results.push(
+        await runCommand(t.queue, { command: "pop", topic, wait: 5 }, undefined, waitUntil),
+      );
+    }
+    const took = Date.now() - started;
+    expect(results).toEqual([0, 1, 2].map(() => ({ success: true, error: "" })));
+    // Each would have waited 5 s: together they waited about the 600 ms they share.
+    expect(took).toBeGreaterThanOrEqual(550);
+    expect(took).toBeLessThan(4000);
   });
 
   it("answers success false for a bad command and 400 for a body that is no command at all", async () => {

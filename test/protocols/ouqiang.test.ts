@@ -235,6 +235,16 @@ describe("pop over several topics", () => {
     expect(Date.now() - started).toBeLessThan(4_000);
   });
 
+  it("names at most 20 topics in one pop", async () => {
+    const t = testApp();
+    const many = Array.from({ length: 21 }, (_, i) => `t${i}`);
+    const refused = await oq(t, "pop", { topic: many.join(","), wait: 0 });
+    expect(refused).toMatchObject({ code: 1, error: "invalid_request" });
+    expect(refused.message).toContain("at most 20 topics (21 given)");
+    const fine = await oq(t, "pop", { topic: many.slice(1).join(","), wait: 0 });
+    expect(fine).toMatchObject({ code: 0, data: null });
+  });
+
   it("answers data: null when the wait is over", async () => {
     const t = testApp({ pollIntervalMs: 50 });
     const started = Date.now();

@@ -1,6 +1,7 @@
 // POST /v1/command: the JSON command protocol, one command or an array run in order.
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { DelayqError } from "../../domain/errors";
+import { MAX_WAIT_SECONDS } from "../../domain/schemas";
 import { Command, type CommandResult, MAX_COMMANDS, runCommand } from "../../protocols/youzan";
 import { requestJson } from "../body";
 import type { AppEnv } from "../context";
@@ -53,8 +54,9 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
         "The Youzan delay-queue protocol: `{command: add|pop|finish|delete|get|touch|release|" +
         "bury, ...}` → `{success, error, id, value}`. `pop` answers the job's id and body as " +
         "`id`/`value` (no `id` when nothing is ready). A failing command answers " +
-        "`success: false` with HTTP 200, except when Redis was unreachable for every command " +
-        "(503: nothing was done).",
+        "`success: false` with HTTP 200, except when Redis failed every command (503; a " +
+        "command whose answer was lost may still have run: retry with ids and receipts). The " +
+        "pops of an array wait 20 s in all.",
       request: {
         body: body(z.unknown().meta({ description: "A Command, or an array of Commands" }), true),
       },
@@ -63,7 +65,7 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
         ...errors(),
         503: json(
           z.union([Result, z.array(Result)]),
-          "Redis unreachable for the command (or every command): nothing was done; retry after Retry-After",
+          "Redis failed the command (or every command); one whose answer was lost may still have run: retry after Retry-After, with ids and receipts",
         ),
       },
     }),
@@ -78,10 +80,13 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
           );
         }
         const results: CommandResult[] = [];
+        // The pops of an array wait 20 s in all, not 20 s each: one request is one long-poll.
+        const waitUntil = Date.now() + MAX_WAIT_SECONDS * 1000;
         for (const command of input)
-          results.push(await runCommand(c.get("queue"), command, signal));
+          results.push(await runCommand(c.get("queue"), command, signal, waitUntil));
         if (results.every((result) => result.error.startsWith("redis_unavailable"))) {
-          // Nothing happened: say so in the status, so that a client knows a retry is safe.
+          // Redis failed every command: a status that says so. Some may still have run (a
+          // timeout does not say the script did not): retry with ids and receipts.
           c.header("Retry-After", "1");
           return jsonBody(c, results, 503);
         }
