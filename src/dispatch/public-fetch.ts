@@ -2,6 +2,7 @@
 // A URL's host is checked as written before anything is sent (src/domain/destinations.ts); this
 // checks what a name resolves to, at the moment the connection is made, so a name that resolves
 // to 10.0.0.5 (or is made to, between a check and the connect) is refused, never connected to.
+// The error names the kind of address, not the address: a tenant reads it in lastDelivery.
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from "node:dns";
 import { Agent, fetch as undiciFetch } from "undici";
 import { nonPublicKind, withArticle } from "../domain/destinations";
@@ -51,7 +52,7 @@ export function publicLookup(resolve: Resolve = dnsLookup as Resolve) {
         if (kind) {
           return callback(
             new NonPublicAddressError(
-              `${hostname} resolves to ${address}, ${withArticle(kind)} address, and this topic pushes to public addresses only (DQ_PRIVATE_PUSH)`,
+              `${hostname} resolves to ${withArticle(kind)} address, and this topic pushes to public addresses only (DQ_PRIVATE_PUSH)`,
             ),
             "",
           );

@@ -2,7 +2,7 @@
 // point a push topic at the operator's own network: the cloud's metadata service, an admin panel
 // on 10.0.0.5, Redis on 127.0.0.1. So deliveries of topics such a token can reach go to public
 // addresses only, unless DQ_PRIVATE_PUSH says otherwise. Runtime-independent: the DNS side (a
-// name that resolves to a private address) is src/dispatch/guarded-fetch.ts, on Node.
+// name that resolves to a private address) is src/dispatch/public-fetch.ts, on Node.
 import { scopeAllows, type TopicScope } from "./scope";
 
 /**
@@ -41,8 +41,12 @@ const IPV4_RANGES: readonly [base: string, bits: number, kind: string][] = [
   ["169.254.0.0", 16, "link-local (cloud metadata)"],
   ["172.16.0.0", 12, "private"],
   ["192.0.0.0", 24, "reserved"],
+  ["192.0.2.0", 24, "documentation"],
+  ["192.88.99.0", 24, "reserved (6to4 relay)"],
   ["192.168.0.0", 16, "private"],
   ["198.18.0.0", 15, "benchmarking"],
+  ["198.51.100.0", 24, "documentation"],
+  ["203.0.113.0", 24, "documentation"],
   ["224.0.0.0", 4, "multicast"],
   ["240.0.0.0", 4, "reserved"],
 ];
@@ -109,6 +113,8 @@ function ipv6Kind(groups: number[]): string | undefined {
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return "private (local-use NAT64)";
   // 6to4 (2002::/16) reaches the IPv4 address in its next 32 bits.
   if (g0 === 0x2002) return ipv4Kind(g1 * 65536 + g2);
+  if (g0 === 0x2001 && g1 === 0xdb8) return "documentation";
+  if (g0 === 0x100 && g1 === 0 && g2 === 0 && g3 === 0) return "reserved (discard)";
   if ((g0 & 0xfe00) === 0xfc00) return "private (unique local)";
   if ((g0 & 0xffc0) === 0xfe80) return "link-local";
   if ((g0 & 0xffc0) === 0xfec0) return "private (site-local)";

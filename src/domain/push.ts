@@ -19,7 +19,17 @@ const HttpUrl = z
     } catch {
       return false;
     }
-  }, "must be an http:// or https:// URL, e.g. https://shop.example/hooks/delayq");
+  }, "must be an http:// or https:// URL, e.g. https://shop.example/hooks/delayq")
+  // fetch refuses a URL with credentials, and they would be stored and shown with the config:
+  // a receiver authenticates deliveries by their signature, or a header of `headers`.
+  .refine((text) => {
+    try {
+      const url = new URL(text);
+      return url.username === "" && url.password === "";
+    } catch {
+      return true;
+    }
+  }, "must not carry a user or password (user:pass@): check the delayq-signature, or send a header with `headers`");
 
 /** Header names delayq sets itself or that HTTP reserves: a config may not set them. */
 const RESERVED_HEADER =

@@ -6,7 +6,7 @@
  * (ids are unique per deployment, so one id cannot live in two topics).
  */
 export const KEY_LAYOUT = {
-  /** string: the job record, `<meta>\n<body JSON>` (format in lua/lib.ts). */
+  /** string: the job record, `<meta>\n<body JSON>` (format in record.ts). */
   job: "j:<id>",
   /** zset: waiting jobs not yet due, scored by due time (ms): the delay bucket. */
   delayed: "t:<topic>:delayed",

@@ -15,8 +15,12 @@ for (const [base, bits] of [
   ["169.254.0.0", 16],
   ["172.16.0.0", 12],
   ["192.0.0.0", 24],
+  ["192.0.2.0", 24],
+  ["192.88.99.0", 24],
   ["192.168.0.0", 16],
   ["198.18.0.0", 15],
+  ["198.51.100.0", 24],
+  ["203.0.113.0", 24],
   ["224.0.0.0", 4],
   ["240.0.0.0", 4],
 ] as const) {
@@ -30,6 +34,8 @@ for (const [base, bits] of [
   ["fec0::", 10],
   ["ff00::", 8],
   ["64:ff9b:1::", 48],
+  ["2001:db8::", 32],
+  ["100::", 64],
 ] as const) {
   blocked.addSubnet(base, bits, "ipv6");
 }
@@ -63,10 +69,24 @@ describe("nonPublicKind", () => {
           // the interesting prefixes, with any rest
           fc
             .tuple(
-              fc.constantFrom("fc00", "fdff", "fe80", "febf", "fec0", "ff02", "fe7f", "fbff"),
+              fc.constantFrom(
+                "fc00",
+                "fdff",
+                "fe80",
+                "febf",
+                "fec0",
+                "ff02",
+                "fe7f",
+                "fbff",
+                "2001:db8",
+                "100:0:0:0",
+              ),
               ipv6,
             )
-            .map(([head, rest]) => `${head}:${rest.split(":").slice(1).join(":")}`),
+            .map(
+              ([head, rest]) =>
+                `${head}:${rest.split(":").slice(head.split(":").length).join(":")}`,
+            ),
         ),
         (address) => {
           if (embedding(address)) return;
@@ -102,11 +122,15 @@ describe("nonPublicKind", () => {
     expect(nonPublicKind("[::ffff:7f00:1]")).toBe("loopback");
     expect(nonPublicKind("::ffff:10.0.0.5")).toBe("private");
     expect(nonPublicKind("fd12:3456::1")).toBe("private (unique local)");
+    // Documentation ranges: on some machines, this machine's own address (a security pass met
+    // 192.0.2.2 as this machine's interface).
+    expect(nonPublicKind("192.0.2.2")).toBe("documentation");
+    expect(nonPublicKind("2001:db8::1")).toBe("documentation");
     for (const address of [
       "8.8.8.8",
       "[2606:4700::1111]",
       "1.1.1.1",
-      "2001:db8::1",
+      "2001:db9::1",
       "example.com",
     ]) {
       expect(nonPublicKind(address), address).toBeUndefined();

@@ -118,7 +118,7 @@ describe("DQ_PRIVATE_PUSH=admin (the default)", () => {
       expect(job.state).toBe("dead");
       expect(job.lastDelivery.status).toBe(0);
       expect(job.lastDelivery.error).toMatch(
-        new RegExp(`${hostname()} resolves to [0-9a-f.:]+, an? [a-z -]+ address`),
+        new RegExp(`${hostname()} resolves to an? [a-z -]+ address`),
       );
       expect(rx.received.filter((r) => r.path === path)).toEqual([]);
     },
@@ -216,7 +216,7 @@ describe("publicFetch", () => {
       (e: Error) => e,
     );
     expect((error?.cause as Error | undefined)?.message).toBe(
-      "receiver.test resolves to 127.0.0.1, a loopback address, and this topic pushes to public addresses only (DQ_PRIVATE_PUSH)",
+      "receiver.test resolves to a loopback address, and this topic pushes to public addresses only (DQ_PRIVATE_PUSH)",
     );
     expect(rx.received.length).toBe(before);
   });

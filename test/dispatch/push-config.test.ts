@@ -68,6 +68,9 @@ describe("PUT /v1/topics/{topic} with push", () => {
       /at most 10/,
     ],
     [{ url: URL, failureUrl: "mailto:ops@shop.example" }, /push.failureUrl/],
+    // fetch refuses credentials in a URL, and they would be stored and shown with the config.
+    [{ url: "https://hook:s3cret@shop.example/x" }, /push.url: must not carry a user or password/],
+    [{ url: URL, failureUrl: "https://ops@shop.example/dead" }, /push.failureUrl: must not carry/],
     [{ url: URL, via: "qstash" }, /needs QStash configured/],
     [{ url: URL, extra: 1 }, /unknown field "extra"/],
   ])("refuses %j, storing nothing", async (push, message) => {

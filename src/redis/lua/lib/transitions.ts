@@ -134,7 +134,7 @@ local function unindex(id, meta)
   end
 end
 
--- A push job's death is queued for its topic's failureUrl (scripts/notices.ts).
+-- A push job's death is queued for its topic's failureUrl (scripts/push.ts: notices).
 local function kill(id, meta, body, reason)
   meta.state, meta.endedAt, meta.deadReason = "dead", NOW, reason
   meta.leaseEnd, meta.receipt, meta.messageId = nil, nil, nil
