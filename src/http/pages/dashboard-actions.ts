@@ -3,7 +3,7 @@
 import type { Context } from "hono";
 import { html } from "hono/html";
 import { DelayqError } from "../../domain/errors";
-import type { Job, TopicConfig } from "../../domain/schemas";
+import type { Job } from "../../domain/schemas";
 import type { DelayQueue } from "../../queue";
 import type { AppEnv } from "../context";
 import { frame, hidden } from "./dashboard-pieces";
@@ -79,16 +79,9 @@ export async function act(view: View): Promise<Response> {
   return c.redirect(`${url.pathname}${url.search}`, 303);
 }
 
-/**
- * Pause or resume keeps the rest of the config: configure() replaces the whole of it, so it is
- * read first. Two people editing one topic's config at the same moment: the last write wins.
- */
+/** Pause or resume: one PATCH of `paused` (atomic), so the rest of the config is left alone. */
 async function setPaused(queue: DelayQueue, topic: string, paused: boolean): Promise<void> {
-  const { config } = await queue.topic(topic);
-  const next: Record<string, unknown> = { ...config };
-  if (paused) next.paused = true;
-  else delete next.paused;
-  await queue.configure(topic, next as TopicConfig);
+  await queue.updateConfig(topic, { paused: paused ? true : null });
 }
 
 const CONFIRM_TEXT: Record<Action, (f: { topic: string; id: string }) => Html> = {
