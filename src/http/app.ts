@@ -65,7 +65,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   app.use("/v1/*", knownQueryOnly(app));
   app.use("/v1/*", jsonBodies(options.maxRequestBytes ?? 10 * 1024 * 1024));
 
-  systemRoutes(app, options.queue);
+  systemRoutes(app, options.queue, log);
   jobRoutes(app);
   topicRoutes(app, {
     qstashReady: options.push?.qstashReady ?? false,

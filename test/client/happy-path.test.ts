@@ -339,7 +339,7 @@ describe("happy paths", () => {
     expect(await down.health()).toEqual({
       status: "degraded",
       redis: "unreachable",
-      message: expect.stringContaining("Redis is unavailable"),
+      message: expect.stringContaining("Redis does not answer"),
     });
     // A degraded answer is the answer asked for, not a failure to retry.
     expect(brokenSent).toHaveLength(1);

@@ -52,10 +52,19 @@ describe("Redis unreachable", () => {
   });
 
   it("answers 503 from /health and from a lone command", async () => {
-    const { call } = appWithoutRedis();
+    const { call, logs } = appWithoutRedis();
     const health = await call("GET", "/health");
     expect(health.status).toBe(503);
-    expect(await health.json()).toMatchObject({ status: "degraded", redis: "unreachable" });
+    const answered = await health.json();
+    expect(answered).toMatchObject({ status: "degraded", redis: "unreachable" });
+    // No token is needed for /health: where Redis is stays in the log.
+    expect(JSON.stringify(answered)).not.toMatch(/127\.0\.0\.1|:1\b|ECONNREFUSED/);
+    expect(logs).toContainEqual(
+      expect.objectContaining({
+        event: "health_degraded",
+        message: expect.stringMatching(/^Redis is unavailable/),
+      }),
+    );
     const command = await call("POST", "/v1/command", { command: "get", id: "x" });
     expect(command.status).toBe(503);
     expect(await command.json()).toMatchObject({

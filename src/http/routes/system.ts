@@ -1,10 +1,11 @@
 // Unauthenticated routes: /health and /openapi.json (the /docs page is in routes/ops.ts).
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { type Logger, messageOf } from "../../log";
 import type { DelayQueue } from "../../queue";
 import type { AppEnv } from "../context";
 import { Health, json } from "../schemas";
 
-export function systemRoutes(app: OpenAPIHono<AppEnv>, queue: DelayQueue): void {
+export function systemRoutes(app: OpenAPIHono<AppEnv>, queue: DelayQueue, log: Logger): void {
   app.openapi(
     createRoute({
       method: "get",
@@ -21,8 +22,10 @@ export function systemRoutes(app: OpenAPIHono<AppEnv>, queue: DelayQueue): void 
         await queue.ping();
         return c.json({ status: "ok" as const, redis: "ok" as const }, 200);
       } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
+        // Anyone may ask: the reason (which names Redis's address) goes to the log only.
+        log({ level: "warn", event: "health_degraded", message: messageOf(error) });
         c.header("Retry-After", "1");
+        const message = "Redis does not answer delayq; the service's log says why";
         return c.json({ status: "degraded" as const, redis: "unreachable" as const, message }, 503);
       }
     },
