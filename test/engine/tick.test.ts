@@ -31,6 +31,18 @@ describe("tick", () => {
     });
   });
 
+  it("says push jobs are due even when a page of due topics sorts before them", async () => {
+    const { queue, clock, redis, keys } = testQueue();
+    await queue.configure("p", { push: { url: "https://hooks.example.com/p" } });
+    await queue.add({ topic: "p", id: "pushed", delay: 70 });
+    // A backlog: 101 topics due at +1 s, a full page of the schedule before ~push, which the
+    // claim script would have set to 65 s before the push job is due (+5 s).
+    for (let t = 0; t <= 100; t++) await queue.add({ topic: `busy-${t}`, id: `b${t}`, delay: 1 });
+    await redis.zadd(keys.schedule, { score: clock.now + 5000, member: "~push" });
+    clock.advance(6000);
+    expect(await queue.tickSlice()).toMatchObject({ more: true, pushDue: true });
+  });
+
   it("moves at most 500 jobs in one slice (each a few ms at 1M jobs) and says more is left", async () => {
     const { queue, clock } = testQueue();
     const n = 1200;
