@@ -29,7 +29,7 @@ export type DispatcherOptions = {
   /** Counts deliveries: `delayq_deliveries_total{topic,outcome}`. */
   count?: (name: string, labels: Record<string, string>, n?: number) => void;
   /**
-   * Subrequests one invocation may make (Workers: 50 on the free plan, 1000 and more on paid):
+   * Subrequests one invocation may make (Workers: 50 on the free plan, 10,000 on paid ones):
    * the limit of the budget a run makes for itself when it is given none. @default 1000
    */
   subrequests?: number;

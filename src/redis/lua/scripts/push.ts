@@ -1,4 +1,5 @@
-// claim, settle, published, notices: the scripts of push delivery (src/dispatch drives them).
+// claim, settle, published, stillHeld, notices, renotice: the scripts of push delivery
+// (src/dispatch drives them).
 import { type CodeName, codeName } from "../../codes";
 import { defineScript, list, record } from "../script";
 import { jsonText } from "./topics";
