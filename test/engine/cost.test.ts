@@ -297,3 +297,23 @@ describe("idle cost", () => {
     expect(await cost(() => tick(queue))).toEqual({ commands: 2, requests: 1 });
   });
 });
+
+describe("a topic page for a topic-limited caller", () => {
+  it("reads the stats of its own topics only: one command for the names, none per topic of others", async () => {
+    const { queue } = queueOn("scopedpage");
+    await stack.loadScripts();
+    await queue.addBatch(
+      Array.from({ length: 90 }, (_, i) => ({ topic: `other-${i}`, id: `x${i}` })),
+    );
+    await queue.add({ topic: "shop.a", id: "mine" });
+    const scoped = queue.withScope(["shop.*"]);
+    const own = await cost(() => scoped.topics({ limit: 100 }));
+    const all = await cost(() => queue.topics({ limit: 100 }));
+    const page = await scoped.topics({ limit: 100 });
+    expect(page.topics.map((t) => t.topic)).toEqual(["shop.a"]);
+    expect(own.requests).toBe(1);
+    // The EVALSHA, the names' ZRANGE and one topic's stats, against 91 topics' stats.
+    expect(own.commands).toBeLessThan(15);
+    expect(all.commands).toBeGreaterThan(90 * 5);
+  });
+});

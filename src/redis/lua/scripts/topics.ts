@@ -107,26 +107,32 @@ return out
   parse: (reply) => rows(list(reply, "topicStats")),
 });
 
-export const listTopics = defineScript<{ topics: TopicRow[]; more: boolean }>({
+export const listTopics = defineScript<{ topics: TopicRow[]; more: boolean; last: string }>({
   name: "listTopics",
   lua: `
---[[ listTopics: a page of topics by name, with their stats.
-  ARGV[4] the last name of the previous page, or ""   ARGV[5] page size
-  Returns 1 if another page follows, else 0; then what topicStats returns for each topic.
-  Cost: ZRANGE BYLEX (one name more than the page), then topicStats's per topic.
+--[[ listTopics: a page of topics by name, with the stats of those the scope allows.
+  ARGV[4] the last name of the previous page, or ""   ARGV[5] page size (names read)
+  ARGV[6] scope (lib/access.ts): the others are read past, their stats not computed
+  Returns 1 if another page follows, else 0; the last name read ("" for none); then what
+  topicStats returns for each topic allowed.
+  Cost: ZRANGE BYLEX (one name more than the page), then topicStats's per topic allowed.
 ]]
 ${TOPIC_STATS_FN}
 local from, size = "-", tonumber(ARGV[5])
 if ARGV[4] ~= "" then from = "(" .. ARGV[4] end
 local names = rcall("ZRANGE", key.topics, from, "+", "BYLEX", "LIMIT", 0, size + 1)
+local last = math.min(#names, size)
 out[1] = 0
 if #names > size then out[1] = 1 end
-for i = 1, math.min(#names, size) do report(names[i]) end
+out[2] = names[last] or ""
+for i = 1, last do
+  if allowed(names[i], ARGV[6]) then report(names[i]) end
+end
 return out
 `,
   parse(reply) {
-    const [more, ...flat] = list(reply, "listTopics");
-    return { topics: rows(flat), more: Number(more) === 1 };
+    const [more, last, ...flat] = list(reply, "listTopics");
+    return { topics: rows(flat), more: Number(more) === 1, last: String(last ?? "") };
   },
 });
 
