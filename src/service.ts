@@ -1,7 +1,6 @@
 // Wires the service from its environment: config, Redis client, queue, scheduler, app. Used by
 // both entry points, so the Worker and Node run the same thing.
 
-import type { Context } from "hono";
 import { parseConfig, type ServiceConfig } from "./config";
 import type { Post } from "./dispatch/delivery";
 import { createDispatcher, DIRECT_WINDOW_MS } from "./dispatch/dispatcher";
@@ -10,6 +9,7 @@ import { destinationPolicy } from "./domain/destinations";
 import { DelayqError } from "./domain/errors";
 import { createApp } from "./http/app";
 import { parseTokens } from "./http/auth";
+import { inBackground } from "./http/background";
 import { jsonLogger, type Logger, messageOf } from "./log";
 import { metricsMaxTopics } from "./metrics/collect";
 import { type Counters, countedStep, createCounters } from "./metrics/counters";
@@ -236,18 +236,6 @@ function qstashOf(config: ServiceConfig): QStash | undefined {
   } = config;
   if (!url || !token || !currentSigningKey || !nextSigningKey) return undefined;
   return createQStash({ url, token, currentSigningKey, nextSigningKey });
-}
-
-/**
- * Keeps work going after the response: a Worker's `waitUntil` (the request may not outlive its
- * answer otherwise); on Node the process simply goes on.
- */
-function inBackground(c: Context, work: Promise<unknown>): void {
-  try {
-    c.executionCtx.waitUntil(work);
-  } catch {
-    void work; // Node: no ExecutionContext, and none is needed
-  }
 }
 
 /** The REST URL and token; NodeEnvSchema only lets them be missing when REDIS_URL is set. */

@@ -104,11 +104,11 @@ export const Job = z.object({
     .number()
     .optional()
     .meta({ description: "End of the current reservation, unix ms (reserved jobs only)." }),
-  /** The current reservation's receipt (reserved and finished jobs). */
+  /** The current reservation's receipt (reserved jobs only). */
   receipt: z
     .string()
     .optional()
-    .meta({ description: "The current reservation's receipt (reserved and finished jobs)." }),
+    .meta({ description: "The current reservation's receipt (reserved jobs only)." }),
   /** When the job finished, died or was deleted, unix ms. */
   endedAt: z.number().optional().meta({
     description: "When the job finished, died or was deleted, unix ms.",

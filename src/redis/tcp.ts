@@ -1,9 +1,9 @@
 // The TCP driver: delayq's RedisClient over ioredis (RESP), for any Redis 7+ or Valkey (REDIS_URL).
 import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
-import { redisUrlProblem } from "../config";
 import { DelayqError } from "../domain/errors";
 import { FunctionsRefused, MissingFunction, type RedisClient, redisError } from "./runner";
+import { redisUrlProblem } from "./urls";
 
 /** The ioredis calls the driver makes; a `Redis` and a `Cluster` of ioredis both have them. */
 export type IoredisLike = Pick<Redis, "evalsha" | "eval" | "get">;
