@@ -1,6 +1,7 @@
 // An HTTP proxy for fault injection: drops, delays and 5xx-es a fraction of the requests it passes.
-import { createServer, request as forward, type IncomingMessage } from "node:http";
+import { createServer, request as forward } from "node:http";
 import type { AddressInfo, Server, Socket } from "node:net";
+import { readAll } from "./sandbox-http";
 
 /** Chances per request, 0 to 1; change them at any time. */
 export type Faults = {
@@ -116,14 +117,5 @@ export function closeServer(server: Server, sockets: Set<Socket>): Promise<void>
   return new Promise((resolve) => {
     for (const socket of sockets) socket.destroy();
     server.close(() => resolve());
-  });
-}
-
-function readAll(stream: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-    stream.on("end", () => resolve(Buffer.concat(chunks)));
-    stream.on("error", reject);
   });
 }

@@ -18,12 +18,13 @@ export function digits(n: number): string {
   return Array.from(randomBytes(n), (b) => String(b % 10)).join("");
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
+/** A request's (or an answer's) whole body. */
+export function readAll(stream: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("end", () => resolve(Buffer.concat(chunks)));
+    stream.on("error", reject);
   });
 }
 
@@ -38,7 +39,7 @@ export async function serveSandbox(
   const server = createServer((req, res) => {
     void (async () => {
       const url = new URL(req.url ?? "/", "http://127.0.0.1");
-      await route(req, res, url, await readBody(req));
+      await route(req, res, url, await readAll(req));
     })().catch((error: unknown) => {
       // A sandbox bug, not a provider answer: say so plainly, never with a key or a body.
       if (res.headersSent) return void res.destroy();

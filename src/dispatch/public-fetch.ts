@@ -15,7 +15,7 @@ export type Resolve = (
   callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
 ) => void;
 
-/** Why a connection is refused: the name and the non-public address it resolved to. */
+/** Why a connection is refused: the name, and the kind of non-public address it resolved to. */
 export class NonPublicAddressError extends Error {
   readonly code = "ENONPUBLIC";
 }
@@ -23,7 +23,8 @@ export class NonPublicAddressError extends Error {
 /**
  * A fetch that connects only to public addresses: every address a name resolves to must be
  * public, or the request fails before any connection is made (a failed delivery, status 0, its
- * error naming the address). `resolve` is dns.lookup unless given (tests name their own hosts).
+ * error naming the kind of address). `resolve` is dns.lookup unless given (tests name their own
+ * hosts).
  */
 export function publicFetch(options: { resolve?: Resolve } = {}): Post {
   const dispatcher = new Agent({ connect: { lookup: publicLookup(options.resolve) } });
