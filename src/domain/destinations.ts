@@ -3,7 +3,7 @@
 // on 10.0.0.5, Redis on 127.0.0.1. So deliveries of topics such a token can reach go to public
 // addresses only, unless DQ_PRIVATE_PUSH says otherwise. Runtime-independent: the DNS side (a
 // name that resolves to a private address) is src/dispatch/public-fetch.ts, on Node.
-import { scopeAllows, type TopicScope } from "./scope";
+import { scopeMatcher, type TopicScope } from "./scope";
 
 /**
  * DQ_PRIVATE_PUSH: which topics may push to private, loopback and link-local addresses.
@@ -24,11 +24,12 @@ export function destinationPolicy(
   setting: PrivatePush,
   limitedScopes: readonly TopicScope[],
 ): DestinationPolicy {
+  // Asked for every delivery and notice: the tokens' patterns are compiled once.
+  const reachable = limitedScopes.map(scopeMatcher);
   return {
     setting,
     restricted: (topic) =>
-      setting === "refuse" ||
-      (setting === "admin" && limitedScopes.some((scope) => scopeAllows(scope, topic))),
+      setting === "refuse" || (setting === "admin" && reachable.some((allows) => allows(topic))),
   };
 }
 

@@ -14,10 +14,16 @@ function escapeRegExp(text: string): string {
 }
 
 export function scopeAllows(scope: TopicScope, topic: string): boolean {
-  if (scope === undefined) return true;
-  return scope.some((pattern) =>
-    new RegExp(`^${pattern.split("*").map(escapeRegExp).join(".*")}$`).test(topic),
+  return scopeMatcher(scope)(topic);
+}
+
+/** The scope as one test, its patterns compiled once (for a scope asked about many times). */
+export function scopeMatcher(scope: TopicScope): (topic: string) => boolean {
+  if (scope === undefined) return () => true;
+  const patterns = scope.map(
+    (pattern) => new RegExp(`^${pattern.split("*").map(escapeRegExp).join(".*")}$`),
   );
+  return (topic) => patterns.some((pattern) => pattern.test(topic));
 }
 
 /**
