@@ -1,4 +1,5 @@
-// Topic scopes: the topic patterns a caller (a bearer token) may act on.
+// Scopes: the topic patterns a caller (a bearer token) may act on, and the payment accounts whose
+// orders it may watch.
 import { z } from "zod";
 
 /** `*` matches any run of topic characters; anything else matches itself. */
@@ -40,4 +41,30 @@ export function scopeToLua(scope: TopicScope): string {
       .join(".*")}$`;
   // A scope with no patterns allows nothing: a pattern no topic matches.
   return scope.length === 0 ? "^$" : scope.map(lua).join("\n");
+}
+
+/**
+ * A payment account a limited token may watch orders of: `provider/account`, either part `*` or
+ * with `*` wildcards: `wechatpay/shop-a`, `alipay/shop-*`, or any provider's `shop-a` with `*` before
+ * the slash. The slash tells it from a topic pattern, which cannot contain one.
+ */
+export const AccountPattern = z
+  .string()
+  .regex(
+    /^(alipay|wechatpay|\*)\/[A-Za-z0-9_.*-]{1,64}$/,
+    "must be provider/account: alipay, wechatpay or *, then / and an account name (* is a wildcard)",
+  );
+
+/**
+ * The payment accounts a caller may watch orders of, as `provider/account` patterns; `undefined`
+ * means every account (a token not limited to topics), `[]` none.
+ */
+export type AccountScope = readonly string[] | undefined;
+
+/** What a caller may act on: its topics, and the payment accounts whose orders it may watch. */
+export type Access = { scope: TopicScope; accounts: AccountScope };
+
+/** Whether `accounts` allows the orders of `provider`'s `account`. */
+export function accountAllows(accounts: AccountScope, provider: string, account: string): boolean {
+  return scopeMatcher(accounts)(`${provider}/${account}`);
 }

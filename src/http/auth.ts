@@ -1,18 +1,28 @@
-// Bearer tokens from DQ_TOKENS, each optionally limited to topic patterns; compared in constant time.
+// Bearer tokens from DQ_TOKENS, each optionally limited to topic patterns and payment accounts;
+// compared in constant time.
 import type { Context, MiddlewareHandler } from "hono";
 import { DelayqError } from "../domain/errors";
-import { TopicPattern, type TopicScope } from "../domain/scope";
+import {
+  type Access,
+  AccountPattern,
+  type AccountScope,
+  TopicPattern,
+  type TopicScope,
+} from "../domain/scope";
 import type { DelayQueue } from "../queue";
 import type { PushedTopic } from "../queue/add-batch";
 import type { AppEnv } from "./context";
 import { errorResponse } from "./errors";
 
-type Entry = { digest: Promise<Uint8Array>; scope: TopicScope };
+type Entry = { digest: Promise<Uint8Array>; scope: TopicScope; accounts: AccountScope };
 
 /** The tokens the API accepts, and the scope of each. */
 export type TokenSet = {
-  /** The scope of the token presented, or undefined when it is not one of ours. */
-  identify(token: string): Promise<{ scope: TopicScope } | undefined>;
+  /**
+   * What the token presented may act on (its topics and payment accounts), or undefined when it
+   * is not one of ours.
+   */
+  identify(token: string): Promise<Access | undefined>;
   /** How many tokens there are (for logs; never the tokens). */
   size: number;
   /** The scopes of the tokens limited to some topics (the push destination policy reads them). */
@@ -33,9 +43,10 @@ function sameDigest(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /**
- * Parses `DQ_TOKENS`: comma-separated entries, each `token` (every topic) or
- * `token:pattern|pattern` (only topics matching a pattern; `*` is a wildcard).
- * Example: `admin-secret,shop-a-secret:shop-a.*|payments`.
+ * Parses `DQ_TOKENS`: comma-separated entries, each `token` (every topic and payment account) or
+ * `token:pattern|pattern` (only topics matching a pattern, `*` being a wildcard, and only the
+ * payment accounts named by a `provider/account` pattern: none when there is none).
+ * Example: `admin-secret,shop-a-secret:shop-a.*|payments|wechatpay/shop-a`.
  */
 export function parseTokens(value: string): TokenSet {
   const parsed = value
@@ -57,21 +68,27 @@ export function parseTokens(value: string): TokenSet {
         );
       }
       let scope: TopicScope;
+      let accounts: AccountScope;
       if (cut >= 0) {
-        scope = raw
-          .slice(cut + 1)
-          .split("|")
-          .map((pattern) => {
-            if (!TopicPattern.safeParse(pattern).success) {
-              throw new DelayqError(
-                "internal_error",
-                `delayq is misconfigured: DQ_TOKENS entry ${i + 1} has an invalid topic pattern "${pattern}" (use A-Z a-z 0-9 _ . : - and *)`,
-              );
-            }
-            return pattern;
-          });
+        const patterns = raw.slice(cut + 1).split("|");
+        for (const pattern of patterns) {
+          const account = pattern.includes("/");
+          const check = account
+            ? AccountPattern.safeParse(pattern)
+            : TopicPattern.safeParse(pattern);
+          if (!check.success) {
+            throw new DelayqError(
+              "internal_error",
+              account
+                ? `delayq is misconfigured: DQ_TOKENS entry ${i + 1} has an invalid payment account pattern "${pattern}" (use alipay/<account>, wechatpay/<account> or */<account>; * is a wildcard)`
+                : `delayq is misconfigured: DQ_TOKENS entry ${i + 1} has an invalid topic pattern "${pattern}" (use A-Z a-z 0-9 _ . : - and *)`,
+            );
+          }
+        }
+        scope = patterns.filter((pattern) => !pattern.includes("/"));
+        accounts = patterns.filter((pattern) => pattern.includes("/"));
       }
-      return { token, digest: sha256(token), scope };
+      return { token, digest: sha256(token), scope, accounts };
     });
   // A token listed twice would act with the first entry's scope alone: refuse it.
   const seen = new Map<string, number>();
@@ -85,7 +102,11 @@ export function parseTokens(value: string): TokenSet {
     }
     seen.set(entry.token, i);
   }
-  const entries: Entry[] = parsed.map(({ digest, scope }) => ({ digest, scope }));
+  const entries: Entry[] = parsed.map(({ digest, scope, accounts }) => ({
+    digest,
+    scope,
+    accounts,
+  }));
   // Tokens already found valid, by their text: a request with one skips the digest (an async
   // SubtleCrypto job per request was a tenth of the service's CPU). Only valid tokens go in, so
   // it holds at most one key per entry; a lookup compares hashes, so a miss tells a caller no
@@ -96,7 +117,7 @@ export function parseTokens(value: string): TokenSet {
     limitedScopes: entries.flatMap(({ scope }) => (scope ? [scope] : [])),
     async identify(token) {
       const hit = known.get(token);
-      if (hit) return { scope: hit.scope };
+      if (hit) return { scope: hit.scope, accounts: hit.accounts };
       const presented = await sha256(token);
       let found: Entry | undefined;
       // Compare against every entry, so timing does not tell which one matched.
@@ -104,14 +125,15 @@ export function parseTokens(value: string): TokenSet {
         if (sameDigest(presented, await entry.digest) && !found) found = entry;
       }
       if (found) known.set(token, found);
-      return found && { scope: found.scope };
+      return found && { scope: found.scope, accounts: found.accounts };
     },
   };
 }
 
 /**
  * The bearer-auth middleware of the /v1 routes: 401 without a token or with a wrong one;
- * otherwise the request's queue is `queue` limited to the token's topics.
+ * otherwise the request's queue is `queue` limited to the token's topics, and its `accounts` the
+ * payment accounts the token may watch orders of.
  */
 export function bearerAuth(
   tokens: TokenSet,
@@ -131,6 +153,7 @@ export function bearerAuth(
     }
     const principal = await tokens.identify(match[1]);
     if (!principal) return errorResponse(c, "unauthorized", "Invalid bearer token");
+    c.set("accounts", principal.accounts);
     c.set(
       "queue",
       queue.view({

@@ -14,7 +14,7 @@ import {
   WatchInput,
 } from "../domain/payments";
 import { RawJson } from "../domain/raw-json";
-import { scopeAllows, type TopicScope } from "../domain/scope";
+import { type Access, accountAllows, scopeAllows } from "../domain/scope";
 import { messageOf } from "../log";
 import {
   PAYMENTS_TOPIC_CONFIG,
@@ -119,13 +119,33 @@ export function createPayments(options: PaymentsOptions) {
     return conclude(watchId, spec, "", "notify", conclusion, polls, defer, budget);
   }
 
+  /**
+   * Whether a caller with `access` sees a watch: its account is one the caller may watch and it
+   * notifies only topics the caller may act on (a watch of two tenants' topics is the operator's).
+   */
+  function visible(payment: Payment, access: Access): boolean {
+    return (
+      accountAllows(access.accounts, payment.provider, payment.account) &&
+      payment.notify.every((topic) => scopeAllows(access.scope, topic))
+    );
+  }
+
   return {
-    /** Starts watching an order; idempotent by (provider, account, outTradeNo). */
-    async start(
-      input: unknown,
-      scope: TopicScope,
-    ): Promise<{ created: boolean; payment: Payment }> {
+    /**
+     * Starts watching an order; idempotent by (provider, account, outTradeNo). The caller's
+     * access must allow the account and every notify topic.
+     */
+    async start(input: unknown, access: Access): Promise<{ created: boolean; payment: Payment }> {
+      const { scope, accounts } = access;
       const watch = parseInput(WatchInput, input, "payment watch");
+      // Before the account is looked up, so a token learns nothing of accounts not its own.
+      if (!accountAllows(accounts, watch.provider, watch.account)) {
+        throw new DelayqError(
+          "forbidden",
+          `This token may not watch orders of ${watch.provider} account "${watch.account}" ` +
+            `(its DQ_TOKENS entry would need the pattern ${watch.provider}/${watch.account})`,
+        );
+      }
       for (const topic of watch.notify) {
         if (!scopeAllows(scope, topic)) {
           throw new DelayqError("forbidden", `This token may not act on topic "${topic}"`);
@@ -194,14 +214,12 @@ export function createPayments(options: PaymentsOptions) {
     },
 
     /**
-     * Watches newest first, a page at a time (the dashboard's panel): only those whose notify
-     * topics `scope` allows, so a page may hold fewer than `limit`; `cursor` goes on.
+     * Watches newest first, a page at a time (the dashboard's panel): only those `access` sees
+     * (see `visible`), so a page may hold fewer than `limit`; `cursor` goes on.
      */
-    async list(options: {
-      cursor?: string;
-      limit: number;
-      scope: TopicScope;
-    }): Promise<{ watches: Payment[]; cursor?: string }> {
+    async list(
+      options: { cursor?: string; limit: number } & Access,
+    ): Promise<{ watches: Payment[]; cursor?: string }> {
       const { cursor = "" } = options;
       if (cursor !== "" && !/^\d{1,16}\|[a-z2-7]{26}$/.test(cursor)) {
         throw new DelayqError(
@@ -210,25 +228,23 @@ export function createPayments(options: PaymentsOptions) {
         );
       }
       const page = await scripts.run(watchList, clock(), [cursor, options.limit]);
-      const watches = page.watches
-        .map(paymentOf)
-        .filter((payment) => payment.notify.every((topic) => scopeAllows(options.scope, topic)));
+      const watches = page.watches.map(paymentOf).filter((payment) => visible(payment, options));
       return page.cursor ? { watches, cursor: page.cursor } : { watches };
     },
 
-    async get(name: ProviderName, account: string, outTradeNo: string, scope: TopicScope) {
-      const stored = await scripts.run(watchRead, clock(), [
-        await watchIdOf(name, account, outTradeNo),
-      ]);
-      const payment = stored && paymentOf(stored);
-      if (!payment?.notify.every((topic) => scopeAllows(scope, topic))) {
-        throw notFound(name, account, outTradeNo);
-      }
+    /** A watch `access` sees (one it does not see is not found, as one that does not exist). */
+    async get(name: ProviderName, account: string, outTradeNo: string, access: Access) {
+      // An account not its own is not even read: its watches are none of this caller's business.
+      const stored =
+        accountAllows(access.accounts, name, account) &&
+        (await scripts.run(watchRead, clock(), [await watchIdOf(name, account, outTradeNo)]));
+      const payment = stored ? paymentOf(stored) : undefined;
+      if (!payment || !visible(payment, access)) throw notFound(name, account, outTradeNo);
       return payment;
     },
 
-    async stop(name: ProviderName, account: string, outTradeNo: string, scope: TopicScope) {
-      await this.get(name, account, outTradeNo, scope);
+    async stop(name: ProviderName, account: string, outTradeNo: string, access: Access) {
+      await this.get(name, account, outTradeNo, access);
       await scripts.run(watchStop, clock(), [await watchIdOf(name, account, outTradeNo)]);
     },
 

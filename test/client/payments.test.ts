@@ -19,7 +19,7 @@ let service: Service;
 beforeAll(async () => {
   [alipay, wechat] = await Promise.all([startAlipaySandbox(), startWechatPaySandbox()]);
   ({ service } = bridgeService("cpay", {
-    DQ_TOKENS: `${TOKEN},${SHOP}:shop.*`,
+    DQ_TOKENS: `${TOKEN},${SHOP}:shop.*|alipay/sandbox`,
     DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
     DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
   }));

@@ -1,5 +1,6 @@
 // Auth on every route (from the OpenAPI document), topic-scoped tokens, and token parsing.
 import { describe, expect, it } from "vitest";
+import { accountAllows } from "../../src/domain/scope";
 import { parseTokens } from "../../src/http/auth";
 import { DelayqError } from "../../src/index";
 import { SHOP_A, testApp } from "../support/app";
@@ -120,11 +121,33 @@ describe("a token scoped to some topics", () => {
 });
 
 describe("DQ_TOKENS parsing", () => {
-  it("reads tokens and their topic patterns", async () => {
-    const tokens = parseTokens(" admin , shop:shop-a.*|payments ");
-    expect(tokens.size).toBe(2);
-    expect(await tokens.identify("admin")).toEqual({ scope: undefined });
-    expect(await tokens.identify("shop")).toEqual({ scope: ["shop-a.*", "payments"] });
+  it("reads tokens, their topic patterns and their payment accounts", async () => {
+    const tokens = parseTokens(
+      " admin , shop:shop-a.*|payments , paying:shop-b.*|wechatpay/shop-b|*/shared-*|alipay/b ",
+    );
+    expect(tokens.size).toBe(3);
+    expect(await tokens.identify("admin")).toEqual({ scope: undefined, accounts: undefined });
+    // A limited token without a provider/account pattern watches no payment account.
+    expect(await tokens.identify("shop")).toEqual({
+      scope: ["shop-a.*", "payments"],
+      accounts: [],
+    });
+    const paying = await tokens.identify("paying");
+    expect(paying).toEqual({
+      scope: ["shop-b.*"],
+      accounts: ["wechatpay/shop-b", "*/shared-*", "alipay/b"],
+    });
+    const allowed = (provider: string, account: string) =>
+      accountAllows(paying?.accounts, provider, account);
+    expect(allowed("wechatpay", "shop-b")).toBe(true);
+    expect(allowed("alipay", "shop-b")).toBe(false);
+    expect(allowed("alipay", "shared-1")).toBe(true);
+    expect(allowed("wechatpay", "shared-")).toBe(true);
+    expect(allowed("alipay", "b")).toBe(true);
+    expect(allowed("alipay", "bb")).toBe(false);
+    expect(allowed("wechatpay", "unshared-1")).toBe(false);
+    expect(accountAllows(undefined, "alipay", "anything")).toBe(true);
+    expect(accountAllows([], "alipay", "anything")).toBe(false);
     expect(await tokens.identify("shop:shop-a.*")).toBeUndefined();
     expect(await tokens.identify("nobody")).toBeUndefined();
   });
@@ -137,15 +160,15 @@ describe("DQ_TOKENS parsing", () => {
       for (const token of asked) answers.push(await tokens.identify(token));
     }
     const once = [
-      { scope: ["shop-a.*", "payments"] },
-      { scope: undefined },
+      { scope: ["shop-a.*", "payments"], accounts: [] },
+      { scope: undefined, accounts: undefined },
       undefined,
-      { scope: ["shop-a.*", "payments"] },
-      undefined,
-      undefined,
+      { scope: ["shop-a.*", "payments"], accounts: [] },
       undefined,
       undefined,
-      { scope: undefined },
+      undefined,
+      undefined,
+      { scope: undefined, accounts: undefined },
     ];
     expect(answers).toEqual([...once, ...once, ...once]);
   });
@@ -160,6 +183,11 @@ describe("DQ_TOKENS parsing", () => {
       expect(String(error)).toMatch(/entry 1 has an invalid topic pattern/);
     }
     expect(() => parseTokens("good,ab cd")).toThrow(/entry 2's token contains a space/);
+    for (const pattern of ["paypal/shop", "alipay/", "alipay/a/b", "wechatpay/a b", "/shop"]) {
+      expect(() => parseTokens(`admin,secret-value:t.*|${pattern}`)).toThrow(
+        /entry 2 has an invalid payment account pattern .*use alipay\/<account>/,
+      );
+    }
     // Listed twice, a token would act with its first entry's scope alone (the second ignored).
     expect(() => parseTokens("admin,shared:a.*,shared:b.*")).toThrow(
       /entry 3 repeats the token of entry 2; list each token once, with all its patterns/,

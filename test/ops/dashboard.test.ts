@@ -402,7 +402,7 @@ describe("a token limited to some topics", () => {
     const list = await get(t, cookie, "/dashboard");
     expect(list.html).toContain('data-topic="shop-a.orders"');
     expect(list.html).not.toContain("shop-b.orders");
-    expect(list.html).toContain("token: shop-a.*");
+    expect(list.html).toContain("token: shop-a.*, wechatpay/shop-a");
     const topic = await get(t, cookie, "/dashboard/topics/shop-b.orders");
     expect(topic.status).toBe(403);
     expect(topic.html).toContain("forbidden");
@@ -460,7 +460,7 @@ describe("payment watches", () => {
     const t = testApp({ paymentWatches: source });
     const cookie = await login(t, SHOP_A);
     const page = await get(t, cookie, "/dashboard/payments");
-    expect(asked).toEqual([{ limit: 50, scope: ["shop-a.*"] }]);
+    expect(asked).toEqual([{ limit: 50, scope: ["shop-a.*"], accounts: ["wechatpay/shop-a"] }]);
     expect(page.html).toContain("&lt;order-1&gt;");
     expect(page.html).toContain("<code>NOTPAY</code>");
     expect(page.html).toContain('href="/dashboard/payments?cursor=next-1"');

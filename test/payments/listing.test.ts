@@ -14,11 +14,13 @@ let redis: Redis;
 let prefix: string;
 const TOKEN = "list-admin";
 const SHOP = "list-shop";
+/** The topics of SHOP, but none of the payment accounts. */
+const NO_ACCOUNTS = "list-no-accounts";
 
 beforeAll(async () => {
   alipay = await startAlipaySandbox();
   ({ service, redis, prefix } = bridgeService("plist", {
-    DQ_TOKENS: `${TOKEN},${SHOP}:shop.*`,
+    DQ_TOKENS: `${TOKEN},${SHOP}:shop.*|alipay/sandbox,${NO_ACCOUNTS}:shop.*`,
     DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
   }));
 }, 30_000);
@@ -69,6 +71,7 @@ describe("listing payment watches", () => {
       const page = await payments.list({
         limit: 2,
         scope: undefined,
+        accounts: undefined,
         ...(cursor ? { cursor } : {}),
       });
       expect(page.watches.length).toBeLessThanOrEqual(2);
@@ -77,21 +80,25 @@ describe("listing payment watches", () => {
     } while (cursor);
     expect(seen).toEqual([...orders].reverse());
 
-    const scoped = await payments.list({ limit: 50, scope: ["shop.*"] });
+    const scoped = await payments.list({ limit: 50, scope: ["shop.*"], accounts: ["*/sandbox"] });
     expect(scoped.watches.map((w) => w.outTradeNo)).toEqual(["l-4", "l-2"]);
+    // The same topics without the account: none of them.
+    for (const accounts of [[], ["wechatpay/sandbox"], ["alipay/sandbox-2"]]) {
+      expect((await payments.list({ limit: 50, scope: ["shop.*"], accounts })).watches).toEqual([]);
+    }
 
     // A watch whose retention ran out: its hash is gone; the listing skips it and drops it.
     const k = keys(prefix);
     const ids = (await redis.zrange(k.watches, 0, -1)) as string[];
     expect(ids).toHaveLength(5);
     await redis.del(k.watch(ids[0] as string));
-    const after = await payments.list({ limit: 50, scope: undefined });
+    const after = await payments.list({ limit: 50, scope: undefined, accounts: undefined });
     expect(after.watches).toHaveLength(4);
     expect(await redis.zcard(k.watches)).toBe(4);
 
-    await expect(payments.list({ limit: 5, scope: undefined, cursor: "junk" })).rejects.toThrow(
-      /cursor: not one this listing gave/,
-    );
+    await expect(
+      payments.list({ limit: 5, scope: undefined, accounts: undefined, cursor: "junk" }),
+    ).rejects.toThrow(/cursor: not one this listing gave/);
   });
 
   it("keeps its index bounded without a listing: each start sweeps two entries on", async () => {
@@ -120,6 +127,9 @@ describe("listing payment watches", () => {
     const shop = await dashboardPage(SHOP, "/dashboard/payments");
     expect(shop.html).toContain("dash-1");
     expect(shop.html).not.toContain("l-3");
+    const noAccounts = await dashboardPage(NO_ACCOUNTS, "/dashboard/payments");
+    expect(noAccounts.status).toBe(200);
+    expect(noAccounts.html).not.toContain("dash-1");
     const junk = await dashboardPage(TOKEN, "/dashboard/payments?cursor=junk");
     expect(junk.status).toBe(400);
     expect(junk.html).toContain("not one this listing gave");

@@ -10,12 +10,21 @@ let wechat: WechatPaySandbox;
 let service: Service;
 const TOKEN = "pay-admin";
 const SHOP = "pay-shop";
+/** A tenant's token with the topics of SHOP, but no payment account of its own. */
+const NO_ACCOUNTS = "pay-no-accounts";
+/** A tenant's token with the topics of SHOP and an Alipay account that is not the sandbox's. */
+const OTHER_ACCOUNT = "pay-other-account";
 
 beforeAll(async () => {
   alipay = await startAlipaySandbox();
   wechat = await startWechatPaySandbox();
   ({ service } = bridgeService("pay", {
-    DQ_TOKENS: `${TOKEN},${SHOP}:shop.*`,
+    DQ_TOKENS: [
+      TOKEN,
+      `${SHOP}:shop.*|*/sandbox`,
+      `${NO_ACCOUNTS}:shop.*`,
+      `${OTHER_ACCOUNT}:shop.*|alipay/other-*`,
+    ].join(","),
     DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
     DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
     // Its watches poll every few hundred ms, to run in seconds.
@@ -424,6 +433,53 @@ describe("watch input and lifecycle", () => {
     const missing = await call("GET", "/v1/payments/alipay/sandbox/never-watched");
     expect(missing.status).toBe(404);
     expect(missing.json.error.code).toBe("payment_not_found");
+  });
+
+  it("keeps tenants' tokens to their payment accounts: no start, read or stop elsewhere", async () => {
+    const no = `o-account-${uid()}`;
+    const input = { provider: "alipay", account: "sandbox", outTradeNo: no, notify: ["shop.paid"] };
+    for (const token of [NO_ACCOUNTS, OTHER_ACCOUNT]) {
+      const refused = await call("POST", "/v1/payments", input, token);
+      expect(refused.status).toBe(403);
+      expect(refused.json.error.code).toBe("forbidden");
+      expect(refused.json.error.message).toContain("alipay/sandbox");
+    }
+    // An account that does not exist is refused the same way: a tenant learns no account names.
+    const unknown = await call(
+      "POST",
+      "/v1/payments",
+      { ...input, account: "other-shop" },
+      NO_ACCOUNTS,
+    );
+    expect(unknown.status).toBe(403);
+    expect((await call("GET", `/v1/payments/alipay/sandbox/${no}`)).status).toBe(404);
+
+    // The operator watches the order for the tenant's own topic: the tenant's token without the
+    // account neither reads nor stops it (404, as for a watch that does not exist).
+    const started = await call("POST", "/v1/payments", { ...input, schedule: [3600] });
+    expect(started.status).toBe(201);
+    for (const token of [NO_ACCOUNTS, OTHER_ACCOUNT]) {
+      const read = await call("GET", `/v1/payments/alipay/sandbox/${no}`, undefined, token);
+      expect(read.status).toBe(404);
+      expect(read.json.error.code).toBe("payment_not_found");
+      const stop = await call("DELETE", `/v1/payments/alipay/sandbox/${no}`, undefined, token);
+      expect(stop.status).toBe(404);
+      // Starting it again does not tell it is watched either.
+      expect((await call("POST", "/v1/payments", input, token)).status).toBe(403);
+    }
+    expect((await call("GET", `/v1/payments/alipay/sandbox/${no}`)).json.payment.state).toBe(
+      "polling",
+    );
+    // The token whose patterns name the account does all three.
+    const again = await call("POST", "/v1/payments", input, SHOP);
+    expect(again.status).toBe(200);
+    expect(again.json.created).toBe(false);
+    expect((await call("GET", `/v1/payments/alipay/sandbox/${no}`, undefined, SHOP)).status).toBe(
+      200,
+    );
+    expect(
+      (await call("DELETE", `/v1/payments/alipay/sandbox/${no}`, undefined, SHOP)).json,
+    ).toEqual({ deleted: true });
   });
 
   it("refuses job ids a watch's poll or outcome will need, so no tenant can take them first", async () => {

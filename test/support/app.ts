@@ -26,7 +26,7 @@ export function testApp(
   const logs: Record<string, unknown>[] = [];
   const app = createApp({
     queue: test.queue,
-    tokens: parseTokens(`${ADMIN},${SHOP_A}:shop-a.*`),
+    tokens: parseTokens(`${ADMIN},${SHOP_A}:shop-a.*|wechatpay/shop-a`),
     log: (entry) => logs.push(entry),
     ...options,
   });

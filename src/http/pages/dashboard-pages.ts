@@ -198,6 +198,7 @@ export async function paymentsPage(
     ? await source.list({
         limit: WATCHES_PER_PAGE,
         scope: session.scope,
+        accounts: session.accounts,
         ...(cursor === undefined ? {} : { cursor }),
       })
     : undefined;

@@ -8,8 +8,11 @@ import type { View } from "./dashboard-view";
 import { duration, formatTime, type Html, relative, shell } from "./layout";
 
 export function frame(view: View, title: string, body: Html): Html {
-  const scope = view.session.scope;
-  const who = scope === undefined ? "token: every topic" : `token: ${scope.join(", ")}`;
+  const { scope, accounts } = view.session;
+  const who =
+    scope === undefined
+      ? "token: every topic"
+      : `token: ${[...scope, ...(accounts ?? [])].join(", ") || "no topic"}`;
   const nav = html`<header class="top">
 <a class="brand" href="/dashboard">delayq</a>
 <nav><a href="/dashboard">Topics</a><a href="/dashboard/payments">Payment watches</a><a href="/docs">API docs</a></nav>

@@ -1,7 +1,7 @@
 // The dashboard's payment-watches panel, and the hook (PaymentWatchSource) through which the
 // payments room lists its watches. Until a source is wired in, the panel says there are none.
 import { html } from "hono/html";
-import type { TopicScope } from "../../domain/scope";
+import type { AccountScope, TopicScope } from "../../domain/scope";
 import { formatTime, type Html, relative } from "./layout";
 
 /** A payment watch as the panel shows it (DESIGN §4's `Payment`; extra fields are ignored). */
@@ -23,8 +23,8 @@ export type PaymentWatchPage = { watches: PaymentWatchView[]; cursor?: string };
 /**
  * The hook for the payments room: list the watches a session may see, a page at a time (bounded
  * Redis cost per page), newest or by key as the source prefers. `scope` is the session token's
- * topics; a source should list only watches whose notify topics it allows. Pass it to createApp
- * as `paymentWatches`.
+ * topics and `accounts` its payment accounts; a source should list only watches of an account
+ * `accounts` allows whose notify topics `scope` allows. Pass it to createApp as `paymentWatches`.
  */
 export type PaymentWatchSource = {
   list(options: {
@@ -32,6 +32,7 @@ export type PaymentWatchSource = {
     /** Watches per page, 1–100. */
     limit: number;
     scope: TopicScope;
+    accounts: AccountScope;
   }): Promise<PaymentWatchPage>;
 };
 

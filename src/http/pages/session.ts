@@ -2,7 +2,7 @@
 // never readable by page script), and a CSRF token derived from it for every form that changes state.
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import type { TopicScope } from "../../domain/scope";
+import type { AccountScope, TopicScope } from "../../domain/scope";
 import type { TokenSet } from "../auth";
 
 export const SESSION_COOKIE = "delayq_dashboard";
@@ -13,6 +13,8 @@ const encoder = new TextEncoder();
 export type DashboardSession = {
   /** The topics the token may act on (undefined: all). */
   scope: TopicScope;
+  /** The payment accounts whose watches it may see (undefined: all). */
+  accounts: AccountScope;
   /** The value every state-changing form must send back as `csrf`. */
   csrf: string;
 };
@@ -26,7 +28,7 @@ export async function readSession(
   if (!token) return undefined;
   const principal = await tokens.identify(token);
   if (!principal) return undefined;
-  return { scope: principal.scope, csrf: await csrfFor(token) };
+  return { scope: principal.scope, accounts: principal.accounts, csrf: await csrfFor(token) };
 }
 
 /** Starts a session for a token already checked with `tokens.identify`. */

@@ -4,6 +4,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { ProviderName } from "../../domain/payments";
 import { Payment, ProviderField, WatchInput } from "../../domain/payments";
+import type { Access } from "../../domain/scope";
 import { type Logger, messageOf } from "../../log";
 import { verifyAlipayNotification } from "../../payments/alipay";
 import type { Payments } from "../../payments/watches";
@@ -45,6 +46,11 @@ const WatchParams = z.object({
     .meta({ param: { name: "outTradeNo", in: "path" }, example: "order-1042" }),
 });
 
+/** What the request's token may act on: its topics and payment accounts. */
+function accessOf(c: Context<AppEnv>): Access {
+  return { scope: c.get("queue").scope, accounts: c.get("accounts") };
+}
+
 /** POST/GET/DELETE /v1/payments: behind the bearer auth. */
 export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOptions): void {
   const tags = ["payments"];
@@ -68,7 +74,7 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
     }),
     async (c) => {
       const input = requestJson(c, c.req.valid("json"));
-      const result = await options.payments.start(input, c.get("queue").scope);
+      const result = await options.payments.start(input, accessOf(c));
       if (result.created && options.background) {
         options.background(c, options.payments.pollSoon());
       }
@@ -91,12 +97,7 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
     }),
     async (c) => {
       const { provider, account, outTradeNo } = c.req.valid("param");
-      const payment = await options.payments.get(
-        provider,
-        account,
-        outTradeNo,
-        c.get("queue").scope,
-      );
+      const payment = await options.payments.get(provider, account, outTradeNo, accessOf(c));
       return jsonBody(c, { payment }, 200);
     },
   );
@@ -119,7 +120,7 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
     }),
     async (c) => {
       const { provider, account, outTradeNo } = c.req.valid("param");
-      await options.payments.stop(provider, account, outTradeNo, c.get("queue").scope);
+      await options.payments.stop(provider, account, outTradeNo, accessOf(c));
       return c.json({ deleted: true as const }, 200);
     },
   );
