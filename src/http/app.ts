@@ -70,6 +70,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   topicRoutes(app, {
     qstashReady: options.push?.qstashReady ?? false,
     destinations: options.destinations,
+    cursors: options.tokens.cursors,
   });
   commandRoutes(app);
   if (options.payments) paymentRoutes(app, options.payments);

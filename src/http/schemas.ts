@@ -209,10 +209,19 @@ export const ListQuery = z.object({
   limit: whole("limit", domain.MAX_PAGE, "Jobs per page (default 100)."),
 });
 export const TopicsQuery = z.object({
-  after: domain.TopicName.optional().meta({
-    param: { name: "after", in: "query" },
-    description: "List topics after this name: the previous page's `cursor`.",
-  }),
+  after: z
+    .string()
+    .regex(
+      /^(~[A-Za-z0-9_-]{1,300}|[A-Za-z0-9_.:-]{1,100})$/,
+      "must be a topic name or the previous page's cursor",
+    )
+    .optional()
+    .meta({
+      param: { name: "after", in: "query" },
+      description:
+        "List topics after this name, or after the previous page's `cursor` (a topic name, or " +
+        "one sealed when it names a topic the token may not see).",
+    }),
   limit: whole("limit", 100, "Topics per page (default 100)."),
 });
 export const PurgeQuery = z.object({

@@ -1,5 +1,6 @@
 // Topic operations behind DelayQueue: setting a config (with a new push secret when one is
 // needed), one topic's stats, and pages of topics, read from the topic scripts' replies.
+import { toBase64url } from "../domain/base64url";
 import { DelayqError, parseInput } from "../domain/errors";
 import type { TopicPage } from "../domain/results";
 import { TopicConfig, TopicConfigPatch, TopicName, type TopicStats } from "../domain/schemas";
@@ -80,8 +81,5 @@ function readConfig(text: string): TopicConfig {
 /** A push secret: 32 random bytes, base64url, with a prefix that says what it is. */
 function newSecret(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return `dqwh_${btoa(String.fromCharCode(...bytes))
-    .replace(/\+/g, "-")
-    .replace(/\//g, "_")
-    .replace(/=+$/, "")}`;
+  return `dqwh_${toBase64url(bytes)}`;
 }

@@ -118,6 +118,50 @@ describe("a token scoped to some topics", () => {
     const topics = await call("GET", "/v1/topics", { token: SHOP_A });
     expect(topics.json.topics.map((t: { topic: string }) => t.topic)).toEqual(["shop-a.orders"]);
   });
+
+  it("pages topics without a cursor naming a topic it may not see", async () => {
+    const { call } = testApp();
+    const hidden = ["acme.ledger", "acme.orders", "acme.refunds", "shop-b.x", "zeta.secret"];
+    for (const topic of [...hidden, "shop-a.one", "shop-a.two"]) {
+      expect((await call("POST", "/v1/jobs", { body: { topic } })).status).toBe(201);
+    }
+    const seen: string[] = [];
+    const cursors: string[] = [];
+    let after: string | undefined;
+    for (let page = 0; page < 10; page++) {
+      const query = new URLSearchParams({ limit: "2", ...(after ? { after } : {}) });
+      const res = await call("GET", `/v1/topics?${query}`, { token: SHOP_A });
+      expect(res.status).toBe(200);
+      seen.push(...res.json.topics.map((t: { topic: string }) => t.topic));
+      after = res.json.cursor;
+      if (!after) break;
+      cursors.push(after);
+    }
+    expect(seen).toEqual(["shop-a.one", "shop-a.two"]);
+    // Pages of two names: the first ends on acme.orders, hidden, so its cursor is sealed.
+    expect(cursors[0]).toMatch(/^~[A-Za-z0-9_-]+$/);
+    for (const cursor of cursors) {
+      for (const name of hidden) {
+        expect(cursor).not.toContain(name);
+        expect(cursor).not.toContain(Buffer.from(name).toString("base64url").slice(0, 8));
+      }
+    }
+    // A cursor on a topic the token sees stays that name; the admin's cursors are names.
+    expect(cursors).toContain("shop-a.one");
+    const admin = await call("GET", "/v1/topics?limit=2");
+    expect(admin.json.cursor).toBe("acme.orders");
+    // A sealed cursor altered, or sealed by a deployment with other tokens, is refused.
+    const sealed = cursors[0] as string;
+    const flipped = `${sealed.slice(0, -2)}${sealed.endsWith("AA") ? "BB" : "AA"}`;
+    const other = await parseTokens("another-deployment").cursors.seal("acme.orders");
+    for (const bad of [flipped, other, "~tooshort", "~!!"]) {
+      const res = await call("GET", `/v1/topics?after=${encodeURIComponent(bad)}`, {
+        token: SHOP_A,
+      });
+      expect(res.status).toBe(400);
+      expect(res.json.error.code).toBe("invalid_request");
+    }
+  });
 });
 
 describe("DQ_TOKENS parsing", () => {

@@ -4,6 +4,7 @@ import { html } from "hono/html";
 import { DelayqError } from "../../domain/errors";
 import type { Job, ListableState, TopicStats } from "../../domain/schemas";
 import { TopicName } from "../../domain/schemas";
+import { readTopics } from "../topic-cursors";
 import { actionForm, jobActions, notice } from "./dashboard-actions";
 import { deadReasonText, defaults, delivery, frame, oldestDue } from "./dashboard-pieces";
 import { BULK, here, jobHref, pageSize, STATES, topicHref, type View } from "./dashboard-view";
@@ -11,10 +12,10 @@ import { bodyText, count, formatTime, type Html, indentJson, preview, relative }
 import { type PaymentWatchSource, WATCHES_PER_PAGE, watchesPanel } from "./payments";
 import type { DashboardSession } from "./session";
 
-export async function topicsPage({ c, session, queue }: View): Promise<Response> {
+export async function topicsPage({ c, session, queue, cursors }: View): Promise<Response> {
   const limit = pageSize(c.req.query("limit"));
   const after = c.req.query("after") || undefined;
-  const page = await queue.topics(after === undefined ? { limit } : { after, limit });
+  const page = await readTopics(queue, cursors, { after, limit });
   const now = queue.clock();
   const back = here(c);
   const next =

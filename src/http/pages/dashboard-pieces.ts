@@ -7,7 +7,7 @@ import type { Logger } from "../../log";
 import type { View } from "./dashboard-view";
 import { duration, formatTime, type Html, relative, shell } from "./layout";
 
-export function frame(view: View, title: string, body: Html): Html {
+export function frame(view: Omit<View, "cursors">, title: string, body: Html): Html {
   const { scope, accounts } = view.session;
   const who =
     scope === undefined

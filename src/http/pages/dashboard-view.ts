@@ -4,6 +4,7 @@ import type { Context } from "hono";
 import type { ListableState } from "../../domain/schemas";
 import type { DelayQueue } from "../../queue";
 import type { AppEnv } from "../context";
+import type { TopicCursors } from "../topic-cursors";
 import type { DashboardSession } from "./session";
 
 /** Rows per page: topics on the overview, jobs on a topic's page. */
@@ -32,7 +33,13 @@ export const CONFIRMED: ReadonlySet<Action> = new Set([
   "bury",
 ]);
 
-export type View = { c: Context<AppEnv>; session: DashboardSession; queue: DelayQueue };
+export type View = {
+  c: Context<AppEnv>;
+  session: DashboardSession;
+  queue: DelayQueue;
+  /** Topic pages' cursors (TokenSet.cursors). */
+  cursors: TopicCursors;
+};
 
 const enc = encodeURIComponent;
 export const topicHref = (topic: string, query?: Record<string, string>) =>

@@ -89,7 +89,12 @@ export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
           ? c.redirect("/dashboard/login", 303)
           : c.html(loginPage("Your session has ended: sign in again."), 401);
       }
-      const view = { c, session, queue: options.queue.withScope(session.scope) };
+      const view = {
+        c,
+        session,
+        queue: options.queue.withScope(session.scope),
+        cursors: tokens.cursors,
+      };
       try {
         return await render(view);
       } catch (error) {

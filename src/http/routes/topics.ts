@@ -18,6 +18,7 @@ import {
   TopicStats,
   TopicsQuery,
 } from "../schemas";
+import { readTopics } from "../topic-cursors";
 import { type ConfigRouteOptions, configRoutes, maskStats } from "./topic-config";
 
 const tags = ["topics"];
@@ -115,7 +116,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
       responses: { 200: json(TopicList, "A page of topics"), ...errors() },
     }),
     async (c) => {
-      const page = await c.get("queue").topics(c.req.valid("query"));
+      const page = await readTopics(c.get("queue"), options.cursors, c.req.valid("query"));
       return c.json({ ...page, topics: page.topics.map(maskStats) }, 200);
     },
   );
