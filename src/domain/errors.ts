@@ -47,8 +47,14 @@ export function invalidRequest(error: z.ZodError, what = "request"): DelayqError
   const problems = error.issues.slice(0, 5).map((issue) => {
     const path = issue.path.map(String).join(".");
     if (issue.code === "unrecognized_keys") {
-      const keys = issue.keys.map((k) => `"${k}"`).join(", ");
-      return `unknown field${issue.keys.length > 1 ? "s" : ""} ${keys}${path ? ` in ${path}` : ""}`;
+      // The first 20 are enough to act on: a body of a million made a message of megabytes.
+      const keys = issue.keys
+        .slice(0, 20)
+        .map((k) => JSON.stringify(k.length > 64 ? `${k.slice(0, 64)}…` : k))
+        .join(", ");
+      const others = issue.keys.length > 20 ? ` and ${issue.keys.length - 20} more` : "";
+      const where = path ? ` in ${path}` : "";
+      return `unknown field${issue.keys.length > 1 ? "s" : ""} ${keys}${others}${where}`;
     }
     // zod's "Invalid input: expected string, ..." after "Invalid <what>:" says "invalid" twice.
     const message = issue.message.replace(/^Invalid input: /, "");

@@ -57,3 +57,52 @@ describe("times and schedules", () => {
     expect(backoff.json.error.message).not.toContain("Invalid input");
   });
 });
+
+describe("bodies that would hold the event loop", () => {
+  it("refuses JSON nested deeper than 512 levels, before parsing it, on every JSON route", async () => {
+    const { call, app } = testApp();
+    const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
+    // 512 levels in all, the request's own object counted: the body may nest 511.
+    const kept = await call("POST", "/v1/jobs", {
+      body: `{"topic":"t","id":"deep-ok","body":${nested(511)}}`,
+    });
+    expect(kept.status).toBe(201);
+    expect((await call("GET", "/v1/jobs/deep-ok")).json.job.body).toEqual(JSON.parse(nested(511)));
+    // Brackets inside strings, escaped quotes included, are text, not nesting.
+    const text = `"\\"${"[".repeat(2000)}{"`;
+    expect(
+      (await call("POST", "/v1/jobs", { body: `{"topic":"t","id":"deep-str","body":${text}}` }))
+        .status,
+    ).toBe(201);
+    for (const [path, body] of [
+      ["/v1/jobs", `{"topic":"t","id":"deep-no","body":${nested(512)}}`],
+      ["/v1/jobs/batch", `{"jobs":${nested(4_000_000)}}`],
+      ["/v1/command", `[{"command":"add","topic":"t","body":{"a":${nested(600)}}}]`],
+      ["/compat/ouqiang/admin-token/push", `{"topic":"t","id":"o","body":${nested(600)}}`],
+    ] as const) {
+      const res = await app.request(path, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+        body,
+      });
+      const answer = await res.text();
+      expect(answer, path).toContain("more than 512 levels deep");
+      if (!path.startsWith("/compat")) expect(res.status, path).toBe(400);
+    }
+    expect((await call("GET", "/v1/jobs/deep-no")).status).toBe(404);
+  });
+
+  it("names the first 20 unknown fields and counts the rest", async () => {
+    const { call } = testApp();
+    const fields = Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`f${i}`, 1]));
+    const res = await call("POST", "/v1/jobs", { body: { topic: "t", ...fields } });
+    expect(res.status).toBe(400);
+    const first = Array.from({ length: 20 }, (_, i) => `"f${i}"`).join(", ");
+    expect(res.json.error.message).toBe(
+      `Invalid request body: unknown fields ${first} and 9980 more`,
+    );
+    const long = "x".repeat(500);
+    const one = await call("POST", "/v1/jobs", { body: { topic: "t", [long]: 1 } });
+    expect(one.json.error.message).toBe(`Invalid request body: unknown field "${"x".repeat(64)}…"`);
+  });
+});

@@ -13,7 +13,7 @@ import {
 } from "../../protocols/ouqiang";
 import type { DelayQueue } from "../../queue";
 import type { TokenSet } from "../auth";
-import { cappedText } from "../body";
+import { cappedText, parseJsonText } from "../body";
 import type { AppEnv } from "../context";
 import { type PushOptions, pushSoon } from "./push";
 
@@ -118,10 +118,5 @@ async function readJson(request: Request, maxBytes: number): Promise<unknown> {
       'The request body is empty: send JSON such as {"topic": "order", "id": "15702398321", ...}',
     );
   }
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new DelayqError("invalid_request", `The request body is not valid JSON: ${reason}`);
-  }
+  return parseJsonText(text);
 }
