@@ -1,8 +1,9 @@
-// Failure notices: a dead push job's record sent to its topic's failureUrl, retried until sent
-// (or dropped when DQ_PRIVATE_PUSH refuses that URL).
+// Failure notices: a dead push job's record sent to its topic's failureUrl, retried each minute
+// until sent, for up to three days (NOTICE_RETRY_MS), or dropped when DQ_PRIVATE_PUSH refuses
+// that URL.
 import type { PushConfig } from "../domain/push";
 import type { Logger } from "../log";
-import { notices, renotice } from "../redis/lua/scripts/push";
+import { NOTICE_RETRY_MS, notices, renotice } from "../redis/lua/scripts/push";
 import { splitRecord } from "../redis/record";
 import type { ScriptRunner } from "../redis/runner";
 import type { Budget } from "./budget";
@@ -22,7 +23,8 @@ export async function sendNotices(
 ): Promise<number> {
   const most = Math.min(limit, budget.left() - 2);
   if (most <= 0 || !budget.take(most + 2)) return 0;
-  const taken = await scripts.run(notices, clock(), [most]);
+  const taken = await scripts.run(notices, clock(), [most, NOTICE_RETRY_MS]);
+  const failedAt = clock();
   const unsent: string[] = [];
   let sent = 0;
   let posted = 0;
@@ -30,6 +32,17 @@ export async function sendNotices(
     taken.map(async (notice) => {
       if (!notice.record) return;
       const { meta, body } = splitRecord(notice.record);
+      if (notice.expired) {
+        log({
+          level: "warn",
+          event: "notice_expired",
+          id: meta.id,
+          topic: meta.topic,
+          message:
+            "failureUrl could not be told for 3 days: the notice is dropped (the job stays dead)",
+        });
+        return;
+      }
       const push = (JSON.parse(notice.config || "{}") as { push?: PushConfig }).push;
       if (!push?.failureUrl || meta.state !== "dead") return;
       const route = routeOf(meta.topic, push.failureUrl);
@@ -50,7 +63,7 @@ export async function sendNotices(
         now: clock,
       });
       if (ok) sent += 1;
-      else unsent.push(notice.id);
+      else unsent.push(`${notice.firstFailedAt ?? failedAt}|${notice.id}`);
     }),
   );
   budget.giveBack(most - posted);

@@ -69,6 +69,11 @@ export const KEY_LAYOUT = {
   /** list: ids of push jobs that died, whose topic's failureUrl is still to be told. */
   notices: "push:notices",
   /**
+   * list: notices whose sending failed, as `<ms of the first failure>|<id>`, tried after the new
+   * ones (scripts/push.ts: notices) until NOTICE_RETRY_MS has passed since their first failure.
+   */
+  noticeRetries: "push:notices:retry",
+  /**
    * hash: a payment watch (spec, state, polls, lastAnswer, outcome, ...); its polls are a job of
    * the internal topic \`__payments\` with the id \`pay:<watch id>\`.
    */

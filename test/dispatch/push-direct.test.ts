@@ -2,6 +2,7 @@
 // checked with node:crypto's HMAC, not with delayq's own verifier.
 import { createHmac } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
+import { createDispatcher } from "../../src/dispatch/dispatcher";
 import { DelayqError, tick } from "../../src/index";
 import { claim } from "../../src/redis/lua/scripts/push";
 import { createScriptRunner } from "../../src/redis/runner";
@@ -235,6 +236,48 @@ describe("direct delivery", () => {
     failures.answer(() => ({ status: 200 }));
     expect(await app.dispatcher.sendNotices()).toBe(1);
     expect(failures.received).toHaveLength(2);
+  });
+
+  it("sends new notices before those whose receiver keeps failing, and gives those up after 3 days", async () => {
+    const failing = await startReceiver();
+    const working = await startReceiver();
+    receivers.push(failing, working);
+    failing.answer(() => ({ status: 503 }));
+    const app = await setup({}, "a");
+    const configure = (topic: string, failureUrl: string) =>
+      app.call("PUT", `/v1/topics/${topic}`, {
+        body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl } },
+      });
+    await configure("a", `${failing.url}/a`);
+    await configure("b", `${working.url}/b`);
+    const kill = async (topic: string, id: string) => {
+      const { receipt } = await claimOne(app, topic, id);
+      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
+    };
+    for (const id of ["a1", "a2", "a3"]) await kill("a", id);
+    expect(await app.dispatcher.sendNotices(50)).toBe(0);
+    expect(failing.received).toHaveLength(3);
+    // b's job dies after a's notices failed: with room for one notice, b's goes first.
+    await kill("b", "b1");
+    expect(await app.dispatcher.sendNotices(1)).toBe(1);
+    expect(working.received.map((r) => JSON.parse(r.body).id)).toEqual(["b1"]);
+    // a's keep being tried (each minute on the ticks), until 3 days after their first failure.
+    expect(await app.dispatcher.sendNotices(50)).toBe(0);
+    expect(failing.received).toHaveLength(6);
+    const threeDaysOn = createDispatcher({
+      redis: app.redis,
+      prefix: app.keys.base.slice(1, -2),
+      retentionMs: 3_600_000,
+      log: (entry) => app.logs.push(entry),
+      clock: () => Date.now() + 3 * 24 * 3600 * 1000,
+    });
+    expect(await threeDaysOn.sendNotices(50)).toBe(0);
+    expect(failing.received).toHaveLength(6);
+    const expired = app.logs.filter((entry) => entry.event === "notice_expired");
+    expect(expired.map((entry) => entry.id).sort()).toEqual(["a1", "a2", "a3"]);
+    expect(await app.redis.llen(app.keys.noticeRetries)).toBe(0);
+    // The jobs stay dead, listable and kickable.
+    expect((await app.call("GET", "/v1/jobs/a1")).json.job.state).toBe("dead");
   });
 });
 

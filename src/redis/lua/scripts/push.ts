@@ -166,42 +166,77 @@ return cancel
 });
 
 /** A dead push job whose topic's failureUrl is to be told. */
-export type Notice = { id: string; record: string; config: string };
+/**
+ * A failure notice to send: the job's record ("" when it is gone) and its topic's config, and
+ * when its sending first failed (undefined for a new one). `expired`: it failed for
+ * NOTICE_RETRY_MS and was dropped; it is not to be sent.
+ */
+export type Notice = {
+  id: string;
+  record: string;
+  config: string;
+  firstFailedAt?: number;
+  expired?: boolean;
+};
+
+/** How long a failure notice that cannot be sent is tried again (each minute): 3 days, as Stripe. */
+export const NOTICE_RETRY_MS = 3 * 24 * 3600 * 1000;
 
 export const notices = defineScript<Notice[]>({
   name: "notices",
   lua: `
---[[ notices: takes dead push jobs off the notices list, for their topics' failureUrl.
-  ARGV[4] most to take
-  Returns three values per job: id, record (or "" when it is gone), its topic's config JSON.
-  A notice that cannot be sent is put back (scripts/push.ts: renotice), so it is sent at least
-  once unless the sender dies with it.
-  The schedule's ~notices entry (set when a push job dies) is dropped once the list is empty.
-  Cost: LPOP, LLEN (+ ZREM), per job GET and MGET (its topic's keys: the config).
+--[[ notices: takes failure notices to send to their topics' failureUrl: new ones first (dead push
+  jobs, in the order they died), then those whose sending failed before, so that one receiver
+  that keeps failing does not hold back the notices of the others.
+  ARGV[4] most to take   ARGV[5] how long a failing notice is retried, ms (NOTICE_RETRY_MS)
+  Returns four values per notice: id, record (or "" when it is gone), its topic's config JSON,
+  and when its sending first failed ("" for a new one, "x" when that was ARGV[5] ago or more:
+  it is dropped, not to be sent). A notice that cannot be sent goes on the retry list
+  (scripts/push.ts: renotice), so it is sent at least once unless the sender dies with it.
+  The schedule's ~notices entry (set when a push job dies) is dropped once both lists are empty.
+  Cost: LPOP (+ LPOP of the retries), 2 LLEN (+ ZREM), per notice GET and MGET (its topic's
+  keys: the config).
 ]]
-local ids = rcall("LPOP", key.notices, tonumber(ARGV[4]))
-if rcall("LLEN", key.notices) == 0 then rcall("ZREM", key.schedule, "~notices") end
-if not ids then return {} end
+local most, keep = tonumber(ARGV[4]), tonumber(ARGV[5])
+local taken = rcall("LPOP", key.notices, most) or {}
+local retries = {}
+if #taken < most then
+  retries = rcall("LPOP", key.noticeRetries, most - #taken) or {}
+end
+if rcall("LLEN", key.notices) == 0 and rcall("LLEN", key.noticeRetries) == 0 then
+  rcall("ZREM", key.schedule, "~notices")
+end
 local out = {}
-for _, id in ipairs(ids) do
+local function add(id, firstFailed)
   local raw = rcall("GET", key.job(id)) or ""
   local cfg = "{}"
-  if raw ~= "" then cfg = fields(decode(raw).topic).config or "{}" end
+  if raw ~= "" and firstFailed ~= "x" then cfg = fields(decode(raw).topic).config or "{}" end
   out[#out + 1] = id
   out[#out + 1] = raw
   out[#out + 1] = cfg
+  out[#out + 1] = firstFailed
+end
+for _, id in ipairs(taken) do add(id, "") end
+for _, entry in ipairs(retries) do
+  local cut = string.find(entry, "|", 1, true)
+  local first, id = tonumber(string.sub(entry, 1, cut - 1)), string.sub(entry, cut + 1)
+  if NOW - first >= keep then add(id, "x") else add(id, tostring(first)) end
 end
 return out
 `,
   parse(reply) {
     const flat = list(reply, "notices");
     const out: Notice[] = [];
-    for (let i = 0; i < flat.length; i += 3) {
-      out.push({
+    for (let i = 0; i < flat.length; i += 4) {
+      const failed = String(flat[i + 3] ?? "");
+      const notice: Notice = {
         id: String(flat[i]),
         record: String(flat[i + 1] ?? ""),
         config: jsonText(flat[i + 2]),
-      });
+      };
+      if (failed === "x") notice.expired = true;
+      else if (failed !== "") notice.firstFailedAt = Number(failed);
+      out.push(notice);
     }
     return out;
   },
@@ -210,11 +245,12 @@ return out
 export const renotice = defineScript<void>({
   name: "renotice",
   lua: `
---[[ renotice: puts back notices that could not be sent, for a later tick.
-  ARGV[4..] job ids; they are tried again a minute later.   Cost: RPUSH, ZADD LT.
+--[[ renotice: puts notices that could not be sent on the retry list, for a later tick.
+  ARGV[4..] "<ms of the notice's first failure>|<id>"; they are tried again a minute later.
+  Cost: RPUSH, ZADD LT.
 ]]
 if #ARGV >= 4 then
-  rcall("RPUSH", key.notices, unpack(ARGV, 4))
+  rcall("RPUSH", key.noticeRetries, unpack(ARGV, 4))
   rcall("ZADD", key.schedule, "LT", NOW + 60000, "~notices")
 end
 return 1
