@@ -48,6 +48,12 @@ export type ClaimOptions = {
   internal?: Record<string, InternalHandler>;
   /** Whether QStash (and the public URL for its callbacks) is configured. */
   qstash: boolean;
+  /**
+   * Whether a topic's deliveries to `url` are refused (DQ_PRIVATE_PUSH). Such a QStash job is
+   * not published (QStash, or whatever QSTASH_URL names, would deliver it): it goes the direct
+   * way, which fails the attempt as refused without sending anything.
+   */
+  refused?: (topic: string, url: string) => boolean;
   log: Logger;
   /** Called once per process when a topic wants QStash and it is not configured. */
   warnNoQStash: () => void;
@@ -122,9 +128,14 @@ function classify(
       if (!push) continue; // un-pushed since: its lease brings it back to the pulled topic
       const handler = (push.via as string) === "internal" && options.internal?.[push.url];
       if (handler) out.internal.push({ meta, body, handler });
-      else if (push.via === "qstash" && options.qstash) out.viaQStash.push({ meta, body, push });
-      else {
-        if (push.via === "qstash") options.warnNoQStash();
+      else if (
+        push.via === "qstash" &&
+        options.qstash &&
+        !options.refused?.(meta.topic, push.url)
+      ) {
+        out.viaQStash.push({ meta, body, push });
+      } else {
+        if (push.via === "qstash" && !options.qstash) options.warnNoQStash();
         out.direct.push({ meta, body, push });
       }
     }

@@ -241,6 +241,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         batch,
         internal: options.internal,
         qstash: options.qstash !== undefined && options.publicUrl !== undefined,
+        refused: (topic, url) => routeOf(options, topic, url).refused !== undefined,
         log,
         warnNoQStash,
       },

@@ -6,6 +6,7 @@ import { lookup } from "node:dns/promises";
 import { hostname } from "node:os";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { startQStash } from "../../dev/qstash";
 import { publicFetch, publicLookup } from "../../src/dispatch/public-fetch";
 import { nonPublicKind } from "../../src/domain/destinations";
 import { type Receiver, startReceiver } from "../support/push";
@@ -127,18 +128,50 @@ describe("DQ_PRIVATE_PUSH=admin (the default)", () => {
 
 describe("a config stored before the policy applied", () => {
   it("is refused when its delivery and failure notice would go out, and the notice dropped", async () => {
+    // QStash (the stand-in) would deliver anywhere: a refused job must not be published to it.
+    const qstash = await startQStash({ retryDelayMs: () => 50 });
+    const viaQStash = {
+      QSTASH_URL: qstash.url,
+      QSTASH_TOKEN: qstash.token,
+      QSTASH_CURRENT_SIGNING_KEY: qstash.currentSigningKey,
+      QSTASH_NEXT_SIGNING_KEY: qstash.nextSigningKey,
+      DQ_PUBLIC_URL: "http://127.0.0.1:9",
+    };
     // Stored by a service that allows private URLs; delivered by one that does not (same keys).
-    const open = await service({ DQ_PRIVATE_PUSH: "allow", DQ_TICK_INTERVAL_MS: "3600000" });
+    const open = await service({
+      DQ_PRIVATE_PUSH: "allow",
+      DQ_TICK_INTERVAL_MS: "3600000",
+      ...viaQStash,
+    });
     const put = await open.call(open.scopedToken, "PUT", "/v1/topics/shop.legacy", {
       push: { url: `${rx.url}/legacy`, failureUrl: `${rx.url}/legacy-dead` },
       maxAttempts: 1,
     });
     expect(put.status).toBe(200);
+    const putQStash = await open.call(open.scopedToken, "PUT", "/v1/topics/shop.legacy-qs", {
+      push: { url: `${rx.url}/legacy-qstash`, via: "qstash" },
+      maxAttempts: 1,
+    });
+    expect(putQStash.status).toBe(200);
     await open.stop();
     const strict = await service({
       DQ_PREFIX: open.prefix,
       DQ_TOKENS: `${open.token},${open.scopedToken}:shop.*`,
+      ...viaQStash,
     });
+    const addedQStash = await strict.call(open.token, "POST", "/v1/jobs", {
+      topic: "shop.legacy-qs",
+      id: "legacy-qs-1",
+    });
+    expect(addedQStash.status).toBe(201);
+    const qsJob = await jobWhen(
+      { ...strict, token: open.token },
+      "legacy-qs-1",
+      (j) => j.state === "dead",
+    );
+    expect(qsJob.lastDelivery?.error).toMatch(/^refused: 127\.0\.0\.1 is a loopback address; /);
+    expect(qsJob.state).toBe("dead");
+    await qstash.close();
     const added = await strict.call(open.token, "POST", "/v1/jobs", {
       topic: "shop.legacy",
       id: "legacy-1",
