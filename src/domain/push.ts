@@ -102,10 +102,21 @@ export const PushConfig = z
         if (names.length > MAX_PUSH_HEADERS) {
           ctx.addIssue({ code: "custom", message: `at most ${MAX_PUSH_HEADERS} headers` });
         }
+        // Header names are case-insensitive: two spellings of one would go out as one header
+        // with both values joined ("x-a: 1, 2"), which no receiver expects.
+        const seen = new Map<string, string>();
         for (const name of names) {
           const problem = headerNameProblem(name);
           if (problem)
             ctx.addIssue({ code: "custom", message: `"${name}" ${problem}`, path: [name] });
+          const first = seen.get(name.toLowerCase());
+          if (first !== undefined) {
+            ctx.addIssue({
+              code: "custom",
+              message: `"${name}" is "${first}" again (header names ignore case): keep one`,
+              path: [name],
+            });
+          } else seen.set(name.toLowerCase(), name);
         }
       })
       .optional()

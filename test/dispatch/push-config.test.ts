@@ -57,6 +57,10 @@ describe("PUT /v1/topics/{topic} with push", () => {
     [{ url: URL, headers: { "delayq-id": "x" } }, /set by delayq/],
     [{ url: URL, headers: { "bad header": "x" } }, /is not an HTTP header name/],
     [{ url: URL, headers: { "X-Line": "a\r\nX-Other: b" } }, /must be one line/],
+    [
+      { url: URL, headers: { "X-Key": "1", "x-key": "2" } },
+      /push.headers.x-key: "x-key" is "X-Key" again \(header names ignore case\)/,
+    ],
     // fetch cannot send it: every delivery would fail, and a QStash batch with it (issue 6 style
     // black-box pass: one such topic held back every other topic's publishes).
     [{ url: URL, headers: { "X-Euro": "10 €" } }, /push.headers.X-Euro: must be printable ASCII/],
