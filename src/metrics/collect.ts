@@ -140,12 +140,16 @@ function topicFamilies(
   ];
 }
 
-/** The process counters; a scoped token sees no series labelled with another topic. */
+/**
+ * The process counters. A token limited to some topics sees only the series of its topics: not
+ * another's, and not the process's own (ticks, payment polls), which tell of other tenants' work.
+ */
 function processFamilies(options: CollectOptions, scope: TopicScope): MetricFamily[] {
   const counters = options.counters;
   if (!counters) return [];
   const visible = (sample: Sample) =>
-    sample.labels?.topic === undefined || scopeAllows(scope, sample.labels.topic);
+    scope === undefined ||
+    (sample.labels?.topic !== undefined && scopeAllows(scope, sample.labels.topic));
   return [
     {
       name: "delayq_process_start_time_seconds",

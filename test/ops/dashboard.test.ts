@@ -1,6 +1,7 @@
 // The dashboard through the real app and Redis, request by request: sign-in and its cookie, CSRF,
 // confirmation, escaping of job bodies, topic-scoped tokens, paging, pause/resume, payment watches.
 import { describe, expect, it } from "vitest";
+import { RawJson } from "../../src/domain/raw-json";
 import type { PaymentWatchSource } from "../../src/http/pages/payments";
 import { ADMIN, SHOP_A, type TestApp, testApp } from "../support/app";
 
@@ -209,9 +210,9 @@ describe("pages", () => {
     const cookie = await login(t);
     for (const depth of [14_000, 40_000]) {
       const deep = `${"[".repeat(depth)}1${"]".repeat(depth)}`;
-      await t.call("POST", "/v1/jobs", {
-        body: `{"topic":"deep","id":"d${depth}","body":${deep}}`,
-      });
+      // The HTTP API refuses JSON this deep (over 512 levels); the library, or a version before
+      // that rule, stores it.
+      await t.queue.add({ topic: "deep", id: `d${depth}`, body: new RawJson(deep) });
       const page = await get(t, cookie, `/dashboard/jobs/d${depth}`);
       expect(page.status).toBe(200);
       // At most about 1 MiB of indented text, or twice the body.

@@ -140,6 +140,19 @@ describe("GET /metrics", () => {
     expect(metrics.value("delayq_process_start_time_seconds")).toBe(
       Math.floor(counters.startedAt / 1000),
     );
+    // A tenant's token: the process's own series tell of every tenant's work, so it sees none.
+    counters.inc("delayq_polls_total", { provider: "alipay", outcome: "paid" });
+    const tenant = parseMetrics((await scrape(t, SHOP_A)).text);
+    expect(tenant.value("delayq_tick_slices_total", { step: "drain" })).toBe(undefined);
+    expect(tenant.value("delayq_tick_work_total", { step: "drain", kind: "promoted" })).toBe(
+      undefined,
+    );
+    expect(tenant.value("delayq_polls_total", { provider: "alipay", outcome: "paid" })).toBe(
+      undefined,
+    );
+    expect(tenant.value("delayq_process_start_time_seconds")).toBe(
+      Math.floor(counters.startedAt / 1000),
+    );
   });
 });
 
