@@ -395,6 +395,21 @@ describe("actions", () => {
 });
 
 describe("a token limited to some topics", () => {
+  it("pages topics without a next link naming a topic it may not see", async () => {
+    const t = testApp();
+    for (const topic of ["acme.secret", "shop-a.orders"]) {
+      await t.call("POST", "/v1/jobs", { body: { topic } });
+    }
+    const cookie = await login(t, SHOP_A);
+    const first = await get(t, cookie, "/dashboard?limit=1");
+    expect(first.html).toContain('id="no-topics"');
+    const next = /href="(\/dashboard\?after=[^"]+)"/.exec(first.html)?.[1]?.replace(/&amp;/g, "&");
+    expect(next).toMatch(/after=%7E/);
+    expect(first.html).not.toContain("acme");
+    const second = await get(t, cookie, next as string);
+    expect(second.html).toContain('data-topic="shop-a.orders"');
+  });
+
   it("sees and acts on only its topics", async () => {
     const t = testApp();
     await t.call("POST", "/v1/jobs", { body: { topic: "shop-a.orders", id: "a1" } });
