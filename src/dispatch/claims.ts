@@ -1,9 +1,10 @@
 // A run's claims: takes due push jobs, as many as the invocation's budget pays for at their worst
 // cost, and sorts them by how they go out (directly, through QStash, or to an internal handler).
+
+import { randomHex } from "../domain/bytes";
 import type { PushConfig } from "../domain/push";
 import type { Logger } from "../log";
 import { claim } from "../redis/lua/scripts/push";
-import { randomHex } from "../redis/nonce";
 import { type RecordMeta, splitRecord } from "../redis/record";
 import type { ScriptRunner } from "../redis/runner";
 import type { Budget } from "./budget";

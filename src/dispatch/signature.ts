@@ -3,7 +3,7 @@
 // Stripe's scheme: the timestamp is signed with the body, so a captured delivery cannot be replayed
 // after the tolerance window, and a receiver can accept several v1 values while rotating secrets.
 
-const encoder = new TextEncoder();
+import { hmacSha256Hex, sameText } from "../domain/bytes";
 
 /** The header name, lower-case as HTTP/2 sends it. */
 export const SIGNATURE_HEADER = "delayq-signature";
@@ -11,22 +11,10 @@ export const SIGNATURE_HEADER = "delayq-signature";
 /** The default window, seconds, within which a signature's timestamp must fall. */
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
-async function hmacHex(secret: string, text: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(text)));
-  return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 /** The `delayq-signature` header value for a raw body, signed at `at` (unix ms). */
 export async function signWebhook(secret: string, rawBody: string, at: number): Promise<string> {
   const t = Math.floor(at / 1000);
-  return `t=${t},v1=${await hmacHex(secret, `${t}.${rawBody}`)}`;
+  return `t=${t},v1=${await hmacSha256Hex(secret, `${t}.${rawBody}`)}`;
 }
 
 export type VerifyOptions = {
@@ -61,14 +49,8 @@ export async function verifySignature(
   const now = options.now ?? Date.now();
   const tolerance = options.tolerance ?? DEFAULT_TOLERANCE_SECONDS;
   if (Math.abs(now / 1000 - t) > tolerance) return false;
-  const expected = await hmacHex(secret, `${t}.${rawBody}`);
+  const expected = await hmacSha256Hex(secret, `${t}.${rawBody}`);
   let ok = false;
   for (const candidate of candidates) if (sameText(candidate, expected)) ok = true;
   return ok;
-}
-
-function sameText(a: string, b: string): boolean {
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ (b.charCodeAt(i) || 0);
-  return diff === 0;
 }

@@ -1,6 +1,7 @@
 // Bearer tokens from DQ_TOKENS, each optionally limited to topic patterns and payment accounts;
 // compared in constant time.
 import type { Context, MiddlewareHandler } from "hono";
+import { sameBytes } from "../domain/bytes";
 import { DelayqError } from "../domain/errors";
 import {
   type Access,
@@ -36,13 +37,6 @@ const encoder = new TextEncoder();
 
 async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
-}
-
-/** Equal digests, compared without an early exit. */
-function sameDigest(a: Uint8Array, b: Uint8Array): boolean {
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < a.length; i++) diff |= (a[i] as number) ^ (b[i] ?? 0);
-  return diff === 0;
 }
 
 /**
@@ -126,7 +120,7 @@ export function parseTokens(value: string): TokenSet {
       let found: Entry | undefined;
       // Compare against every entry, so timing does not tell which one matched.
       for (const entry of entries) {
-        if (sameDigest(presented, await entry.digest) && !found) found = entry;
+        if (sameBytes(presented, await entry.digest) && !found) found = entry;
       }
       if (found) known.set(token, found);
       return found && { scope: found.scope, accounts: found.accounts };

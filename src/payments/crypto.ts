@@ -1,6 +1,7 @@
 // The payment providers' cryptography on WebCrypto alone, so one code runs in Workers and on Node:
 // SHA256withRSA (RSASSA-PKCS1-v1_5) signatures in standard base64, and WeChat's AES-256-GCM.
 
+import { randomHex } from "../domain/bytes";
 import { base64ToBytes, bytesToBase64, privateKeyToPkcs8, publicKeyToSpki } from "./keys";
 import { PaymentsError } from "./provider";
 
@@ -127,6 +128,5 @@ export async function aesGcmDecrypt(
 
 /** 32 random hex characters, for request nonces. */
 export function randomNonce(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return randomHex(16);
 }

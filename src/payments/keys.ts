@@ -2,6 +2,7 @@
 // Accepts PEM or bare base64, PKCS#8 or PKCS#1 private keys, SPKI or PKCS#1 public keys, and X.509
 // certificates (whose SPKI and serial are read out). Errors never quote the key.
 
+import { sameBytes, toHex } from "../domain/bytes";
 import { PaymentsError } from "./provider";
 
 const SEQUENCE = 0x30;
@@ -84,12 +85,6 @@ function tlv(tag: number, ...parts: Uint8Array[]): Uint8Array {
     at += part.length;
   }
   return out;
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 function isRsaAlgorithm(bytes: Uint8Array, algorithm: Tlv): boolean {
@@ -231,12 +226,8 @@ export function certificateInfo(der: Uint8Array): CertificateInfo {
   checkSpki(spkiDer);
   return {
     spki: spkiDer,
-    serial: normalizeSerial(hex(der.subarray(serial.contentStart, serial.end))),
+    serial: normalizeSerial(toHex(der.subarray(serial.contentStart, serial.end))),
   };
-}
-
-function hex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** A serial in one spelling: upper-case hex without leading zeros, so "00ab" and "AB" are equal. */

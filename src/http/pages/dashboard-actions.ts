@@ -2,6 +2,7 @@
 // the queue (kick, delete, bury, pause, resume), and the notice shown after it.
 import type { Context } from "hono";
 import { html } from "hono/html";
+import { sameText } from "../../domain/bytes";
 import { DelayqError } from "../../domain/errors";
 import type { Job } from "../../domain/schemas";
 import type { DelayQueue } from "../../queue";
@@ -17,7 +18,7 @@ import {
   type View,
 } from "./dashboard-view";
 import { count, type Html } from "./layout";
-import { type DashboardSession, fromThisSite, sameText } from "./session";
+import { type DashboardSession, fromThisSite } from "./session";
 
 export const UNREADABLE_FORM =
   "The form could not be read: send it as application/x-www-form-urlencoded or as well-formed multipart/form-data";

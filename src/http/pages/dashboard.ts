@@ -2,6 +2,7 @@
 // bury (with a confirmation step), pause and resume, and list payment watches. No script at all.
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { sameText } from "../../domain/bytes";
 import type { Logger } from "../../log";
 import type { DelayQueue } from "../../queue";
 import type { TokenSet } from "../auth";
@@ -12,7 +13,7 @@ import { errorPage, frame, loginPage, notFound } from "./dashboard-pieces";
 import type { View } from "./dashboard-view";
 import { setPageHeaders } from "./layout";
 import type { PaymentWatchSource } from "./payments";
-import { endSession, fromThisSite, readSession, sameText, startSession } from "./session";
+import { endSession, fromThisSite, readSession, startSession } from "./session";
 import { FAVICON_SVG, STYLESHEET } from "./style";
 
 export { DASHBOARD_PAGE_SIZE } from "./dashboard-view";

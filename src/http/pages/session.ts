@@ -2,13 +2,13 @@
 // never readable by page script), and a CSRF token derived from it for every form that changes state.
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { hmacSha256Hex } from "../../domain/bytes";
 import type { AccountScope, TopicScope } from "../../domain/scope";
 import type { TokenSet } from "../auth";
 
 export const SESSION_COOKIE = "delayq_dashboard";
 const COOKIE_PATH = "/dashboard";
 const CSRF_LABEL = "delayq dashboard csrf v1";
-const encoder = new TextEncoder();
 
 export type DashboardSession = {
   /** The topics the token may act on (undefined: all). */
@@ -50,23 +50,8 @@ export function endSession(c: Context): void {
  * HMAC-SHA256 of a fixed label keyed with the token: a page of the session can print it, a page
  * of another site cannot compute it. Nothing to store, so it works on any number of isolates.
  */
-export async function csrfFor(token: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(token),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(CSRF_LABEL)));
-  return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/** Equal strings, compared without an early exit. */
-export function sameText(a: string, b: string): boolean {
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ (b.charCodeAt(i) || 0);
-  return diff === 0;
+export function csrfFor(token: string): Promise<string> {
+  return hmacSha256Hex(token, CSRF_LABEL);
 }
 
 /**
