@@ -1,7 +1,7 @@
 // One push delivery: its body, its headers and signature, the POST itself, and what the answer
 // means for the job (DESIGN §3). Also the failure notice sent when a push job dies.
 import { type PushConfig, retryAfterMs, type Settlement, settlementOf } from "../domain/push";
-import type { RecordMeta } from "../redis/record";
+import { type RecordMeta, recordText } from "../redis/record";
 import { SIGNATURE_HEADER, signWebhook } from "./signature";
 
 /** The most of a receiver's answer read: enough for `{"status":"retry","delay":30}` and more. */
@@ -166,5 +166,5 @@ async function readLimited(res: Response, limit: number): Promise<string> {
 function describe(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : "";
-  return (cause ? `${message} (${cause})` : message).replace(/[|\r\n]+/g, " ").slice(0, 200);
+  return recordText(cause ? `${message} (${cause})` : message);
 }

@@ -4,7 +4,7 @@ import { nonPublicUrl, restrictionNote } from "../domain/destinations";
 import { messageOf } from "../log";
 import { CLAIM_AHEAD_MS } from "../redis/lua/lib/transitions";
 import { published, settle, stillHeld } from "../redis/lua/scripts/push";
-import { type RecordMeta, splitRecord } from "../redis/record";
+import { type RecordMeta, recordText, splitRecord } from "../redis/record";
 import { createScriptRunner } from "../redis/runner";
 import { type Budget, createBudget } from "./budget";
 import { type Claimed, claimDue } from "./claims";
@@ -88,7 +88,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       settlement.outcome,
       "delayMs" in settlement && settlement.delayMs !== undefined ? settlement.delayMs : "",
       attempt.status,
-      (attempt.error ?? "").replace(/[|\r\n]+/g, " ").slice(0, 200),
+      recordText(attempt.error ?? ""),
     ]);
     if (reply.code !== "ok") return undefined;
     const { meta } = splitRecord(reply.value);

@@ -74,10 +74,16 @@ export const PushConfig = z
         example: "whsec_5f2b7c0d9e1a4b3c",
       }),
     /** Seconds the receiver has to answer, 1-60. @default 15 */
-    timeout: z.number().int().min(1).max(MAX_PUSH_TIMEOUT_SECONDS).default(15).meta({
-      description: "Seconds the receiver has to answer, 1-60; later is a failed attempt.",
-      example: 15,
-    }),
+    timeout: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_PUSH_TIMEOUT_SECONDS)
+      .default(DEFAULT_PUSH_TIMEOUT_SECONDS)
+      .meta({
+        description: "Seconds the receiver has to answer, 1-60; later is a failed attempt.",
+        example: 15,
+      }),
     /** Told (POST, signed) when a job dies. */
     failureUrl: HttpUrl.optional().meta({
       description:

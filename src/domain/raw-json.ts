@@ -66,8 +66,3 @@ function quoted(name: string): string {
   }
   return text;
 }
-
-/** The value of a RawJson (parsed), or the value itself. */
-export function parsedValue(value: unknown): unknown {
-  return value instanceof RawJson ? JSON.parse(value.text) : value;
-}

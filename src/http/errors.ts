@@ -36,15 +36,23 @@ export function handleError(log: Logger) {
       const code = CODE_FOR_STATUS[error.status] ?? "invalid_request";
       return errorResponse(c, code, error.message || defaultMessage(code));
     }
-    log({
-      level: "error",
-      code: "internal_error",
-      message: error.message,
-      stack: error.stack,
-      route: routeOf(c),
-    });
-    return errorResponse(c, "internal_error", "Something went wrong inside delayq; it is logged");
+    logBug(log, error, routeOf(c));
+    return errorResponse(c, "internal_error", BUG_MESSAGE);
   };
+}
+
+/** What a caller is told of an error delayq did not expect: the log has the rest. */
+export const BUG_MESSAGE = "Something went wrong inside delayq; it is logged";
+
+/** Logs an error delayq did not expect, with its stack and the route it broke. */
+export function logBug(log: Logger, error: unknown, route: string): void {
+  log({
+    level: "error",
+    code: "internal_error",
+    message: error instanceof Error ? error.message : String(error),
+    stack: error instanceof Error ? error.stack : undefined,
+    route,
+  });
 }
 
 /** zod-openapi's hook: a failed validation becomes one invalid_request naming the field. */

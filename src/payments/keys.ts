@@ -20,8 +20,6 @@ const RSA_ALGORITHM = Uint8Array.from([
 ]);
 const RSA_OID = RSA_ALGORITHM.subarray(4, 13);
 
-export type KeyKind = "private" | "public" | "certificate";
-
 /** A certificate's subjectPublicKeyInfo and serial (upper-case hex, no sign-padding zeros). */
 export type CertificateInfo = { spki: Uint8Array; serial: string };
 

@@ -32,7 +32,6 @@ import { notFound, paymentOf, watchIdOf } from "./watch-records";
 import type { Conclusion, PaymentsOptions, Spec } from "./watch-types";
 import { wechatPayProvider } from "./wechatpay";
 
-export { watchIdOf } from "./watch-records";
 export type { PaymentsOptions } from "./watch-types";
 
 export type Payments = ReturnType<typeof createPayments>;

@@ -174,10 +174,11 @@ export function topicsOf(text: string): string[] {
     );
   }
   for (const topic of topics) {
-    if (!TopicName.safeParse(topic).success) {
+    const checked = TopicName.safeParse(topic);
+    if (!checked.success) {
       throw new DelayqError(
         "invalid_request",
-        `Invalid request body: topic: "${topic}" must be 1-100 characters of A-Z a-z 0-9 _ . : -`,
+        `Invalid request body: topic: "${topic}" ${checked.error.issues[0]?.message}`,
       );
     }
   }

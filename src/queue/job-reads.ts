@@ -28,7 +28,7 @@ export async function readJobPage(
 ): Promise<JobPage> {
   const { state, cursor, limit } = parseInput(ListInput, options);
   const now = shared.clock();
-  const page = await shared.scripts.run(list, now, [topic, state, cursor ?? "0", limit]);
+  const page = await shared.scripts.run(list, now, [topic, state, cursor ?? "", limit]);
   const jobs = page.records.map((raw) => decodeRecord(raw, now, shared.rawBodies));
   return page.cursor === undefined ? { jobs } : { jobs, cursor: page.cursor };
 }

@@ -45,6 +45,14 @@ export const RECORD_FIELDS = [
 /**
  * Stored states and their codes. A waiting job is reported "ready" once due, "delayed" before.
  */
+/**
+ * Text fit for a record's field (a delivery's error): the record is `|`-separated lines, so no
+ * `|` or line break, and at most 200 characters.
+ */
+export function recordText(text: string): string {
+  return text.replace(/[|\r\n]+/g, " ").slice(0, 200);
+}
+
 export const RECORD_STATES = {
   waiting: "w",
   reserved: "r",

@@ -245,6 +245,14 @@ describe("pop over several topics", () => {
     expect(fine).toMatchObject({ code: 0, data: null });
   });
 
+  it("says what is wrong with a topic it pops, as /v1 does", async () => {
+    const t = testApp();
+    const own = await oq(t, "pop", { topic: "orders,__payments", wait: 0 });
+    expect(own).toMatchObject({ code: 1, error: "invalid_request" });
+    expect(own.message).toContain('topic: "__payments" must be 1-100 characters');
+    expect(own.message).toContain('not starting with "__"');
+  });
+
   it("answers data: null when the wait is over", async () => {
     const t = testApp({ pollIntervalMs: 50 });
     const started = Date.now();

@@ -2,8 +2,10 @@
 // pages, and the small renderings of a topic's due time, delivery, defaults and hidden fields.
 import { html } from "hono/html";
 import { DelayqError } from "../../domain/errors";
+import { maskPush, type PushConfig } from "../../domain/push";
 import type { Job, TopicConfig, TopicStats } from "../../domain/schemas";
 import type { Logger } from "../../log";
+import { BUG_MESSAGE, logBug } from "../errors";
 import type { View } from "./dashboard-view";
 import { duration, formatTime, type Html, relative, shell } from "./layout";
 
@@ -63,18 +65,12 @@ export function errorPage(view: View, error: unknown, log: Logger): Response | P
       503,
     );
   }
-  log({
-    level: "error",
-    code: "internal_error",
-    message: error instanceof Error ? error.message : String(error),
-    stack: error instanceof Error ? error.stack : undefined,
-    route: `${c.req.method} ${c.req.path}`,
-  });
+  logBug(log, error, `${c.req.method} ${c.req.path}`);
   return c.html(
     frame(
       view,
       "Error",
-      html`<h1>Something went wrong</h1><p class="error" id="page-error">Something went wrong inside delayq; it is logged.</p>`,
+      html`<h1>Something went wrong</h1><p class="error" id="page-error">${BUG_MESSAGE}.</p>`,
     ),
     500,
   );
@@ -83,7 +79,6 @@ export function errorPage(view: View, error: unknown, log: Logger): Response | P
 function titleFor(code: string): string {
   if (code === "job_not_found" || code === "not_found") return "Not found";
   if (code === "forbidden") return "Not allowed";
-  if (code === "invalid_request") return "That did not work";
   return "That did not work";
 }
 
@@ -108,7 +103,7 @@ export function delivery(config: TopicConfig, full = false): Html | string {
   const via = typeof p.via === "string" ? p.via : "direct";
   const url = typeof p.url === "string" ? p.url : "";
   if (!full) return html`push (${via}) <span class="mono small">${url}</span>`;
-  const secret = typeof p.secret === "string" && p.secret ? `…${p.secret.slice(-4)}` : "";
+  const secret = typeof p.secret === "string" && p.secret ? maskPush(p as PushConfig).secret : "";
   const headers =
     p.headers && typeof p.headers === "object" ? Object.keys(p.headers as object) : [];
   return html`push via <b>${via}</b> to <code>${url}</code>${

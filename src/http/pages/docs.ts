@@ -9,15 +9,12 @@ import { type Html, inlineMarkdown, shell } from "./layout";
 
 export type { OpenApiDocument } from "./docs-openapi";
 
-/**
- * What each error code means, for the page's table of errors (codes the design names before they
- * exist are harmless: the table lists the codes ERROR_STATUS has).
- */
-export const ERROR_MEANINGS: Readonly<Record<string, string>> = {
+/** What each error code means, for the page's table of errors: one line for every code. */
+export const ERROR_MEANINGS: Readonly<Record<ErrorCode, string>> = {
   invalid_request:
-    "Malformed JSON, a wrong type, a number out of range, a bad id or topic, an unknown field or query parameter; the message names the field.",
+    "Malformed JSON, JSON nested over 512 levels, a wrong type, a number out of range, a bad id or topic, an unknown field or query parameter; the message names the field.",
   unauthorized: "No bearer token, or one that is not in `DQ_TOKENS`.",
-  forbidden: "The token is limited to other topics.",
+  forbidden: "The token is limited to other topics, or to other payment accounts.",
   not_found: "No such route.",
   job_not_found: "No such job, or its record outlived the retention window.",
   method_not_allowed: "The route exists, but not with this method.",
@@ -26,9 +23,11 @@ export const ERROR_MEANINGS: Readonly<Record<string, string>> = {
   not_reserved: "finish, touch, release or bury on a job that is not reserved.",
   stale_receipt: "The receipt is from a reservation that has ended.",
   payload_too_large:
-    "A job body over `DQ_MAX_BODY_BYTES`, or a request over `DQ_MAX_REQUEST_BYTES`.",
+    "A job body over `DQ_MAX_BODY_BYTES`, a request over `DQ_MAX_REQUEST_BYTES`, or a watch's `metadata` over 16 KiB.",
   internal_error: "A bug, or a misconfigured deployment (the message names the variable); logged.",
   redis_unavailable: "Redis does not answer; retry after `Retry-After` seconds.",
+  qstash_unavailable:
+    "A delete could not cancel the job's pending QStash message; retry after `Retry-After` seconds (a retried delete cancels again).",
   push_topic: "pop on a push topic: its jobs are delivered to its webhook, not popped.",
   payment_not_found: "No payment watch with this provider, account and outTradeNo.",
   payment_exists: "The order is watched already, for topics the token may not act on.",

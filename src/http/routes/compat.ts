@@ -15,6 +15,7 @@ import type { DelayQueue } from "../../queue";
 import type { TokenSet } from "../auth";
 import { cappedText, parseJsonText } from "../body";
 import type { AppEnv } from "../context";
+import { BUG_MESSAGE, logBug } from "../errors";
 import { type PushOptions, pushSoon } from "./push";
 
 export type CompatOptions = {
@@ -66,18 +67,8 @@ export function compatRoutes(app: OpenAPIHono<AppEnv>, options: CompatOptions): 
         if (error instanceof DelayqError && error.code !== "internal_error") {
           return answer(c, failure(error));
         }
-        log({
-          level: "error",
-          code: "internal_error",
-          message: error instanceof Error ? error.message : String(error),
-          stack: error instanceof Error ? error.stack : undefined,
-          route: `POST ${route}`,
-        });
-        const bug = new DelayqError(
-          "internal_error",
-          "Something went wrong inside delayq; it is logged",
-        );
-        return answer(c, failure(bug));
+        logBug(log, error, `POST ${route}`);
+        return answer(c, failure(new DelayqError("internal_error", BUG_MESSAGE)));
       }
     });
   }

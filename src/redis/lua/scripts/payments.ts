@@ -197,9 +197,6 @@ return out
   },
 });
 
-/** What the poller or a notification learned, as watchPolled takes it. */
-export type PolledKind = "pending" | "transient" | "outcome";
-
 export const watchPolled = defineScript<{ applied: boolean; state: string }>({
   name: "watchPolled",
   lua: `
