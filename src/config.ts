@@ -48,6 +48,8 @@ const common = {
   DQ_MAX_REQUEST_BYTES: whole("DQ_MAX_REQUEST_BYTES", 1024, 100 * 1024 * 1024, 10 * 1024 * 1024),
   DQ_POLL_INTERVAL_MS: whole("DQ_POLL_INTERVAL_MS", 50, 20_000, 1000),
   DQ_TICK_BUDGET_MS: whole("DQ_TICK_BUDGET_MS", 100, 14 * 60_000, 20_000),
+  // The most topics one /metrics scrape reads (metrics/collect.ts: DEFAULT_METRICS_MAX_TOPICS).
+  DQ_METRICS_MAX_TOPICS: whole("DQ_METRICS_MAX_TOPICS", 1, 100_000, 1000),
   // Each Redis call is short (a long-poll waits in delayq, between short calls), so one limit
   // fits all; without it a frozen Redis holds every request forever.
   DQ_REDIS_TIMEOUT_MS: whole("DQ_REDIS_TIMEOUT_MS", 100, 120_000, 5000),

@@ -11,7 +11,6 @@ import { createApp } from "./http/app";
 import { parseTokens } from "./http/auth";
 import { inBackground } from "./http/background";
 import { jsonLogger, type Logger, messageOf } from "./log";
-import { metricsMaxTopics } from "./metrics/collect";
 import { type Counters, countedStep, createCounters } from "./metrics/counters";
 import { parseAlipayAccounts, parseWechatPayAccounts } from "./payments/accounts";
 import { POLL_SUBREQUESTS } from "./payments/watch-types";
@@ -174,7 +173,7 @@ export function buildService(
     maxRequestBytes: config.DQ_MAX_REQUEST_BYTES,
     log,
     counters,
-    metricsMaxTopics: metricsMaxTopics(env),
+    metricsMaxTopics: config.DQ_METRICS_MAX_TOPICS,
     paymentWatches: { list: (options) => (payments as Payments).list(options) },
     payments: {
       payments: { ...payments, pollSoon: () => (payments as Payments).pollSoon(requestBudget()) },

@@ -1,7 +1,5 @@
 // What a /metrics scrape reads from Redis: topics page by page (listTopics), at most
 // DQ_METRICS_MAX_TOPICS of them, so a scrape's Redis cost is bounded whatever the deployment holds.
-import { z } from "zod";
-import { DelayqError } from "../domain/errors";
 import type { TopicStats } from "../domain/schemas";
 import { scopeAllows, type TopicScope } from "../domain/scope";
 import type { DelayQueue } from "../queue";
@@ -12,25 +10,6 @@ import type { MetricFamily, Sample } from "./prometheus";
 export const TOPICS_PER_PAGE = 100;
 /** @default for DQ_METRICS_MAX_TOPICS */
 export const DEFAULT_METRICS_MAX_TOPICS = 1000;
-
-/** DQ_METRICS_MAX_TOPICS: how many topics one scrape reads at most (1–100000, default 1000). */
-export function metricsMaxTopics(env: Record<string, unknown>): number {
-  const parsed = z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(100_000)
-    .default(DEFAULT_METRICS_MAX_TOPICS)
-    .safeParse(env.DQ_METRICS_MAX_TOPICS === "" ? undefined : env.DQ_METRICS_MAX_TOPICS);
-  if (!parsed.success) {
-    throw new DelayqError(
-      "internal_error",
-      "delayq is misconfigured: DQ_METRICS_MAX_TOPICS must be a whole number from 1 to 100000 " +
-        "(the most topics one /metrics scrape reads)",
-    );
-  }
-  return parsed.data;
-}
 
 export type CollectOptions = {
   /** The most topics to read (DQ_METRICS_MAX_TOPICS). */

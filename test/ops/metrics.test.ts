@@ -1,8 +1,8 @@
 // GET /metrics through the real app and a real Redis: auth, the counts compared with the API's,
 // scoped tokens, the per-scrape cap and its Redis requests, and the process counters.
 import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config";
 import { DelayqError } from "../../src/domain/errors";
-import { metricsMaxTopics } from "../../src/metrics/collect";
 import { countedStep, createCounters } from "../../src/metrics/counters";
 import { createScheduler, drainStep } from "../../src/scheduler";
 import { ADMIN, SHOP_A, type TestApp, testApp } from "../support/app";
@@ -157,15 +157,26 @@ describe("GET /metrics", () => {
 });
 
 describe("DQ_METRICS_MAX_TOPICS", () => {
-  it("defaults to 1000, takes 1-100000, and names itself when wrong", () => {
-    expect(metricsMaxTopics({})).toBe(1000);
-    expect(metricsMaxTopics({ DQ_METRICS_MAX_TOPICS: "" })).toBe(1000);
-    expect(metricsMaxTopics({ DQ_METRICS_MAX_TOPICS: "250" })).toBe(250);
-    for (const bad of ["0", "100001", "1.5", "lots"]) {
-      expect(() => metricsMaxTopics({ DQ_METRICS_MAX_TOPICS: bad }), bad).toThrow(DelayqError);
-      expect(() => metricsMaxTopics({ DQ_METRICS_MAX_TOPICS: bad }), bad).toThrow(
-        /DQ_METRICS_MAX_TOPICS must be a whole number from 1 to 100000/,
-      );
+  it("defaults to 1000, takes 1-100000, and names itself when wrong, with the other settings", () => {
+    const env = { UPSTASH_REDIS_REST_URL: "https://x.upstash.io", UPSTASH_REDIS_REST_TOKEN: "t" };
+    const max = (value?: string) =>
+      parseConfig({ ...env, DQ_TOKENS: "admin", DQ_METRICS_MAX_TOPICS: value })
+        .DQ_METRICS_MAX_TOPICS;
+    expect(max()).toBe(1000);
+    expect(max("")).toBe(1000);
+    expect(max("250")).toBe(250);
+    for (const [bad, why] of [
+      ["0", "at least 1"],
+      ["100001", "at most 100000"],
+      ["1.5", "a whole number"],
+      ["lots", "a number"],
+    ] as const) {
+      expect(() => max(bad), bad).toThrow(DelayqError);
+      expect(() => max(bad), bad).toThrow(`DQ_METRICS_MAX_TOPICS must be ${why}`);
     }
+    // Named in the same message as another setting's mistake: one start tells every problem.
+    expect(() => parseConfig({ ...env, DQ_METRICS_MAX_TOPICS: "0" })).toThrow(
+      /DQ_TOKENS.*DQ_METRICS_MAX_TOPICS must be at least 1|DQ_METRICS_MAX_TOPICS must be at least 1.*DQ_TOKENS/,
+    );
   });
 });
