@@ -156,7 +156,7 @@ function addResult(
 ): BatchItemResult {
   const job = decodeRecord(raw, now, rawBodies);
   if (code === "ok" || code === "replaced") return { created: true, job } satisfies AddResult;
-  if (code === "existing") return { created: false, job };
+  if (code === "duplicate") return { created: false, job };
   return { error: scriptError(code, { id: job.id }).toJSON() };
 }
 

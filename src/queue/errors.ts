@@ -31,12 +31,12 @@ export function scriptError(code: CodeName, context: ErrorContext): DelayqError 
       // A job of a topic outside the caller's scope is answered as missing: a different status
       // would tell a token whether an id exists in a topic it may not see (issue 8.14).
       return notFound(id);
-    case "exists":
+    case "idTaken":
       return new DelayqError(
         "job_exists",
         `Job id ${id} is already used by another topic; ids are unique across topics`,
       );
-    case "reserved":
+    case "jobReserved":
       return new DelayqError(
         "job_reserved",
         `Job ${id} is reserved by a consumer; replace works only on jobs not reserved`,
@@ -56,7 +56,7 @@ export function scriptError(code: CodeName, context: ErrorContext): DelayqError 
       );
     case "ok":
     case "replaced":
-    case "existing":
+    case "duplicate":
       throw new Error(`scriptError: "${code}" is a success, not an error`);
     default:
       return unhandled(code);

@@ -10,18 +10,18 @@ export const CODE = {
   ok: 1,
   /** add with `replace`: the job was overwritten. */
   replaced: 2,
-  /** add: the id exists in this topic; the stored record is returned unchanged. */
-  existing: 0,
+  /** add: the id exists in this topic; the stored record is returned unchanged (a success). */
+  duplicate: 0,
   /** No record with that id (never added, or past the retention window). */
   notFound: -1,
-  /** add: the id is used by another topic. */
-  exists: -2,
+  /** add: the id is used by another topic (job_exists). */
+  idTaken: -2,
   /** The job is not reserved (finish, touch, release, bury). */
   notReserved: -3,
   /** A receipt was given and is not the job's current one. */
   staleReceipt: -4,
-  /** add with `replace`: refused because a consumer holds the job. */
-  reserved: -5,
+  /** add with `replace`: refused because a consumer holds the job (job_reserved). */
+  jobReserved: -5,
   /** The job's topic is outside the caller's scope. */
   forbidden: -6,
   /** pop on a push topic: its jobs are delivered, not popped. */

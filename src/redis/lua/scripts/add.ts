@@ -25,9 +25,9 @@ export const add = defineScript<AddReply>({
   Returns {pushed, then two values per job, a code and a record}, \`pushed\` being three values
   per push topic written: topic, via, earliest due (ms). The codes:
     CODE.ok        created               CODE.replaced  replaced (replace set, not reserved)
-    CODE.existing  the id exists in this topic: the stored record, unchanged
-    CODE.exists    the id exists in another topic: that record
-    CODE.reserved  replace refused, the job is reserved: its record
+    CODE.duplicate    the id exists in this topic: the stored record, unchanged
+    CODE.idTaken      the id exists in another topic: that record
+    CODE.jobReserved  replace refused, the job is reserved: its record
   Cost: per job one SET NX (a GET more when the id exists, and a ZSCORE when that job waits:
   reserved by a pop?); per topic one MGET (its keys:
   config, timing, waiting, seq), one ZADD per index written, SET (timing) + ZADD LT when a
@@ -81,11 +81,11 @@ for i = 7, #ARGV, ${ADD_FIELDS} do
       stored = encode(old) .. "\\n" .. oldBody
     end
     if old.topic ~= topic then
-      code, raw = CODE.exists, stored
+      code, raw = CODE.idTaken, stored
     elseif ARGV[i + 7] ~= "1" then
-      code, raw = CODE.existing, stored
+      code, raw = CODE.duplicate, stored
     elseif old.state == "reserved" then
-      code, raw = CODE.reserved, stored
+      code, raw = CODE.jobReserved, stored
     else
       -- Written earlier in this batch, it is not indexed yet: nothing to take out. A job
       -- replaced into the slot list it already sits in is listed again: whether its old entry
