@@ -16,11 +16,20 @@ export function defineScript<Reply>(script: Script<Reply>): Script<Reply> {
 }
 
 /** A reply that must be an array (a Lua table). */
-export function list(reply: unknown, script: string): unknown[] {
+export function asArray(reply: unknown, script: string): unknown[] {
   if (!Array.isArray(reply)) {
     throw new Error(`The ${script} script answered ${typeof reply}, not a list`);
   }
   return reply;
+}
+
+/**
+ * A JSON text from a reply. A client that deserializes replies (the @upstash/redis default)
+ * hands JSON objects over already parsed: they are turned back into text.
+ */
+export function jsonText(value: unknown): string {
+  if (typeof value === "string") return value;
+  return value === null || value === undefined ? "" : JSON.stringify(value);
 }
 
 /** A reply that must be a job record (a string). */

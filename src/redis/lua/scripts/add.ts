@@ -1,6 +1,6 @@
 // add: adds jobs (one or a batch), idempotently by id.
 import { type CodeName, codeName } from "../../codes";
-import { defineScript, list, record } from "../script";
+import { asArray, defineScript, record } from "../script";
 
 /** Fields per job in the add script's ARGV. */
 export const ADD_FIELDS = 9;
@@ -149,12 +149,12 @@ table.insert(out, 1, pushed)
 return out
 `,
   parse(reply) {
-    const [pushedFlat, ...flat] = list(reply, "add");
+    const [pushedFlat, ...flat] = asArray(reply, "add");
     const out: AddReply = { jobs: [], pushed: [] };
     for (let i = 0; i < flat.length; i += 2) {
       out.jobs.push({ code: codeName(flat[i]), record: record(flat[i + 1], "add") });
     }
-    const pushed = list(pushedFlat, "add");
+    const pushed = asArray(pushedFlat, "add");
     for (let i = 0; i < pushed.length; i += 3) {
       out.pushed.push({
         topic: String(pushed[i]),

@@ -1,6 +1,6 @@
 // delete: removes a job in any state.
 import { type CodeName, codeName } from "../../codes";
-import { defineScript, list } from "../script";
+import { asArray, defineScript } from "../script";
 
 /** The outcome; `messageId` when the job was published to QStash and must be cancelled. */
 export const deleteJob = defineScript<{ code: CodeName; messageId?: string }>({
@@ -32,7 +32,7 @@ end
 return {CODE.ok, meta.messageId or ""}
 `,
   parse(reply) {
-    const [code, messageId] = list(reply, "delete");
+    const [code, messageId] = asArray(reply, "delete");
     return messageId
       ? { code: codeName(code), messageId: String(messageId) }
       : { code: codeName(code) };

@@ -1,6 +1,6 @@
 // finish, touch, release, bury: the verbs on a job a consumer holds (one script each).
 import { type CodeName, codeName } from "../../codes";
-import { defineScript, list } from "../script";
+import { asArray, defineScript } from "../script";
 
 /**
  * CODE.ok with the job's record after the change (finish: the word "finished"), or an error code
@@ -10,7 +10,7 @@ export type HeldReply = { code: CodeName; value: string };
 
 function parseHeld(name: string) {
   return (reply: unknown): HeldReply => {
-    const [code, value] = list(reply, name);
+    const [code, value] = asArray(reply, name);
     return { code: codeName(code), value: String(value ?? "") };
   };
 }
@@ -46,7 +46,7 @@ for i = 5, #ARGV - 1, 2 do
 end
 return out
 `,
-  parse: (reply: unknown): FinishReply => heldPairs(list(reply, "finish"), 0, Infinity),
+  parse: (reply: unknown): FinishReply => heldPairs(asArray(reply, "finish"), 0, Infinity),
 });
 
 export const touch = defineScript<HeldReply>({

@@ -1,5 +1,5 @@
 // list: one page of a topic's jobs in one state.
-import { list as asList, defineScript, record } from "../script";
+import { asArray, defineScript, record } from "../script";
 
 /** A page of records; `cursor` is absent on the last page. */
 export type ListReply = { records: string[]; cursor?: string };
@@ -116,7 +116,7 @@ if fromZset(tonumber(zScore), zId or "") and state == "delayed" then fromSlots("
 return out
 `,
   parse(reply) {
-    const [next, ...records] = asList(reply, "list");
+    const [next, ...records] = asArray(reply, "list");
     const page = records.map((raw) => record(raw, "list"));
     return next ? { records: page, cursor: String(next) } : { records: page };
   },

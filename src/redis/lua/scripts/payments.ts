@@ -1,8 +1,7 @@
 // watchStart, watchRead, watchPolled, watchStop: the transitions of a payment watch. A watch is a
 // hash (keys.ts: watch); its polls are a job of the internal push topic __payments, claimed and
 // delivered to the poller like a push job; its outcome is a job added to each notify topic.
-import { defineScript, list } from "../script";
-import { jsonText } from "./topics";
+import { asArray, defineScript, jsonText } from "../script";
 
 /** The internal topic whose jobs are payment polls. */
 export const PAYMENTS_TOPIC = "__payments";
@@ -115,7 +114,7 @@ table.insert(out, 1, created)
 return out
 `,
   parse(reply) {
-    const [created, ...rest] = list(reply, "watchStart");
+    const [created, ...rest] = asArray(reply, "watchStart");
     return { created: Number(created) === 1, watch: readWatch(rest) };
   },
 });
@@ -133,7 +132,7 @@ if rcall("EXISTS", key.watch(ARGV[4])) == 0 then return {} end
 return readWatch(ARGV[4])
 `,
   parse(reply) {
-    const flat = list(reply, "watchRead");
+    const flat = asArray(reply, "watchRead");
     return flat.length === 0 ? undefined : readWatch(flat);
   },
 });
@@ -185,7 +184,7 @@ if listed >= most and last then out[1] = last end
 return out
 `,
   parse(reply) {
-    const flat = list(reply, "watchList");
+    const flat = asArray(reply, "watchList");
     const watches: WatchRecord[] = [];
     for (let i = 1; i < flat.length; ) {
       const count = Number(flat[i]);
@@ -266,7 +265,7 @@ rcall("PEXPIRE", wkey, RETENTION)
 return {1, ARGV[8]}
 `,
   parse(reply) {
-    const [applied, state] = list(reply, "watchPolled");
+    const [applied, state] = asArray(reply, "watchPolled");
     return { applied: Number(applied) === 1, state: String(state ?? "") };
   },
 });
@@ -298,7 +297,7 @@ rcall("PEXPIRE", wkey, RETENTION)
 return {1, state}
 `,
   parse(reply) {
-    const [found, state] = list(reply, "watchStop");
+    const [found, state] = asArray(reply, "watchStop");
     return { found: Number(found) === 1, state: String(state ?? "") };
   },
 });

@@ -1,6 +1,6 @@
 // pop: reserves up to count due jobs of a topic, earliest due first.
 import { CODE } from "../../codes";
-import { defineScript, list, record } from "../script";
+import { asArray, defineScript, record } from "../script";
 import { type HeldReply, heldPairs } from "./held";
 
 /**
@@ -126,7 +126,7 @@ for i = 1, #out do reply[#reply + 1] = out[i] end
 return answer(reply)
 `,
   parse(reply) {
-    const all = list(reply, "pop");
+    const all = asArray(reply, "pop");
     const n = Number(all[0]);
     const finished = heldPairs(all, 1, n);
     const values = all.slice(1 + 2 * n);

@@ -1,8 +1,7 @@
 // claim, settle, published, stillHeld, notices, renotice: the scripts of push delivery
 // (src/dispatch drives them).
 import { type CodeName, codeName } from "../../codes";
-import { defineScript, list, record } from "../script";
-import { jsonText } from "./topics";
+import { asArray, defineScript, jsonText, record } from "../script";
 
 /** Claimed jobs of one push topic, with the topic's config (its push settings). */
 export type ClaimedTopic = { topic: string; config: string; records: string[] };
@@ -52,7 +51,7 @@ rearmClaims()
 return out
 `,
   parse(reply) {
-    const flat = list(reply, "claim");
+    const flat = asArray(reply, "claim");
     const out: ClaimedTopic[] = [];
     for (let i = 0; i < flat.length; ) {
       const topic = String(flat[i]);
@@ -110,7 +109,7 @@ end
 return {CODE.ok, raw}
 `,
   parse(reply) {
-    const [code, value] = list(reply, "settle");
+    const [code, value] = asArray(reply, "settle");
     return { code: codeName(code), value: String(value ?? "") };
   },
 });
@@ -135,7 +134,7 @@ for i = 4, #ARGV, 2 do
 end
 return out
 `,
-  parse: (reply) => list(reply, "stillHeld").map((flag) => Number(flag) === 1),
+  parse: (reply) => asArray(reply, "stillHeld").map((flag) => Number(flag) === 1),
 });
 
 export const published = defineScript<string[]>({
@@ -162,7 +161,7 @@ for i = 4, #ARGV, 3 do
 end
 return cancel
 `,
-  parse: (reply) => list(reply, "published").map(String),
+  parse: (reply) => asArray(reply, "published").map(String),
 });
 
 /** A dead push job whose topic's failureUrl is to be told. */
@@ -225,7 +224,7 @@ end
 return out
 `,
   parse(reply) {
-    const flat = list(reply, "notices");
+    const flat = asArray(reply, "notices");
     const out: Notice[] = [];
     for (let i = 0; i < flat.length; i += 4) {
       const failed = String(flat[i + 3] ?? "");

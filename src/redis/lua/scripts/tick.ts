@@ -1,6 +1,6 @@
 // tick: the scheduler's work for one slice.
 import type { TickSlice } from "../../../domain/results";
-import { defineScript, list } from "../script";
+import { asArray, defineScript } from "../script";
 
 export const tick = defineScript<TickSlice>({
   name: "tick",
@@ -66,7 +66,7 @@ end
 return {promoted, expired, died, visited, more, pushDue, noticesDue}
 `,
   parse(reply) {
-    const [promoted, expired, died, topics, more, pushDue, noticesDue] = list(reply, "tick").map(
+    const [promoted, expired, died, topics, more, pushDue, noticesDue] = asArray(reply, "tick").map(
       Number,
     );
     return {

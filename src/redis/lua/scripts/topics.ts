@@ -1,5 +1,5 @@
 // topicStats, listTopics and configure: the scripts about topics as a whole.
-import { defineScript, list } from "../script";
+import { asArray, defineScript, jsonText } from "../script";
 
 /** One topic's stats as the scripts count them. */
 export type TopicRow = {
@@ -55,15 +55,6 @@ local function report(topic)
 end
 `;
 
-/**
- * A JSON text from a reply. A client that deserializes replies (the @upstash/redis default)
- * hands JSON objects over already parsed: they are turned back into text.
- */
-export function jsonText(value: unknown): string {
-  if (typeof value === "string") return value;
-  return value === null || value === undefined ? "" : JSON.stringify(value);
-}
-
 /** The rows of a flat reply: 9 values per topic. */
 function rows(flat: readonly unknown[]): TopicRow[] {
   const out: TopicRow[] = [];
@@ -104,7 +95,7 @@ ${TOPIC_STATS_FN}
 for i = 4, #ARGV do report(ARGV[i]) end
 return out
 `,
-  parse: (reply) => rows(list(reply, "topicStats")),
+  parse: (reply) => rows(asArray(reply, "topicStats")),
 });
 
 export const listTopics = defineScript<{ topics: TopicRow[]; more: boolean; last: string }>({
@@ -131,7 +122,7 @@ end
 return out
 `,
   parse(reply) {
-    const [more, last, ...flat] = list(reply, "listTopics");
+    const [more, last, ...flat] = asArray(reply, "listTopics");
     return { topics: rows(flat), more: Number(more) === 1, last: String(last ?? "") };
   },
 });
@@ -187,7 +178,7 @@ bump(topic)
 return {text, generated}
 `,
   parse(reply) {
-    const [config, generated] = list(reply, "configure");
+    const [config, generated] = asArray(reply, "configure");
     return { config: jsonText(config), secretGenerated: Number(generated) === 1 };
   },
 });
