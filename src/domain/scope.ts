@@ -24,7 +24,9 @@ export function scopeMatcher(scope: TopicScope): (topic: string) => boolean {
   const patterns = scope.map(
     (pattern) => new RegExp(`^${pattern.split("*").map(escapeRegExp).join(".*")}$`),
   );
-  return (topic) => patterns.some((pattern) => pattern.test(topic));
+  // delayq's own topics (__payments: every watch's poll job, whose record holds the watch's
+  // spec) are no limited token's, whatever its patterns: `*` means every topic of the API's.
+  return (topic) => !topic.startsWith("__") && patterns.some((pattern) => pattern.test(topic));
 }
 
 /**

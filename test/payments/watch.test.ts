@@ -14,6 +14,8 @@ const SHOP = "pay-shop";
 const NO_ACCOUNTS = "pay-no-accounts";
 /** A tenant's token with the topics of SHOP and an Alipay account that is not the sandbox's. */
 const OTHER_ACCOUNT = "pay-other-account";
+/** A tenant's token for every topic (`*`), and no payment account. */
+const EVERY_TOPIC = "pay-every-topic";
 
 beforeAll(async () => {
   alipay = await startAlipaySandbox();
@@ -24,6 +26,7 @@ beforeAll(async () => {
       `${SHOP}:shop.*|*/sandbox`,
       `${NO_ACCOUNTS}:shop.*`,
       `${OTHER_ACCOUNT}:shop.*|alipay/other-*`,
+      `${EVERY_TOPIC}:*`,
     ].join(","),
     DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
     DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
@@ -480,6 +483,39 @@ describe("watch input and lifecycle", () => {
     expect(
       (await call("DELETE", `/v1/payments/alipay/sandbox/${no}`, undefined, SHOP)).json,
     ).toEqual({ deleted: true });
+  });
+
+  it("keeps delayq's own topic from a token limited to every topic (*): its poll jobs hold watches", async () => {
+    const no = `o-star-${uid()}`;
+    const started = await call("POST", "/v1/payments", {
+      provider: "alipay",
+      account: "sandbox",
+      outTradeNo: no,
+      notify: ["billing"],
+      schedule: [3600],
+      metadata: { customer: "alice@example.com" },
+    });
+    expect(started.status).toBe(201);
+    // The watch's poll job: its id is derived from the order, so anyone can compute it.
+    const digest = createHash("sha256").update(`alipay
+sandbox
+${no}`).digest();
+    let bits = "";
+    for (const byte of digest) bits += byte.toString(2).padStart(8, "0");
+    const watchId = Array.from(
+      { length: 26 },
+      (_, i) => "abcdefghijklmnopqrstuvwxyz234567"[parseInt(bits.slice(i * 5, i * 5 + 5), 2)],
+    ).join("");
+    const poll = `/v1/jobs/${encodeURIComponent(`pay:${watchId}`)}`;
+    expect((await call("GET", poll)).json.job.topic).toBe("__payments");
+    const read = await call("GET", poll, undefined, EVERY_TOPIC);
+    expect(read.status).toBe(404);
+    expect(read.text).not.toContain("alice");
+    expect((await call("DELETE", poll, undefined, EVERY_TOPIC)).status).toBe(404);
+    const topics = await call("GET", "/v1/topics", undefined, EVERY_TOPIC);
+    expect(topics.json.topics.map((t: { topic: string }) => t.topic)).not.toContain("__payments");
+    // Untouched: the watch still polls.
+    expect((await call("GET", poll)).json.job.state).toBe("delayed");
   });
 
   it("refuses job ids a watch's poll or outcome will need, so no tenant can take them first", async () => {

@@ -6,6 +6,8 @@ export const LUA_ACCESS = `
 -- may act on the topic (src/domain/scope.ts: scopeToLua).
 local function allowed(topic, scope)
   if scope == "" then return true end
+  -- delayq's own topics (__payments: every watch's poll job) are no limited token's.
+  if string.sub(topic, 1, 2) == "__" then return false end
   for pattern in string.gmatch(scope, "[^\\n]+") do
     if string.find(topic, pattern) then return true end
   end
