@@ -107,7 +107,10 @@ export type ListJobsOptions = {
 
 /** Options of `topics`. */
 export type TopicsOptions = {
-  /** The `cursor` of the previous page: topics after this name. */
+  /**
+   * The `cursor` of the previous page. A token not limited to topics may also give a name (the
+   * topics after it); a limited token only the cursors it was given.
+   */
   after?: string;
   /** Topics per page, 1 to 100. @default 100 */
   limit?: number;

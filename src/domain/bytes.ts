@@ -1,6 +1,9 @@
 // Bytes and their WebCrypto steps, written once: hex, random hex, HMAC-SHA256, and comparisons of
 // secrets without an early exit. WebCrypto only, so the same in Workers and on Node.
 
+/** WebCrypto's key type, named from the API (Node's types declare no global `CryptoKey`). */
+export type CryptoKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+
 const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
 const encoder = new TextEncoder();
 

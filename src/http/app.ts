@@ -18,6 +18,7 @@ import { notifyRoutes, type PaymentRouteOptions, paymentRoutes } from "./routes/
 import { type PushOptions, pushRoutes, pushSoon } from "./routes/push";
 import { systemRoutes } from "./routes/system";
 import { topicRoutes } from "./routes/topics";
+import { topicCursors } from "./topic-cursors";
 
 export type AppOptions = {
   /** The queue; each request gets a view of it scoped to its token's topics. */
@@ -70,7 +71,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   topicRoutes(app, {
     qstashReady: options.push?.qstashReady ?? false,
     destinations: options.destinations,
-    cursors: options.tokens.cursors,
+    cursors: topicCursors(options.queue),
   });
   commandRoutes(app);
   if (options.payments) paymentRoutes(app, options.payments);

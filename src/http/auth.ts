@@ -14,7 +14,6 @@ import type { DelayQueue } from "../queue";
 import type { PushedTopic } from "../queue/add-batch";
 import type { AppEnv } from "./context";
 import { errorResponse } from "./errors";
-import { type TopicCursors, topicCursors } from "./topic-cursors";
 
 type Entry = { digest: Promise<Uint8Array>; scope: TopicScope; accounts: AccountScope };
 
@@ -29,8 +28,6 @@ export type TokenSet = {
   size: number;
   /** The scopes of the tokens limited to some topics (the push destination policy reads them). */
   limitedScopes: readonly (readonly string[])[];
-  /** Topic pages' cursors, sealed under a key derived from DQ_TOKENS. */
-  cursors: TopicCursors;
 };
 
 const encoder = new TextEncoder();
@@ -112,7 +109,6 @@ export function parseTokens(value: string): TokenSet {
   return {
     size: entries.length,
     limitedScopes: entries.flatMap(({ scope }) => (scope ? [scope] : [])),
-    cursors: topicCursors(value),
     async identify(token) {
       const hit = known.get(token);
       if (hit) return { scope: hit.scope, accounts: hit.accounts };

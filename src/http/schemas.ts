@@ -219,8 +219,8 @@ export const TopicsQuery = z.object({
     .meta({
       param: { name: "after", in: "query" },
       description:
-        "List topics after this name, or after the previous page's `cursor` (a topic name, or " +
-        "one sealed when it names a topic the token may not see).",
+        "The previous page's `cursor`. A token not limited to topics may also give any name (its " +
+        "cursors are names); a limited token's cursors are sealed (`~…`), and it may give only those.",
     }),
   limit: whole("limit", 100, "Topics per page (default 100)."),
 });

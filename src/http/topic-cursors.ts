@@ -1,34 +1,51 @@
-// The cursors of topic pages (GET /v1/topics, the dashboard): a page's cursor is the last topic
-// name it read, and to a token limited to some topics that may be a topic it may not see. Such a
-// cursor is sealed (AES-GCM, under a key derived from DQ_TOKENS, which every isolate has), so it
-// still says where the next page starts without telling the name.
+// The cursors of topic pages (GET /v1/topics, the dashboard) for tokens limited to some topics. A
+// page's cursor is the last topic name it read, which may be a topic the token may not see; and
+// a page that starts after a name of the caller's choosing tells whether the name that follows
+// is one it may see, enough to spell out others' names a character at a time. So a limited
+// token's cursors are sealed (AES-GCM under the deployment's random secret, kept in Redis), all
+// of one length, and its `after` must be one of them. An unlimited token sees every name: its
+// cursors are names, and its `after` any name.
 import { fromBase64url, toBase64url } from "../domain/base64url";
+import type { CryptoKey } from "../domain/bytes";
 import { DelayqError } from "../domain/errors";
 import type { TopicPage } from "../domain/results";
-import { scopeAllows } from "../domain/scope";
 import type { DelayQueue } from "../queue";
 
-/** Sealed cursors start with "~", which no topic name contains. */
-const SEALED = /^~[A-Za-z0-9_-]{40,300}$/;
 const IV_BYTES = 12;
+/** Names are padded to this length before sealing, so a cursor's length tells nothing. */
+const SEALED_NAME_LENGTH = 100;
+const TAG_BYTES = 16;
+/** Sealed cursors start with "~", which no topic name contains. */
+const SEALED = new RegExp(
+  `^~[A-Za-z0-9_-]{${Math.ceil(((IV_BYTES + SEALED_NAME_LENGTH + TAG_BYTES) * 4) / 3)}}$`,
+);
 const encoder = new TextEncoder();
 
 export type TopicCursors = {
   seal(name: string): Promise<string>;
-  /** The name a cursor stands for; a sealed one this deployment did not make is 400. */
+  /** The name a sealed cursor stands for; one this deployment did not seal is 400. */
   open(cursor: string): Promise<string>;
 };
 
-/** Cursors sealed under a key derived from `secret` (the DQ_TOKENS value). */
-export function topicCursors(secret: string): TopicCursors {
-  const key = crypto.subtle
-    .digest("SHA-256", encoder.encode(`delayq topic cursor v1\n${secret}`))
-    .then((raw) => crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]));
+/** Cursors sealed under the deployment's secret (DelayQueue.cursorSecret). */
+export function topicCursors(queue: Pick<DelayQueue, "cursorSecret">): TopicCursors {
+  let key: Promise<CryptoKey> | undefined;
+  const keyOf = () => {
+    key ??= queue
+      .cursorSecret()
+      .then((secret) => crypto.subtle.digest("SHA-256", encoder.encode(secret)))
+      .then((raw) => crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]));
+    key.catch(() => {
+      key = undefined;
+    });
+    return key;
+  };
   return {
     async seal(name) {
       const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
+      const padded = encoder.encode(name.padEnd(SEALED_NAME_LENGTH, "\n"));
       const sealed = new Uint8Array(
-        await crypto.subtle.encrypt({ name: "AES-GCM", iv }, await key, encoder.encode(name)),
+        await crypto.subtle.encrypt({ name: "AES-GCM", iv }, await keyOf(), padded),
       );
       const bytes = new Uint8Array(IV_BYTES + sealed.length);
       bytes.set(iv);
@@ -36,41 +53,58 @@ export function topicCursors(secret: string): TopicCursors {
       return `~${toBase64url(bytes)}`;
     },
     async open(cursor) {
-      if (!cursor.startsWith("~")) return cursor;
       const bytes = SEALED.test(cursor) ? fromBase64url(cursor.slice(1)) : undefined;
-      try {
-        if (!bytes || bytes.length <= IV_BYTES) throw new Error("malformed");
-        const name = await crypto.subtle.decrypt(
-          { name: "AES-GCM", iv: bytes.subarray(0, IV_BYTES) },
-          await key,
-          bytes.subarray(IV_BYTES),
-        );
-        return new TextDecoder().decode(name);
-      } catch {
+      let name: string | undefined;
+      if (bytes) {
+        try {
+          const plain = await crypto.subtle.decrypt(
+            { name: "AES-GCM", iv: bytes.subarray(0, IV_BYTES) },
+            await keyOf(),
+            bytes.subarray(IV_BYTES),
+          );
+          name = new TextDecoder().decode(plain).replace(/\n+$/, "");
+        } catch (error) {
+          if (error instanceof DelayqError) throw error;
+        }
+      }
+      if (name === undefined) {
         throw new DelayqError(
           "invalid_request",
-          "after: not a cursor this deployment gave (or DQ_TOKENS changed since); start again " +
-            "from the first page",
+          "after: not a cursor this deployment gave; start again from the first page",
         );
       }
+      return name;
     },
   };
 }
 
 /**
- * A page of the topics `queue`'s scope allows, after `after` (a topic name or a cursor); its
- * cursor sealed when it names a topic the scope does not allow.
+ * A page of the topics `queue`'s scope allows, after `after`: for a limited scope a sealed
+ * cursor (a name is 400), and its cursor sealed; otherwise a name, and its cursor a name.
  */
 export async function readTopics(
   queue: DelayQueue,
   cursors: TopicCursors,
   options: { after?: string | undefined; limit?: number | undefined },
 ): Promise<TopicPage> {
-  const after = options.after === undefined ? undefined : await cursors.open(options.after);
+  const limited = queue.scope !== undefined;
+  let after = options.after;
+  if (after !== undefined && limited) {
+    if (!after.startsWith("~")) {
+      throw new DelayqError(
+        "invalid_request",
+        "after: a token limited to some topics pages with the cursors it was given (start " +
+          "without after); it cannot start at a name",
+      );
+    }
+    after = await cursors.open(after);
+  } else if (after?.startsWith("~")) {
+    after = await cursors.open(after);
+  }
   const page = await queue.topics({
     ...(after === undefined ? {} : { after }),
     ...(options.limit === undefined ? {} : { limit: options.limit }),
   });
-  if (page.cursor === undefined || scopeAllows(queue.scope, page.cursor)) return page;
+  if (page.cursor === undefined || !limited) return page;
   return { ...page, cursor: await cursors.seal(page.cursor) };
 }

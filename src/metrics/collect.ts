@@ -50,7 +50,11 @@ export async function collectMetrics(
   }
   const now = options.now ?? queue.clock();
   return [
-    ...topicFamilies(topics, now, { truncated, requests }),
+    ...topicFamilies(
+      topics,
+      now,
+      queue.scope === undefined ? { truncated, requests } : { truncated },
+    ),
     ...processFamilies(options, queue.scope),
   ];
 }
@@ -60,7 +64,8 @@ const STATES = ["delayed", "ready", "reserved", "dead"] as const;
 function topicFamilies(
   topics: readonly TopicStats[],
   now: number,
-  scrape: { truncated: boolean; requests: number },
+  /** `requests` is left out for a limited token: it counts every topic, others' included. */
+  scrape: { truncated: boolean; requests?: number },
 ): MetricFamily[] {
   const jobs: Sample[] = [];
   const ages: Sample[] = [];
@@ -112,9 +117,11 @@ function topicFamilies(
     },
     {
       name: "delayq_metrics_redis_requests",
-      help: "Redis REST requests this scrape made (one per 100 topics).",
+      help:
+        "Redis REST requests this scrape made (one per 100 topics; not shown to a token " +
+        "limited to some topics).",
       type: "gauge",
-      samples: [{ value: scrape.requests }],
+      samples: scrape.requests === undefined ? [] : [{ value: scrape.requests }],
     },
   ];
 }

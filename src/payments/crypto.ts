@@ -1,12 +1,12 @@
 // The payment providers' cryptography on WebCrypto alone, so one code runs in Workers and on Node:
 // SHA256withRSA (RSASSA-PKCS1-v1_5) signatures in standard base64, and WeChat's AES-256-GCM.
 
+import type { CryptoKey } from "../domain/bytes";
 import { randomHex } from "../domain/bytes";
 import { base64ToBytes, bytesToBase64, privateKeyToPkcs8, publicKeyToSpki } from "./keys";
 import { PaymentsError } from "./provider";
 
-/** WebCrypto's key type, named from the API (Node's types declare no global `CryptoKey`). */
-export type CryptoKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+export type { CryptoKey };
 
 const RSA = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;
 const encoder = new TextEncoder();

@@ -36,7 +36,7 @@ import { finishList, finishMany, finishOne, runHeld } from "./held-jobs";
 import { readJob, readJobPage } from "./job-reads";
 import { type DelayQueueOptions, type Shared, share } from "./options";
 import { popJobs } from "./pop-jobs";
-import { readTopicPage, readTopicStats, setTopicConfig } from "./topics";
+import { readCursorSecret, readTopicPage, readTopicStats, setTopicConfig } from "./topics";
 
 /**
  * Jobs and topics one tick script call may handle. 500 jobs keep a slice under ~7 ms of Redis
@@ -347,6 +347,21 @@ export class DelayQueue {
   /** A page of topics by name, with their stats. */
   async topics(options: { after?: string; limit?: number } = {}): Promise<TopicPage> {
     return readTopicPage(this.shared, this.scope, options);
+  }
+
+  /**
+   * The deployment's random secret for sealing the cursors of topic pages (src/http/
+   * topic-cursors.ts): made in Redis by the first call anywhere, read once per process.
+   */
+  cursorSecret(): Promise<string> {
+    const shared = this.shared;
+    if (!shared.cursorSecret) {
+      shared.cursorSecret = readCursorSecret(shared);
+      shared.cursorSecret.catch(() => {
+        shared.cursorSecret = undefined; // Redis failed: the next call asks again.
+      });
+    }
+    return shared.cursorSecret;
   }
 
   /**

@@ -66,6 +66,8 @@ export type Shared = {
   pollIntervalMs: number;
   wakeups: Wakeups;
   rawBodies: boolean;
+  /** The deployment's cursor secret once read (DelayQueue.cursorSecret). */
+  cursorSecret?: Promise<string>;
 };
 
 /** The shared state of a new queue, from its options. */

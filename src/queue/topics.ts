@@ -5,7 +5,13 @@ import { DelayqError, parseInput } from "../domain/errors";
 import type { TopicPage } from "../domain/results";
 import { TopicConfig, TopicConfigPatch, TopicName, type TopicStats } from "../domain/schemas";
 import { scopeToLua, type TopicScope } from "../domain/scope";
-import { configure, listTopics, type TopicRow, topicStats } from "../redis/lua/scripts/topics";
+import {
+  configure,
+  cursorSecret,
+  listTopics,
+  type TopicRow,
+  topicStats,
+} from "../redis/lua/scripts/topics";
 import type { Shared } from "./options";
 
 /**
@@ -76,6 +82,12 @@ function readConfig(text: string): TopicConfig {
   const config = text ? (JSON.parse(text) as TopicConfig) : {};
   if (config.push === null) delete config.push;
   return config;
+}
+
+/** The deployment's cursor secret (scripts/topics.ts: cursorSecret), made if there is none. */
+export function readCursorSecret(shared: Shared): Promise<string> {
+  const candidate = toBase64url(crypto.getRandomValues(new Uint8Array(32)));
+  return shared.scripts.run(cursorSecret, shared.clock(), [candidate]);
 }
 
 /** A push secret: 32 random bytes, base64url, with a prefix that says what it is. */

@@ -73,6 +73,8 @@ export const KEY_LAYOUT = {
    * ones (scripts/push.ts: notices) until NOTICE_RETRY_MS has passed since their first failure.
    */
   noticeRetries: "push:notices:retry",
+  /** string: the deployment's random key for sealing topic cursors (scripts/topics.ts). */
+  cursorSecret: "secret:cursors",
   /**
    * hash: a payment watch (spec, state, polls, lastAnswer, outcome, ...); its polls are a job of
    * the internal topic \`__payments\` with the id \`pay:<watch id>\`.

@@ -150,6 +150,9 @@ describe("GET /metrics", () => {
     expect(tenant.value("delayq_polls_total", { provider: "alipay", outcome: "paid" })).toBe(
       undefined,
     );
+    // Nor how many pages of topics the scrape read: that counts others' topics too.
+    expect(tenant.value("delayq_metrics_redis_requests")).toBe(undefined);
+    expect(metrics.value("delayq_metrics_redis_requests")).toBe(1);
     expect(tenant.value("delayq_process_start_time_seconds")).toBe(
       Math.floor(counters.startedAt / 1000),
     );

@@ -497,9 +497,11 @@ describe("watch input and lifecycle", () => {
     });
     expect(started.status).toBe(201);
     // The watch's poll job: its id is derived from the order, so anyone can compute it.
-    const digest = createHash("sha256").update(`alipay
+    const digest = createHash("sha256")
+      .update(`alipay
 sandbox
-${no}`).digest();
+${no}`)
+      .digest();
     let bits = "";
     for (const byte of digest) bits += byte.toString(2).padStart(8, "0");
     const watchId = Array.from(

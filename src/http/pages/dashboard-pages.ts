@@ -26,8 +26,13 @@ ${notice(c)}
 <div class="card row">
 <form method="get" action="/dashboard/find" class="row"><label for="find-topic">Open topic</label>
 <input type="text" id="find-topic" name="topic" placeholder="orders" required><button>Open</button></form>
-<form method="get" action="/dashboard" class="row"><label for="after">List topics after</label>
-<input type="text" id="after" name="after" placeholder="name (A–Z order)" value="${after ?? ""}"><button>List</button></form>
+${
+  // A token limited to some topics pages with sealed cursors only (http/topic-cursors.ts).
+  session.scope === undefined
+    ? html`<form method="get" action="/dashboard" class="row"><label for="after">List topics after</label>
+<input type="text" id="after" name="after" placeholder="name (A–Z order)" value="${after ?? ""}"><button>List</button></form>`
+    : ""
+}
 </div>
 ${
   page.topics.length === 0

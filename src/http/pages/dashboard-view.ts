@@ -37,7 +37,7 @@ export type View = {
   c: Context<AppEnv>;
   session: DashboardSession;
   queue: DelayQueue;
-  /** Topic pages' cursors (TokenSet.cursors). */
+  /** Topic pages' cursors (topicCursors). */
   cursors: TopicCursors;
 };
 

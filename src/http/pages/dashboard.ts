@@ -7,6 +7,7 @@ import type { Logger } from "../../log";
 import type { DelayQueue } from "../../queue";
 import type { TokenSet } from "../auth";
 import type { AppEnv } from "../context";
+import { topicCursors } from "../topic-cursors";
 import { act, readForm, UNREADABLE_FORM } from "./dashboard-actions";
 import { find, jobPage, paymentsPage, topicPage, topicsPage } from "./dashboard-pages";
 import { errorPage, frame, loginPage, notFound } from "./dashboard-pieces";
@@ -30,6 +31,7 @@ export type DashboardOptions = {
 /** The dashboard's routes, to mount at /dashboard. */
 export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
   const { tokens, log } = options;
+  const cursors = topicCursors(options.queue);
   const app = new Hono<AppEnv>();
 
   app.use("*", async (c, next) => {
@@ -94,7 +96,7 @@ export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
         c,
         session,
         queue: options.queue.withScope(session.scope),
-        cursors: tokens.cursors,
+        cursors,
       };
       try {
         return await render(view);

@@ -24,7 +24,7 @@ export type ConfigRouteOptions = {
   qstashReady: boolean;
   /** Which topics push to public addresses only (DQ_PRIVATE_PUSH); none when absent. */
   destinations?: DestinationPolicy;
-  /** Topic pages' cursors (TokenSet.cursors). */
+  /** Topic pages' cursors (topicCursors). */
   cursors: TopicCursors;
 };
 

@@ -12,7 +12,7 @@ import { watchList, watchPolled, watchRead, watchStart, watchStop } from "./paym
 import { pop } from "./pop";
 import { claim, notices, published, renotice, settle, stillHeld } from "./push";
 import { tick } from "./tick";
-import { configure, listTopics, topicStats } from "./topics";
+import { configure, cursorSecret, listTopics, topicStats } from "./topics";
 
 export const SCRIPTS = {
   add,
@@ -28,6 +28,7 @@ export const SCRIPTS = {
   list,
   topicStats,
   listTopics,
+  cursorSecret,
   configure,
   tick,
   claim,

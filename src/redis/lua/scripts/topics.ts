@@ -127,6 +127,27 @@ return out
   },
 });
 
+export const cursorSecret = defineScript<string>({
+  name: "cursorSecret",
+  lua: `
+--[[ cursorSecret: the deployment's key for sealing the cursors of topic pages (src/http/
+  topic-cursors.ts), random, made by the first call and kept: no token or setting derives it.
+  ARGV[4] a new random secret, stored when none is.   Returns the stored one.
+  Cost: GET (+ SET the first time).
+]]
+local secret = rcall("GET", key.cursorSecret)
+if secret then return secret end
+rcall("SET", key.cursorSecret, ARGV[4])
+return ARGV[4]
+`,
+  parse(reply) {
+    if (typeof reply !== "string" || reply.length < 32) {
+      throw new Error("The cursorSecret script answered no secret");
+    }
+    return reply;
+  },
+});
+
 /** The config as stored after the change, and whether its push secret was generated now. */
 export type ConfigureReply = { config: string; secretGenerated: boolean };
 
