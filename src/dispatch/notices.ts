@@ -30,19 +30,18 @@ export async function sendNotices(
   let posted = 0;
   await Promise.all(
     taken.map(async (notice) => {
-      if (!notice.record) return;
-      const { meta, body } = splitRecord(notice.record);
       if (notice.expired) {
         log({
           level: "warn",
           event: "notice_expired",
-          id: meta.id,
-          topic: meta.topic,
+          id: notice.id,
           message:
             "failureUrl could not be told for 3 days: the notice is dropped (the job stays dead)",
         });
         return;
       }
+      if (!notice.record) return;
+      const { meta, body } = splitRecord(notice.record);
       const push = (JSON.parse(notice.config || "{}") as { push?: PushConfig }).push;
       if (!push?.failureUrl || meta.state !== "dead") return;
       const route = routeOf(meta.topic, push.failureUrl);

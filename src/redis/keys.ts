@@ -69,8 +69,9 @@ export const KEY_LAYOUT = {
   /** list: ids of push jobs that died, whose topic's failureUrl is still to be told. */
   notices: "push:notices",
   /**
-   * list: notices whose sending failed, as `<ms of the first failure>|<id>`, tried after the new
-   * ones (scripts/push.ts: notices) until NOTICE_RETRY_MS has passed since their first failure.
+   * list: notices whose sending failed, as `<ms when due>|<ms of the first failure>|<id>`, each
+   * due a minute after its last try, until NOTICE_RETRY_MS has passed since its first failure
+   * (scripts/push.ts: notices).
    */
   noticeRetries: "push:notices:retry",
   /** string: the deployment's random key for sealing topic cursors (scripts/topics.ts). */

@@ -234,11 +234,20 @@ describe("direct delivery", () => {
     await app.dispatcher.settle("n1", receipt, { settlement: { outcome: "bury" }, status: 200 });
     expect(await app.dispatcher.sendNotices()).toBe(0);
     failures.answer(() => ({ status: 200 }));
-    expect(await app.dispatcher.sendNotices()).toBe(1);
+    // Tried again once its minute has passed, not before.
+    expect(await app.dispatcher.sendNotices()).toBe(0);
+    const minuteOn = createDispatcher({
+      redis: app.redis,
+      prefix: app.keys.base.slice(1, -2),
+      retentionMs: 3_600_000,
+      log: () => {},
+      clock: () => Date.now() + 61_000,
+    });
+    expect(await minuteOn.sendNotices()).toBe(1);
     expect(failures.received).toHaveLength(2);
   });
 
-  it("sends new notices before those whose receiver keeps failing, and gives those up after 3 days", async () => {
+  it("retries a failing notice each minute beside new ones, neither starving, and gives it up after 3 days", async () => {
     const failing = await startReceiver();
     const working = await startReceiver();
     receivers.push(failing, working);
@@ -254,28 +263,41 @@ describe("direct delivery", () => {
       const { receipt } = await claimOne(app, topic, id);
       await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
     };
+    const later = (ms: number) =>
+      createDispatcher({
+        redis: app.redis,
+        prefix: app.keys.base.slice(1, -2),
+        retentionMs: 3_600_000,
+        log: (entry) => app.logs.push(entry),
+        clock: () => Date.now() + ms,
+      });
+    // Sent at once, so in any order.
+    const sentTo = (receiver: Receiver) =>
+      receiver.received.map((r) => JSON.parse(r.body).id as string).sort();
     for (const id of ["a1", "a2", "a3"]) await kill("a", id);
     expect(await app.dispatcher.sendNotices(50)).toBe(0);
-    expect(failing.received).toHaveLength(3);
-    // b's job dies after a's notices failed: with room for one notice, b's goes first.
+    expect(sentTo(failing)).toEqual(["a1", "a2", "a3"]);
+    // b's job dies after: its notice goes at once, a's wait out their minute.
     await kill("b", "b1");
-    expect(await app.dispatcher.sendNotices(1)).toBe(1);
-    expect(working.received.map((r) => JSON.parse(r.body).id)).toEqual(["b1"]);
-    // a's keep being tried (each minute on the ticks), until 3 days after their first failure.
-    expect(await app.dispatcher.sendNotices(50)).toBe(0);
-    expect(failing.received).toHaveLength(6);
-    const threeDaysOn = createDispatcher({
-      redis: app.redis,
-      prefix: app.keys.base.slice(1, -2),
-      retentionMs: 3_600_000,
-      log: (entry) => app.logs.push(entry),
-      clock: () => Date.now() + 3 * 24 * 3600 * 1000,
-    });
-    expect(await threeDaysOn.sendNotices(50)).toBe(0);
-    expect(failing.received).toHaveLength(6);
+    expect(await app.dispatcher.sendNotices(50)).toBe(1);
+    expect(sentTo(working)).toEqual(["b1"]);
+    expect(failing.received).toHaveLength(3);
+    // Only retries wait: the ticks' sentinel waits with them, not every tick sooner.
+    const sentinel = Number(await app.redis.zscore(app.keys.schedule, "~notices"));
+    expect(sentinel).toBeGreaterThan(Date.now() + 50_000);
+    // A minute on, with more new notices than room: a fifth of it goes to a due retry.
+    for (const id of ["b2", "b3", "b4", "b5", "b6"]) await kill("b", id);
+    expect(await later(61_000).sendNotices(5)).toBe(4);
+    expect(sentTo(working)).toEqual(["b1", "b2", "b3", "b4", "b5"]);
+    expect(sentTo(failing)).toEqual(["a1", "a1", "a2", "a3"]);
+    // Three days after their first failure the failing ones are dropped, logged, not sent.
+    expect(await later(3 * 24 * 3600 * 1000).sendNotices(50)).toBe(1);
+    expect(sentTo(working)).toEqual(["b1", "b2", "b3", "b4", "b5", "b6"]);
+    expect(failing.received).toHaveLength(4);
     const expired = app.logs.filter((entry) => entry.event === "notice_expired");
     expect(expired.map((entry) => entry.id).sort()).toEqual(["a1", "a2", "a3"]);
     expect(await app.redis.llen(app.keys.noticeRetries)).toBe(0);
+    expect(await app.redis.llen(app.keys.notices)).toBe(0);
     // The jobs stay dead, listable and kickable.
     expect((await app.call("GET", "/v1/jobs/a1")).json.job.state).toBe("dead");
   });

@@ -184,27 +184,22 @@ export const NOTICE_RETRY_MS = 3 * 24 * 3600 * 1000;
 export const notices = defineScript<Notice[]>({
   name: "notices",
   lua: `
---[[ notices: takes failure notices to send to their topics' failureUrl: new ones first (dead push
-  jobs, in the order they died), then those whose sending failed before, so that one receiver
-  that keeps failing does not hold back the notices of the others.
+--[[ notices: takes failure notices to send to their topics' failureUrl. A fifth of the room (at
+  least one) goes to notices whose sending failed before and whose minute has passed, the rest to
+  new ones (dead push jobs, in the order they died), any left over to more due retries: one
+  receiver that keeps failing neither holds back the others' notices nor is starved by them.
   ARGV[4] most to take   ARGV[5] how long a failing notice is retried, ms (NOTICE_RETRY_MS)
+  Retries are "<ms when due>|<ms of the first failure>|<id>", due in the order they were put back.
   Returns four values per notice: id, record (or "" when it is gone), its topic's config JSON,
   and when its sending first failed ("" for a new one, "x" when that was ARGV[5] ago or more:
-  it is dropped, not to be sent). A notice that cannot be sent goes on the retry list
+  it is dropped, not to be sent). A notice that cannot be sent goes back on the retry list
   (scripts/push.ts: renotice), so it is sent at least once unless the sender dies with it.
-  The schedule's ~notices entry (set when a push job dies) is dropped once both lists are empty.
-  Cost: LPOP (+ LPOP of the retries), 2 LLEN (+ ZREM), per notice GET and MGET (its topic's
-  keys: the config).
+  The schedule's ~notices entry is dropped once both lists are empty, and moved to the first
+  retry's time when only retries wait.
+  Cost: LPOP, LRANGE (+ LTRIM) once or twice, LLEN, ZADD or ZREM (+ LINDEX), per notice GET
+  and MGET (its topic's keys: the config).
 ]]
 local most, keep = tonumber(ARGV[4]), tonumber(ARGV[5])
-local taken = rcall("LPOP", key.notices, most) or {}
-local retries = {}
-if #taken < most then
-  retries = rcall("LPOP", key.noticeRetries, most - #taken) or {}
-end
-if rcall("LLEN", key.notices) == 0 and rcall("LLEN", key.noticeRetries) == 0 then
-  rcall("ZREM", key.schedule, "~notices")
-end
 local out = {}
 local function add(id, firstFailed)
   local raw = rcall("GET", key.job(id)) or ""
@@ -215,11 +210,38 @@ local function add(id, firstFailed)
   out[#out + 1] = cfg
   out[#out + 1] = firstFailed
 end
-for _, id in ipairs(taken) do add(id, "") end
-for _, entry in ipairs(retries) do
-  local cut = string.find(entry, "|", 1, true)
-  local first, id = tonumber(string.sub(entry, 1, cut - 1)), string.sub(entry, cut + 1)
-  if NOW - first >= keep then add(id, "x") else add(id, tostring(first)) end
+local function parts(entry)
+  local a = string.find(entry, "|", 1, true)
+  local b = string.find(entry, "|", a + 1, true)
+  return tonumber(string.sub(entry, 1, a - 1)), tonumber(string.sub(entry, a + 1, b - 1)),
+    string.sub(entry, b + 1)
+end
+-- Up to n retries whose time has come, off the head of the list.
+local function dueRetries(n)
+  if n <= 0 then return 0 end
+  local head = rcall("LRANGE", key.noticeRetries, 0, n - 1)
+  local taken = 0
+  for _, entry in ipairs(head) do
+    local due, first, id = parts(entry)
+    if due > NOW then break end
+    taken = taken + 1
+    if NOW - first >= keep then add(id, "x") else add(id, tostring(first)) end
+  end
+  if taken > 0 then rcall("LTRIM", key.noticeRetries, taken, -1) end
+  return taken
+end
+local retried = dueRetries(math.max(1, math.floor(most / 5)))
+local fresh = rcall("LPOP", key.notices, most - retried) or {}
+for _, id in ipairs(fresh) do add(id, "") end
+dueRetries(most - retried - #fresh)
+if rcall("LLEN", key.notices) == 0 then
+  local first = rcall("LINDEX", key.noticeRetries, 0)
+  if first then
+    local due = parts(first)
+    rcall("ZADD", key.schedule, due, "~notices")
+  else
+    rcall("ZREM", key.schedule, "~notices")
+  end
 end
 return out
 `,
@@ -244,13 +266,15 @@ return out
 export const renotice = defineScript<void>({
   name: "renotice",
   lua: `
---[[ renotice: puts notices that could not be sent on the retry list, for a later tick.
-  ARGV[4..] "<ms of the notice's first failure>|<id>"; they are tried again a minute later.
-  Cost: RPUSH, ZADD LT.
+--[[ renotice: puts notices that could not be sent back on the retry list, due a minute later.
+  ARGV[4..] "<ms of the notice's first failure>|<id>".   Cost: RPUSH, ZADD LT.
 ]]
 if #ARGV >= 4 then
-  rcall("RPUSH", key.noticeRetries, unpack(ARGV, 4))
-  rcall("ZADD", key.schedule, "LT", NOW + 60000, "~notices")
+  local due = NOW + 60000
+  local entries = {}
+  for i = 4, #ARGV do entries[#entries + 1] = due .. "|" .. ARGV[i] end
+  rcall("RPUSH", key.noticeRetries, unpack(entries))
+  rcall("ZADD", key.schedule, "LT", due, "~notices")
 end
 return 1
 `,
