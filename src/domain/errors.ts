@@ -42,15 +42,20 @@ export class DelayqError extends Error {
   }
 }
 
+/** Text of the caller's quoted in a message, cut at 64 characters (a key may be megabytes). */
+export function clip(text: string): string {
+  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
+}
+
 /** Turns a zod failure into one `invalid_request` whose message names each bad field. */
 export function invalidRequest(error: z.ZodError, what = "request"): DelayqError {
   const problems = error.issues.slice(0, 5).map((issue) => {
-    const path = issue.path.map(String).join(".");
+    const path = issue.path.map((part) => clip(String(part))).join(".");
     if (issue.code === "unrecognized_keys") {
       // The first 20 are enough to act on: a body of a million made a message of megabytes.
       const keys = issue.keys
         .slice(0, 20)
-        .map((k) => JSON.stringify(k.length > 64 ? `${k.slice(0, 64)}…` : k))
+        .map((k) => JSON.stringify(clip(k)))
         .join(", ");
       const others = issue.keys.length > 20 ? ` and ${issue.keys.length - 20} more` : "";
       const where = path ? ` in ${path}` : "";

@@ -1,5 +1,6 @@
 // Push topics: their config, the delivery a receiver gets, and how its answer settles the job.
 import { z } from "zod";
+import { clip } from "./errors";
 
 /** Delivery timeouts, seconds. */
 export const MAX_PUSH_TIMEOUT_SECONDS = 60;
@@ -114,12 +115,12 @@ export const PushConfig = z
         for (const name of names) {
           const problem = headerNameProblem(name);
           if (problem)
-            ctx.addIssue({ code: "custom", message: `"${name}" ${problem}`, path: [name] });
+            ctx.addIssue({ code: "custom", message: `"${clip(name)}" ${problem}`, path: [name] });
           const first = seen.get(name.toLowerCase());
           if (first !== undefined) {
             ctx.addIssue({
               code: "custom",
-              message: `"${name}" is "${first}" again (header names ignore case): keep one`,
+              message: `"${clip(name)}" is "${clip(first)}" again (header names ignore case): keep one`,
               path: [name],
             });
           } else seen.set(name.toLowerCase(), name);

@@ -181,9 +181,10 @@ export function tooLarge(maxBytes: number): DelayqError {
 }
 
 /**
- * The request's JSON for a route that adds jobs: the validated value, with job bodies as the
- * text the client sent (RawJson) when the body middleware kept them. Validation has run on the
- * same JSON, parsed the ordinary way, so the two differ only in how bodies are held.
+ * The request's JSON for a route that adds jobs: the value the body middleware parsed, with job
+ * bodies as the text the client sent (RawJson) when it kept them. Validation has run on that
+ * same value (the body fields' schemas take any value, RawJson included); the validated copy is
+ * the answer when no bodies were kept.
  */
 export function requestJson<T>(c: Context<AppEnv>, validated: T): T {
   return (c.get("rawJson") as T | undefined) ?? validated;

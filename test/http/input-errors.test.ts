@@ -104,5 +104,13 @@ describe("bodies that would hold the event loop", () => {
     const long = "x".repeat(500);
     const one = await call("POST", "/v1/jobs", { body: { topic: "t", [long]: 1 } });
     expect(one.json.error.message).toBe(`Invalid request body: unknown field "${"x".repeat(64)}…"`);
+    // A key quoted in a path or a message is cut too: a megabyte's name made a message of two.
+    const name = `X-${"y".repeat(1_000_000)}`;
+    const headers = await call("PUT", "/v1/topics/t", {
+      body: { push: { url: "https://shop.example/hook", headers: { [name]: "1" } } },
+    });
+    expect(headers.status).toBe(400);
+    expect(headers.json.error.message).toContain("is not an HTTP header name");
+    expect(headers.json.error.message.length).toBeLessThan(400);
   });
 });
