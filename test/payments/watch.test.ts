@@ -97,6 +97,20 @@ async function outcomes(topic: string): Promise<{ text: string; json: any }[]> {
 
 const uid = () => crypto.randomUUID().slice(0, 8);
 
+/**
+ * A watch's id as anyone can compute it from the order (base32 of SHA-256 over provider,
+ * account and outTradeNo), here with node:crypto, independently of delayq's code.
+ */
+function publicWatchId(provider: string, outTradeNo: string, account = "sandbox"): string {
+  const digest = createHash("sha256").update(`${provider}\n${account}\n${outTradeNo}`).digest();
+  let bits = "";
+  for (const byte of digest) bits += byte.toString(2).padStart(8, "0");
+  return Array.from(
+    { length: 26 },
+    (_, i) => "abcdefghijklmnopqrstuvwxyz234567"[parseInt(bits.slice(i * 5, i * 5 + 5), 2)],
+  ).join("");
+}
+
 describe("a WeChat Pay watch", () => {
   it("polls on its schedule until paid, then tells each notify topic once, metadata as sent", async () => {
     const no = `wx-${uid()}`;
@@ -497,17 +511,7 @@ describe("watch input and lifecycle", () => {
     });
     expect(started.status).toBe(201);
     // The watch's poll job: its id is derived from the order, so anyone can compute it.
-    const digest = createHash("sha256")
-      .update(`alipay
-sandbox
-${no}`)
-      .digest();
-    let bits = "";
-    for (const byte of digest) bits += byte.toString(2).padStart(8, "0");
-    const watchId = Array.from(
-      { length: 26 },
-      (_, i) => "abcdefghijklmnopqrstuvwxyz234567"[parseInt(bits.slice(i * 5, i * 5 + 5), 2)],
-    ).join("");
+    const watchId = publicWatchId("alipay", no);
     const poll = `/v1/jobs/${encodeURIComponent(`pay:${watchId}`)}`;
     expect((await call("GET", poll)).json.job.topic).toBe("__payments");
     const read = await call("GET", poll, undefined, EVERY_TOPIC);
@@ -523,13 +527,7 @@ ${no}`)
   it("refuses job ids a watch's poll or outcome will need, so no tenant can take them first", async () => {
     // A watch's id is public (derived from the order); computed here with node:crypto.
     const no = `wx-squat-${uid()}`;
-    const digest = createHash("sha256").update(`wechatpay\nsandbox\n${no}`).digest();
-    let bits = "";
-    for (const byte of digest) bits += byte.toString(2).padStart(8, "0");
-    const watchId = Array.from(
-      { length: 26 },
-      (_, i) => "abcdefghijklmnopqrstuvwxyz234567"[parseInt(bits.slice(i * 5, i * 5 + 5), 2)],
-    ).join("");
+    const watchId = publicWatchId("wechatpay", no);
     const taken = [`pay:${watchId}:1`, `pay:${watchId}`];
     for (const id of taken) {
       const attempts = [
