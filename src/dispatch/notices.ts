@@ -1,9 +1,16 @@
 // Failure notices: a dead push job's record sent to its topic's failureUrl, retried each minute
 // until sent, for up to three days (NOTICE_RETRY_MS), or dropped when DQ_PRIVATE_PUSH refuses
-// that URL.
+// that URL. Each round shares its room between the topics with notices waiting (scripts/push.ts:
+// notices).
 import type { PushConfig } from "../domain/push";
 import type { Logger } from "../log";
-import { NOTICE_RETRY_MS, notices, renotice } from "../redis/lua/scripts/push";
+import {
+  NOTICE_RETRY_MS,
+  notices,
+  renotice,
+  renoticeArgs,
+  type Unsent,
+} from "../redis/lua/scripts/push";
 import { splitRecord } from "../redis/record";
 import type { ScriptRunner } from "../redis/runner";
 import type { Budget } from "./budget";
@@ -25,7 +32,7 @@ export async function sendNotices(
   if (most <= 0 || !budget.take(most + 2)) return 0;
   const taken = await scripts.run(notices, clock(), [most, NOTICE_RETRY_MS]);
   const failedAt = clock();
-  const unsent: string[] = [];
+  const unsent: Unsent = new Map();
   let sent = 0;
   let posted = 0;
   await Promise.all(
@@ -62,11 +69,16 @@ export async function sendNotices(
         now: clock,
       });
       if (ok) sent += 1;
-      else unsent.push(`${notice.firstFailedAt ?? failedAt}|${notice.id}`);
+      else {
+        const entry = `${notice.firstFailedAt ?? failedAt}|${notice.id}`;
+        const topic = unsent.get(notice.topic);
+        if (topic) topic.push(entry);
+        else unsent.set(notice.topic, [entry]);
+      }
     }),
   );
   budget.giveBack(most - posted);
-  if (unsent.length > 0) await scripts.run(renotice, clock(), unsent);
+  if (unsent.size > 0) await scripts.run(renotice, clock(), renoticeArgs(unsent));
   else budget.giveBack(1);
   return sent;
 }

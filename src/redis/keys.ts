@@ -66,14 +66,28 @@ export const KEY_LAYOUT = {
    * claim lookahead, so that an idle tick finds push work without a command of its own.
    */
   claims: "push:claims",
-  /** list: ids of push jobs that died, whose topic's failureUrl is still to be told. */
-  notices: "push:notices",
+  /** list: ids of the topic's push jobs that died, whose failureUrl is still to be told. */
+  topicNotices: "t:<topic>:notices",
   /**
-   * list: notices whose sending failed, as `<ms when due>|<ms of the first failure>|<id>`, each
-   * due a minute after its last try, until NOTICE_RETRY_MS has passed since its first failure
-   * (scripts/push.ts: notices).
+   * list: the topic's notices whose sending failed, as `<ms when due>|<ms of the first
+   * failure>|<id>`, each due a minute after its last try, until NOTICE_RETRY_MS has passed since
+   * its first failure (scripts/push.ts: notices).
    */
-  noticeRetries: "push:notices:retry",
+  topicNoticeRetries: "t:<topic>:notices:retry",
+  /**
+   * zset: topics with failure notices waiting, scored by when their next turn comes: when a
+   * notice was queued or the topic was last served, or its first retry's time. Each round serves
+   * the longest waiting first and shares its room among them, so one tenant's mass of deaths or
+   * failing receiver does not hold back another's notices.
+   */
+  noticing: "push:noticing",
+  /**
+   * list and list: where earlier versions kept every topic's notices and retries in one queue
+   * (ids; `<due>|<first failure>|<id>`). The notices script moves what it finds there into the
+   * topics' own lists, a round's room at a time.
+   */
+  legacyNotices: "push:notices",
+  legacyNoticeRetries: "push:notices:retry",
   /** string: the deployment's random key for sealing topic cursors (scripts/topics.ts). */
   cursorSecret: "secret:cursors",
   /**

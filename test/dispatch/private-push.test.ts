@@ -191,10 +191,12 @@ describe("a config stored before the policy applied", () => {
       enableAutoPipelining: false,
     });
     const deadline = Date.now() + 5000;
-    while ((await redis.llen(`{${open.prefix}}:push:notices`)) > 0 && Date.now() < deadline) {
+    const waiting = `{${open.prefix}}:t:shop.legacy:notices`;
+    while ((await redis.llen(waiting)) > 0 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    expect(await redis.llen(`{${open.prefix}}:push:notices`)).toBe(0);
+    expect(await redis.llen(waiting)).toBe(0);
+    expect(await redis.llen(`${waiting}:retry`)).toBe(0);
     expect(rx.received.filter((r) => r.path.startsWith("/legacy"))).toEqual([]);
   });
 });

@@ -285,21 +285,106 @@ describe("direct delivery", () => {
     // Only retries wait: the ticks' sentinel waits with them, not every tick sooner.
     const sentinel = Number(await app.redis.zscore(app.keys.schedule, "~notices"));
     expect(sentinel).toBeGreaterThan(Date.now() + 50_000);
-    // A minute on, with more new notices than room: a fifth of it goes to a due retry.
+    // A minute on, with more new notices than room: b has waited longest and takes its part
+    // (3 of 5) first, then a's due retries the rest.
     for (const id of ["b2", "b3", "b4", "b5", "b6"]) await kill("b", id);
-    expect(await later(61_000).sendNotices(5)).toBe(4);
-    expect(sentTo(working)).toEqual(["b1", "b2", "b3", "b4", "b5"]);
-    expect(sentTo(failing)).toEqual(["a1", "a1", "a2", "a3"]);
+    expect(await later(61_000).sendNotices(5)).toBe(3);
+    expect(sentTo(working)).toEqual(["b1", "b2", "b3", "b4"]);
+    // Two of a's three retries (the first two that failed, in whatever order that was).
+    expect(sentTo(failing)).toHaveLength(5);
+    expect(new Set(sentTo(failing))).toEqual(new Set(["a1", "a2", "a3"]));
     // Three days after their first failure the failing ones are dropped, logged, not sent.
-    expect(await later(3 * 24 * 3600 * 1000).sendNotices(50)).toBe(1);
+    expect(await later(3 * 24 * 3600 * 1000).sendNotices(50)).toBe(2);
     expect(sentTo(working)).toEqual(["b1", "b2", "b3", "b4", "b5", "b6"]);
-    expect(failing.received).toHaveLength(4);
+    expect(failing.received).toHaveLength(5);
     const expired = app.logs.filter((entry) => entry.event === "notice_expired");
     expect(expired.map((entry) => entry.id).sort()).toEqual(["a1", "a2", "a3"]);
-    expect(await app.redis.llen(app.keys.noticeRetries)).toBe(0);
-    expect(await app.redis.llen(app.keys.notices)).toBe(0);
+    for (const topic of ["a", "b"]) {
+      expect(await app.redis.llen(app.keys.topicNoticeRetries(topic))).toBe(0);
+      expect(await app.redis.llen(app.keys.topicNotices(topic))).toBe(0);
+    }
+    expect(await app.redis.zcard(app.keys.noticing)).toBe(0);
+    expect(await app.redis.zscore(app.keys.schedule, "~notices")).toBeNull();
     // The jobs stay dead, listable and kickable.
     expect((await app.call("GET", "/v1/jobs/a1")).json.job.state).toBe("dead");
+  });
+
+  it("shares each round between topics: one topic's mass of deaths or failing retries does not hold back another's notice", async () => {
+    const busy = await startReceiver();
+    const quiet = await startReceiver();
+    receivers.push(busy, quiet);
+    busy.answer(() => ({ status: 503 }));
+    const app = await setup({}, "mass");
+    for (const [topic, receiver] of [
+      ["mass", busy],
+      ["calm", quiet],
+    ] as const) {
+      await app.call("PUT", `/v1/topics/${topic}`, {
+        body: {
+          push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: receiver.url },
+        },
+      });
+    }
+    const kill = async (topic: string, id: string) => {
+      const { receipt } = await claimOne(app, topic, id);
+      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
+    };
+    // 30 of mass's jobs die, then one of calm's: a round of 10 sends calm's too.
+    for (let i = 0; i < 30; i++) await kill("mass", `m${i}`);
+    await kill("calm", "c1");
+    expect(await app.dispatcher.sendNotices(10)).toBe(1);
+    expect(quiet.received.map((r) => JSON.parse(r.body).id)).toEqual(["c1"]);
+    expect(busy.received).toHaveLength(9);
+    // The next round goes on with mass's new notices, not its retries (due in a minute).
+    expect(await app.dispatcher.sendNotices(10)).toBe(0);
+    expect(busy.received).toHaveLength(19);
+    // A minute on, mass has 19 retries due and 11 new notices; calm's next notice failed once
+    // too. calm's retry is sent in the first round, beside mass's.
+    await app.call("PUT", "/v1/topics/calm", {
+      body: {
+        push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: `${busy.url}/calm` },
+      },
+    });
+    await kill("calm", "c2");
+    expect(await app.dispatcher.sendNotices(10)).toBe(0);
+    const calmTries = () => busy.received.filter((r) => r.path === "/calm").length;
+    expect(calmTries()).toBe(1);
+    await app.call("PUT", "/v1/topics/calm", {
+      body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: quiet.url } },
+    });
+    const minuteOn = createDispatcher({
+      redis: app.redis,
+      prefix: app.keys.base.slice(1, -2),
+      retentionMs: 3_600_000,
+      log: () => {},
+      clock: () => Date.now() + 61_000,
+    });
+    expect(await minuteOn.sendNotices(10)).toBe(1);
+    expect(quiet.received.map((r) => JSON.parse(r.body).id)).toEqual(["c1", "c2"]);
+  });
+
+  it("sends the notices an earlier version queued in one list for all topics", async () => {
+    const failures = await startReceiver();
+    receivers.push(failures);
+    const app = await setup();
+    await app.call("PUT", "/v1/topics/p", {
+      body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url } },
+    });
+    for (const id of ["old1", "old2", "gone"]) {
+      const { receipt } = await claimOne(app, "p", id);
+      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
+    }
+    // Queued as the version before per-topic notices did: one list of ids, one of retries.
+    await app.redis.del(app.keys.topicNotices("p"));
+    await app.redis.zrem(app.keys.noticing, "p");
+    const base = app.keys.base;
+    await app.redis.rpush(`${base}push:notices`, "old1", "gone");
+    await app.redis.rpush(`${base}push:notices:retry`, `${Date.now() - 1000}|${Date.now()}|old2`);
+    await app.redis.del(app.keys.job("gone"));
+    expect(await app.dispatcher.sendNotices(50)).toBe(2);
+    expect(failures.received.map((r) => JSON.parse(r.body).id).sort()).toEqual(["old1", "old2"]);
+    expect(await app.redis.exists(`${base}push:notices`, `${base}push:notices:retry`)).toBe(0);
+    expect(await app.redis.zscore(app.keys.schedule, "~notices")).toBeNull();
   });
 });
 

@@ -134,13 +134,15 @@ local function unindex(id, meta)
   end
 end
 
--- A push job's death is queued for its topic's failureUrl (scripts/push.ts: notices).
+-- A push job's death is queued for its topic's failureUrl, in the topic's own list, the topic's
+-- turn due now unless it came sooner (scripts/push.ts: notices).
 local function kill(id, meta, body, reason)
   meta.state, meta.endedAt, meta.deadReason = "dead", NOW, reason
   meta.leaseEnd, meta.receipt, meta.messageId = nil, nil, nil
   rcall("ZADD", key.dead(meta.topic), NOW, id)
   if isPush(meta.topic) then
-    rcall("RPUSH", key.notices, id)
+    rcall("RPUSH", key.topicNotices(meta.topic), id)
+    rcall("ZADD", key.noticing, "LT", NOW, meta.topic)
     rcall("ZADD", key.schedule, "LT", NOW, "~notices")
   end
   return save(id, meta, body)

@@ -164,14 +164,14 @@ return cancel
   parse: (reply) => asArray(reply, "published").map(String),
 });
 
-/** A dead push job whose topic's failureUrl is to be told. */
 /**
- * A failure notice to send: the job's record ("" when it is gone) and its topic's config, and
- * when its sending first failed (undefined for a new one). `expired`: it failed for
- * NOTICE_RETRY_MS and was dropped; it is not to be sent.
+ * A failure notice to send: the dead job's id and topic, its record ("" when it is gone), its
+ * topic's config, and when its sending first failed (undefined for a new one). `expired`: it
+ * failed for NOTICE_RETRY_MS and was dropped; it is not to be sent.
  */
 export type Notice = {
   id: string;
+  topic: string;
   record: string;
   config: string;
   firstFailedAt?: number;
@@ -184,76 +184,138 @@ export const NOTICE_RETRY_MS = 3 * 24 * 3600 * 1000;
 export const notices = defineScript<Notice[]>({
   name: "notices",
   lua: `
---[[ notices: takes failure notices to send to their topics' failureUrl. A fifth of the room (at
-  least one) goes to notices whose sending failed before and whose minute has passed, the rest to
-  new ones (dead push jobs, in the order they died), any left over to more due retries: one
-  receiver that keeps failing neither holds back the others' notices nor is starved by them.
+--[[ notices: takes failure notices to send to their topics' failureUrl, fairly between topics.
+  Each topic keeps its own new notices (its dead push jobs, in the order they died) and retries
+  (notices whose sending failed, each due a minute after its last try). A round takes the topics
+  whose turn has come (key.noticing), the longest waiting first, and shares its room among them,
+  each an even part of what is left (what one leaves goes round again to the others). Within a topic a fifth of its part (at least one) goes to due
+  retries, then new notices, then more due retries. A topic with new notices left has its next
+  turn now, behind those still waiting; one with only retries, at the first one's time; one with
+  none leaves. So a tenant whose jobs die by the thousand, or whose receiver keeps failing, takes
+  its part of each round and no more.
   ARGV[4] most to take   ARGV[5] how long a failing notice is retried, ms (NOTICE_RETRY_MS)
-  Retries are "<ms when due>|<ms of the first failure>|<id>", due in the order they were put back.
-  Returns four values per notice: id, record (or "" when it is gone), its topic's config JSON,
-  and when its sending first failed ("" for a new one, "x" when that was ARGV[5] ago or more:
-  it is dropped, not to be sent). A notice that cannot be sent goes back on the retry list
-  (scripts/push.ts: renotice), so it is sent at least once unless the sender dies with it.
-  The schedule's ~notices entry is dropped once both lists are empty, and moved to the first
-  retry's time when only retries wait.
-  Cost: LPOP, LRANGE (+ LTRIM) once or twice, LLEN, ZADD or ZREM (+ LINDEX), per notice GET
-  and MGET (its topic's keys: the config).
+  Returns five values per notice: id, topic, record (or "" when it is gone), its topic's config
+  JSON, and when its sending first failed ("" for a new one, "x" when that was ARGV[5] ago or
+  more: it is dropped, not to be sent). A notice that cannot be sent goes back on its topic's
+  retry list (renotice), so it is sent at least once unless the sender dies with it.
+  The schedule's ~notices entry follows the first turn in key.noticing, and goes when none waits.
+  Cost: EXISTS, ZRANGE twice, ZADD or ZREM; per topic served (a topic is served again only when it
+  used all of its part) MGET (its config), LRANGE (+ LTRIM) once or twice, LPOP, LLEN, LINDEX,
+  ZADD or ZREM; per notice GET. At most ARGV[4] topics, and notices.
 ]]
 local most, keep = tonumber(ARGV[4]), tonumber(ARGV[5])
 local out = {}
-local function add(id, firstFailed)
-  local raw = rcall("GET", key.job(id)) or ""
-  local cfg = "{}"
-  if raw ~= "" and firstFailed ~= "x" then cfg = fields(decode(raw).topic).config or "{}" end
-  out[#out + 1] = id
-  out[#out + 1] = raw
-  out[#out + 1] = cfg
-  out[#out + 1] = firstFailed
-end
 local function parts(entry)
   local a = string.find(entry, "|", 1, true)
   local b = string.find(entry, "|", a + 1, true)
   return tonumber(string.sub(entry, 1, a - 1)), tonumber(string.sub(entry, a + 1, b - 1)),
     string.sub(entry, b + 1)
 end
--- Up to n retries whose time has come, off the head of the list.
-local function dueRetries(n)
-  if n <= 0 then return 0 end
-  local head = rcall("LRANGE", key.noticeRetries, 0, n - 1)
-  local taken = 0
-  for _, entry in ipairs(head) do
-    local due, first, id = parts(entry)
-    if due > NOW then break end
-    taken = taken + 1
-    if NOW - first >= keep then add(id, "x") else add(id, tostring(first)) end
+-- Earlier versions queued every topic's notices in one list, and their retries in another: what
+-- is there moves to the topics' own lists, a round's room at a time. A notice whose job record is
+-- gone could not be sent; it is dropped.
+local legacy = rcall("EXISTS", key.legacyNotices, key.legacyNoticeRetries) > 0
+if legacy then
+  for _, id in ipairs(rcall("LPOP", key.legacyNotices, most) or {}) do
+    local raw = rcall("GET", key.job(id))
+    if raw then
+      local topic = decode(raw).topic
+      rcall("RPUSH", key.topicNotices(topic), id)
+      rcall("ZADD", key.noticing, "LT", NOW, topic)
+    end
   end
-  if taken > 0 then rcall("LTRIM", key.noticeRetries, taken, -1) end
-  return taken
+  for _, entry in ipairs(rcall("LPOP", key.legacyNoticeRetries, most) or {}) do
+    local due, _, id = parts(entry)
+    local raw = rcall("GET", key.job(id))
+    if raw then
+      local topic = decode(raw).topic
+      rcall("RPUSH", key.topicNoticeRetries(topic), entry)
+      rcall("ZADD", key.noticing, "LT", due, topic)
+    end
+  end
+  legacy = rcall("EXISTS", key.legacyNotices, key.legacyNoticeRetries) > 0
 end
-local retried = dueRetries(math.max(1, math.floor(most / 5)))
-local fresh = rcall("LPOP", key.notices, most - retried) or {}
-for _, id in ipairs(fresh) do add(id, "") end
-dueRetries(most - retried - #fresh)
-if rcall("LLEN", key.notices) == 0 then
-  local first = rcall("LINDEX", key.noticeRetries, 0)
+-- Up to part notices of one topic; answers how many.
+local function serve(topic, part)
+  local fresh, retries = key.topicNotices(topic), key.topicNoticeRetries(topic)
+  local taken, config = 0, nil
+  local function put(id, firstFailed)
+    local raw = rcall("GET", key.job(id)) or ""
+    local cfg = "{}"
+    if raw ~= "" and firstFailed ~= "x" then
+      config = config or fields(topic).config or "{}"
+      cfg = config
+    end
+    out[#out + 1] = id
+    out[#out + 1] = topic
+    out[#out + 1] = raw
+    out[#out + 1] = cfg
+    out[#out + 1] = firstFailed
+    taken = taken + 1
+  end
+  -- Up to n retries whose time has come, off the head of the list.
+  local function dueRetries(n)
+    if n <= 0 then return end
+    local head = rcall("LRANGE", retries, 0, n - 1)
+    local count = 0
+    for _, entry in ipairs(head) do
+      local due, first, id = parts(entry)
+      if due > NOW then break end
+      count = count + 1
+      if NOW - first >= keep then put(id, "x") else put(id, tostring(first)) end
+    end
+    if count > 0 then rcall("LTRIM", retries, count, -1) end
+  end
+  dueRetries(math.max(1, math.floor(part / 5)))
+  if part > taken then
+    for _, id in ipairs(rcall("LPOP", fresh, part - taken) or {}) do put(id, "") end
+  end
+  dueRetries(part - taken)
+  local turn = nil
+  if rcall("LLEN", fresh) > 0 then turn = NOW end
+  local first = rcall("LINDEX", retries, 0)
   if first then
     local due = parts(first)
-    rcall("ZADD", key.schedule, due, "~notices")
-  else
-    rcall("ZREM", key.schedule, "~notices")
+    if turn == nil or due < turn then turn = due end
   end
+  if turn then rcall("ZADD", key.noticing, turn, topic) else rcall("ZREM", key.noticing, topic) end
+  return taken
+end
+-- Passes over the topics whose turn has come, each an even part of the room left; what a topic
+-- leaves of its part goes round again to those that used all of theirs.
+local open = rcall("ZRANGE", key.noticing, "-inf", NOW, "BYSCORE", "LIMIT", 0, most)
+local room = most
+while room > 0 and #open > 0 do
+  local again = {}
+  for i, topic in ipairs(open) do
+    if room <= 0 then break end
+    local part = math.ceil(room / (#open - i + 1))
+    local took = serve(topic, part)
+    room = room - took
+    if took == part then again[#again + 1] = topic end
+  end
+  open = again
+end
+local first = rcall("ZRANGE", key.noticing, 0, 0, "WITHSCORES")
+if legacy then
+  rcall("ZADD", key.schedule, NOW, "~notices")
+elseif first[1] then
+  rcall("ZADD", key.schedule, first[2], "~notices")
+else
+  rcall("ZREM", key.schedule, "~notices")
 end
 return out
 `,
   parse(reply) {
     const flat = asArray(reply, "notices");
     const out: Notice[] = [];
-    for (let i = 0; i < flat.length; i += 4) {
-      const failed = String(flat[i + 3] ?? "");
+    for (let i = 0; i < flat.length; i += 5) {
+      const failed = String(flat[i + 4] ?? "");
       const notice: Notice = {
         id: String(flat[i]),
-        record: String(flat[i + 1] ?? ""),
-        config: jsonText(flat[i + 2]),
+        topic: String(flat[i + 1]),
+        record: String(flat[i + 2] ?? ""),
+        config: jsonText(flat[i + 3]),
       };
       if (failed === "x") notice.expired = true;
       else if (failed !== "") notice.firstFailedAt = Number(failed);
@@ -263,20 +325,35 @@ return out
   },
 });
 
+/** Notices that could not be sent, by topic: `<ms of the first failure>|<id>` each. */
+export type Unsent = Map<string, string[]>;
+
 export const renotice = defineScript<void>({
   name: "renotice",
   lua: `
---[[ renotice: puts notices that could not be sent back on the retry list, due a minute later.
-  ARGV[4..] "<ms of the notice's first failure>|<id>".   Cost: RPUSH, ZADD LT.
+--[[ renotice: puts notices that could not be sent back on their topics' retry lists, due a
+  minute later; a topic's next turn comes then at the latest.
+  ARGV[4..] per topic: the topic, how many entries, then each "<ms of its first failure>|<id>".
+  Cost per topic: RPUSH, ZADD LT; then ZADD LT.
 ]]
-if #ARGV >= 4 then
-  local due = NOW + 60000
+local due, i = NOW + 60000, 4
+while i <= #ARGV do
+  local topic, n = ARGV[i], tonumber(ARGV[i + 1])
   local entries = {}
-  for i = 4, #ARGV do entries[#entries + 1] = due .. "|" .. ARGV[i] end
-  rcall("RPUSH", key.noticeRetries, unpack(entries))
-  rcall("ZADD", key.schedule, "LT", due, "~notices")
+  for j = 1, n do entries[j] = due .. "|" .. ARGV[i + 1 + j] end
+  rcall("RPUSH", key.topicNoticeRetries(topic), unpack(entries))
+  rcall("ZADD", key.noticing, "LT", due, topic)
+  i = i + 2 + n
 end
+if #ARGV >= 4 then rcall("ZADD", key.schedule, "LT", due, "~notices") end
 return 1
 `,
   parse: () => undefined,
 });
+
+/** renotice's arguments for the notices not sent. */
+export function renoticeArgs(unsent: Unsent): string[] {
+  const args: string[] = [];
+  for (const [topic, entries] of unsent) args.push(topic, String(entries.length), ...entries);
+  return args;
+}

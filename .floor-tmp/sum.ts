@@ -1,0 +1,2 @@
+import { printProfileSummary } from "../bench/lib/cpu-profile";
+printProfileSummary(process.argv[2]!);
