@@ -66,7 +66,10 @@ export const KEY_LAYOUT = {
    * claim lookahead, so that an idle tick finds push work without a command of its own.
    */
   claims: "push:claims",
-  /** list: ids of the topic's push jobs that died, whose failureUrl is still to be told. */
+  /**
+   * list: the topic's push jobs that died, whose failureUrl is still to be told, as `<ms when
+   * queued>|<id>`.
+   */
   topicNotices: "t:<topic>:notices",
   /**
    * list: the topic's notices whose sending failed, as `<ms when due>|<ms of the first

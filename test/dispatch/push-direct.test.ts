@@ -363,6 +363,47 @@ describe("direct delivery", () => {
     expect(quiet.received.map((r) => JSON.parse(r.body).id)).toEqual(["c1", "c2"]);
   });
 
+  it("sends a topic's new notices and due retries in the order they could first be sent", async () => {
+    const failures = await startReceiver();
+    receivers.push(failures);
+    failures.answer(() => ({ status: 503 }));
+    const app = await setup();
+    await app.call("PUT", "/v1/topics/p", {
+      body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url } },
+    });
+    const kill = async (id: string) => {
+      const { receipt } = await claimOne(app, "p", id);
+      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
+    };
+    const at = (ms: number) =>
+      createDispatcher({
+        redis: app.redis,
+        prefix: app.keys.base.slice(1, -2),
+        retentionMs: 3_600_000,
+        log: () => {},
+        clock: () => Date.now() + ms,
+      });
+    const ids = () => failures.received.map((r) => JSON.parse(r.body).id as string);
+    // r1-r3 failed two minutes ago, so are due again since a minute (written as renotice would
+    // have: the test's clock cannot go back). n1-n4 die now, after that.
+    for (const id of ["r1", "r2", "r3"]) await kill(id);
+    await app.redis.del(app.keys.topicNotices("p"));
+    const now = Date.now();
+    for (const id of ["r1", "r2", "r3"]) {
+      await app.redis.rpush(
+        app.keys.topicNoticeRetries("p"),
+        `${now - 60_000}|${now - 120_000}|${id}`,
+      );
+    }
+    await app.redis.zadd(app.keys.noticing, { score: now - 60_000, member: "p" });
+    for (const id of ["n1", "n2", "n3", "n4"]) await kill(id);
+    expect(await app.dispatcher.sendNotices(4)).toBe(0);
+    expect(ids().sort()).toEqual(["n1", "r1", "r2", "r3"]);
+    // n2-n4 were queued before any retry is due again (n1 and the r's in a minute).
+    expect(await at(61_000).sendNotices(3)).toBe(0);
+    expect(ids().slice(4).sort()).toEqual(["n2", "n3", "n4"]);
+  });
+
   it("sends the notices an earlier version queued in one list for all topics", async () => {
     const failures = await startReceiver();
     receivers.push(failures);

@@ -141,7 +141,7 @@ local function kill(id, meta, body, reason)
   meta.leaseEnd, meta.receipt, meta.messageId = nil, nil, nil
   rcall("ZADD", key.dead(meta.topic), NOW, id)
   if isPush(meta.topic) then
-    rcall("RPUSH", key.topicNotices(meta.topic), id)
+    rcall("RPUSH", key.topicNotices(meta.topic), NOW .. "|" .. id)
     rcall("ZADD", key.noticing, "LT", NOW, meta.topic)
     rcall("ZADD", key.schedule, "LT", NOW, "~notices")
   end

@@ -188,11 +188,12 @@ export const notices = defineScript<Notice[]>({
   Each topic keeps its own new notices (its dead push jobs, in the order they died) and retries
   (notices whose sending failed, each due a minute after its last try). A round takes the topics
   whose turn has come (key.noticing), the longest waiting first, and shares its room among them,
-  each an even part of what is left (what one leaves goes round again to the others). Within a topic a fifth of its part (at least one) goes to due
-  retries, then new notices, then more due retries. A topic with new notices left has its next
-  turn now, behind those still waiting; one with only retries, at the first one's time; one with
-  none leaves. So a tenant whose jobs die by the thousand, or whose receiver keeps failing, takes
-  its part of each round and no more.
+  each an even part of what is left (what one leaves goes round again to the others). Within a
+  topic, its part goes to new notices and due retries in the order they could first be sent
+  (queued; due). A topic with new notices left has its next turn now, behind those still
+  waiting; one with only retries, at the first one's time; one with none leaves. So a tenant
+  whose jobs die by the thousand, or whose receiver keeps failing, takes its part of each round
+  and no more.
   ARGV[4] most to take   ARGV[5] how long a failing notice is retried, ms (NOTICE_RETRY_MS)
   Returns five values per notice: id, topic, record (or "" when it is gone), its topic's config
   JSON, and when its sending first failed ("" for a new one, "x" when that was ARGV[5] ago or
@@ -200,11 +201,16 @@ export const notices = defineScript<Notice[]>({
   retry list (renotice), so it is sent at least once unless the sender dies with it.
   The schedule's ~notices entry follows the first turn in key.noticing, and goes when none waits.
   Cost: EXISTS, ZRANGE twice, ZADD or ZREM; per topic served (a topic is served again only when it
-  used all of its part) MGET (its config), LRANGE (+ LTRIM) once or twice, LPOP, LLEN, LINDEX,
-  ZADD or ZREM; per notice GET. At most ARGV[4] topics, and notices.
+  used all of its part) MGET (its config), LRANGE twice (+ LTRIM once or twice), EXISTS,
+  LINDEX, ZADD or ZREM; per notice GET. At most ARGV[4] topics, and notices.
 ]]
 local most, keep = tonumber(ARGV[4]), tonumber(ARGV[5])
 local out = {}
+-- A new notice, "<ms when queued>|<id>"; a retry, "<ms when due>|<ms of the first failure>|<id>".
+local function split(entry)
+  local a = string.find(entry, "|", 1, true)
+  return tonumber(string.sub(entry, 1, a - 1)), string.sub(entry, a + 1)
+end
 local function parts(entry)
   local a = string.find(entry, "|", 1, true)
   local b = string.find(entry, "|", a + 1, true)
@@ -220,7 +226,7 @@ if legacy then
     local raw = rcall("GET", key.job(id))
     if raw then
       local topic = decode(raw).topic
-      rcall("RPUSH", key.topicNotices(topic), id)
+      rcall("RPUSH", key.topicNotices(topic), NOW .. "|" .. id)
       rcall("ZADD", key.noticing, "LT", NOW, topic)
     end
   end
@@ -253,26 +259,30 @@ local function serve(topic, part)
     out[#out + 1] = firstFailed
     taken = taken + 1
   end
-  -- Up to n retries whose time has come, off the head of the list.
-  local function dueRetries(n)
-    if n <= 0 then return end
-    local head = rcall("LRANGE", retries, 0, n - 1)
-    local count = 0
-    for _, entry in ipairs(head) do
-      local due, first, id = parts(entry)
-      if due > NOW then break end
-      count = count + 1
-      if NOW - first >= keep then put(id, "x") else put(id, tostring(first)) end
+  -- The two lists merged by when each notice could first be sent: a new one when it was queued, a
+  -- retry when its minute is up. Neither kind waits behind the other's later ones.
+  local new = rcall("LRANGE", fresh, 0, part - 1)
+  local old = rcall("LRANGE", retries, 0, part - 1)
+  local f, r = 1, 1
+  while taken < part do
+    local queued, id = nil, nil
+    if new[f] then queued, id = split(new[f]) end
+    local due, first, retried = nil, nil, nil
+    if old[r] then due, first, retried = parts(old[r]) end
+    if due and due <= NOW and (queued == nil or due < queued) then
+      r = r + 1
+      if NOW - first >= keep then put(retried, "x") else put(retried, tostring(first)) end
+    elseif queued then
+      f = f + 1
+      put(id, "")
+    else
+      break
     end
-    if count > 0 then rcall("LTRIM", retries, count, -1) end
   end
-  dueRetries(math.max(1, math.floor(part / 5)))
-  if part > taken then
-    for _, id in ipairs(rcall("LPOP", fresh, part - taken) or {}) do put(id, "") end
-  end
-  dueRetries(part - taken)
+  if f > 1 then rcall("LTRIM", fresh, f - 1, -1) end
+  if r > 1 then rcall("LTRIM", retries, r - 1, -1) end
   local turn = nil
-  if rcall("LLEN", fresh) > 0 then turn = NOW end
+  if rcall("EXISTS", fresh) == 1 then turn = NOW end
   local first = rcall("LINDEX", retries, 0)
   if first then
     local due = parts(first)
