@@ -1,2 +1,0 @@
-import { printProfileSummary } from "../bench/lib/cpu-profile";
-printProfileSummary(process.argv[2]!);
