@@ -60,6 +60,8 @@ export type RunOptions = {
    * own runs). @default a fresh one of `subrequests`
    */
   budget?: Budget;
+  /** Called once the run has claimed (or failed to): what it claimed has its budget taken. */
+  onClaimed?: () => void;
 };
 
 export type Dispatcher = {

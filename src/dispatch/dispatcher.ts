@@ -286,7 +286,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   return {
     qstash: options.qstash,
-    run: (args) => runDispatch(args, 0),
+    run: (args) => runDispatch(args, 0, args.onClaimed),
     soon: (topic, windowMs, budget = newBudget()) => soon(topic, windowMs, budget),
     async settle(id, receipt, attempt, defer, budget = newBudget()) {
       const meta = await settleOne(id, receipt, attempt);

@@ -6,35 +6,60 @@ import type { DrainReport } from "./drain";
 import type { SchedulerStep, StepContext, StepReport } from "./scheduler";
 
 export type PushReport = StepReport & {
-  /** Failure notices sent. */
-  notices: number;
+  /** Failure notices sent, when the tick waited for them (no `defer`). */
+  notices?: number;
 };
 
 /**
  * Runs only when the drain saw push work near (the schedule's `~push` and `~notices` entries),
- * so an idle tick costs nothing more. Deliveries wait for their due times; with `defer` (a
- * Worker's waitUntil, Node's own tracking) the tick does not wait for them.
+ * so an idle tick costs nothing more. Claims come first: they have the budget before failure
+ * notices, and a notice can neither hold them up (a failureUrl that hangs for its timeout delays
+ * only the notices) nor stop them (a notice round that fails is logged). Deliveries wait for
+ * their due times, and notices for their answers; with `defer` (a Worker's waitUntil, Node's own
+ * tracking) the tick waits for neither.
  */
 export function pushStep(dispatcher: Dispatcher, log: Logger): SchedulerStep<PushReport> {
   return {
     name: "push",
     async run({ now, reports, defer, budget }: StepContext): Promise<PushReport> {
       const drain = reports.drain as DrainReport | undefined;
-      const report: PushReport = { notices: 0, more: false };
-      if (!drain || drain.noticesDue) report.notices = await dispatcher.sendNotices(50, budget);
-      if (drain && !drain.pushDue) return report;
-      // A run claims at once and resolves when the last delivery is settled.
-      const run = dispatcher.run({ now, budget });
-      const work = run.then(
-        (done) => {
-          if (done.more) log({ level: "warn", event: "push_budget", ...done });
-        },
-        (error: unknown) => {
-          log({ level: "error", event: "push_failed", message: messageOf(error) });
-        },
-      );
-      if (defer) defer(work);
-      else await work;
+      const report: PushReport = { more: false };
+      const work: Promise<void>[] = [];
+      let claimed = Promise.resolve();
+      if (!drain || drain.pushDue) {
+        let onClaimed = () => {};
+        claimed = new Promise<void>((resolve) => {
+          onClaimed = resolve;
+        });
+        // A run claims at once and resolves when the last delivery is settled.
+        const run = dispatcher.run({ now, budget, onClaimed });
+        work.push(
+          run.then(
+            (done) => {
+              if (done.more) log({ level: "warn", event: "push_budget", ...done });
+            },
+            (error: unknown) => {
+              log({ level: "error", event: "push_failed", message: messageOf(error) });
+            },
+          ),
+        );
+      }
+      if (!drain || drain.noticesDue) {
+        const notices = claimed.then(() => dispatcher.sendNotices(50, budget));
+        work.push(
+          notices.then(
+            (sent) => {
+              report.notices = sent;
+            },
+            (error: unknown) => {
+              log({ level: "error", event: "notices_failed", message: messageOf(error) });
+            },
+          ),
+        );
+      }
+      const all = Promise.all(work);
+      if (defer) defer(all);
+      else await all;
       return report;
     },
   };

@@ -6,6 +6,7 @@ import { createDispatcher } from "../../src/dispatch/dispatcher";
 import { DelayqError, tick } from "../../src/index";
 import { claim } from "../../src/redis/lua/scripts/push";
 import { createScriptRunner } from "../../src/redis/runner";
+import { pushStep } from "../../src/scheduler/push";
 import { type PushApp, type Receiver, startReceiver, testPushApp } from "../support/push";
 
 const SECRET = "test-secret-0123456789";
@@ -439,6 +440,62 @@ async function claimOne(app: PushApp, topic: string, id: string, ttrSeconds = 30
   const job = await app.queue.get(id);
   return { claimed, receipt: job.receipt as string };
 }
+
+describe("the push step", () => {
+  const step = (app: PushApp) =>
+    pushStep(app.dispatcher, (entry) => app.logs.push(entry)).run({
+      now: Date.now(),
+      until: Date.now() + 20_000,
+      reports: {},
+      budget: app.dispatcher.budget(),
+    });
+
+  it("claims before it sends failure notices: a failureUrl that hangs holds up no delivery", async () => {
+    const slow = await startReceiver();
+    receivers.push(slow);
+    slow.answer(() => "hang");
+    const app = await setup();
+    await app.call("PUT", "/v1/topics/slow", {
+      body: {
+        push: { url: `${app.receiver.url}/slow`, secret: SECRET, failureUrl: slow.url, timeout: 2 },
+      },
+    });
+    const { receipt } = await claimOne(app, "slow", "dead");
+    await app.dispatcher.settle("dead", receipt, { settlement: { outcome: "bury" }, status: 200 });
+    await app.queue.add({ topic: "p", id: "due" });
+    await step(app);
+    const [notice] = await slow.waitFor(1);
+    const delivery = app.receiver.received.find((r) => r.headers["delayq-id"] === "due");
+    // Sent while the notice's request was open: before, the claims waited for its timeout.
+    expect(delivery, "the due job was delivered").toBeDefined();
+    expect((delivery?.at ?? 0) - (notice?.at ?? 0)).toBeLessThan(2000);
+  });
+
+  it("reads notice entries of earlier formats instead of failing every round, and claims whatever a round does", async () => {
+    const failures = await startReceiver();
+    receivers.push(failures);
+    const app = await setup();
+    await app.call("PUT", "/v1/topics/p", {
+      body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url } },
+    });
+    for (const id of ["bare", "two"]) {
+      const { receipt } = await claimOne(app, "p", id);
+      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
+    }
+    // A bare id (05e3be0's new notices), a retry of 061d713's "<first failure>|<id>", and junk.
+    await app.redis.del(app.keys.topicNotices("p"));
+    await app.redis.rpush(app.keys.topicNotices("p"), "bare", "|");
+    await app.redis.rpush(`${app.keys.base}push:notices:retry`, `${Date.now() - 90_000}|two`);
+    await app.redis.rpush(app.keys.topicNoticeRetries("p"), "x|y|");
+    await app.queue.add({ topic: "p", id: "due" });
+    await step(app);
+    expect(app.receiver.received.map((r) => r.headers["delayq-id"])).toContain("due");
+    expect(failures.received.map((r) => JSON.parse(r.body).id).sort()).toEqual(["bare", "two"]);
+    expect(app.logs.filter((entry) => entry.event === "notices_failed")).toEqual([]);
+    expect(await app.redis.llen(app.keys.topicNotices("p"))).toBe(0);
+    expect(await app.redis.llen(app.keys.topicNoticeRetries("p"))).toBe(0);
+  });
+});
 
 describe("claiming", () => {
   it("never delivers before the due time, and each job once when several runs claim at once", async () => {

@@ -206,23 +206,32 @@ export const notices = defineScript<Notice[]>({
 ]]
 local most, keep = tonumber(ARGV[4]), tonumber(ARGV[5])
 local out = {}
--- A new notice, "<ms when queued>|<id>"; a retry, "<ms when due>|<ms of the first failure>|<id>".
+-- A new notice is "<ms when queued>|<id>", a retry "<ms when due>|<ms of the first failure>|<id>"
+-- (ids hold no "|"). Entries of earlier formats are read too, their missing times as now: a bare
+-- id, or a retry's "<ms of the first failure>|<id>" (due then). No entry can fail the script.
 local function split(entry)
   local a = string.find(entry, "|", 1, true)
-  return tonumber(string.sub(entry, 1, a - 1)), string.sub(entry, a + 1)
+  if not a then return NOW, entry end
+  return tonumber(string.sub(entry, 1, a - 1)) or NOW, string.sub(entry, a + 1)
 end
 local function parts(entry)
   local a = string.find(entry, "|", 1, true)
+  if not a then return NOW, NOW, entry end
   local b = string.find(entry, "|", a + 1, true)
-  return tonumber(string.sub(entry, 1, a - 1)), tonumber(string.sub(entry, a + 1, b - 1)),
-    string.sub(entry, b + 1)
+  if not b then
+    local first = tonumber(string.sub(entry, 1, a - 1)) or NOW
+    return first, first, string.sub(entry, a + 1)
+  end
+  return tonumber(string.sub(entry, 1, a - 1)) or NOW,
+    tonumber(string.sub(entry, a + 1, b - 1)) or NOW, string.sub(entry, b + 1)
 end
 -- Earlier versions queued every topic's notices in one list, and their retries in another: what
 -- is there moves to the topics' own lists, a round's room at a time. A notice whose job record is
 -- gone could not be sent; it is dropped.
 local legacy = rcall("EXISTS", key.legacyNotices, key.legacyNoticeRetries) > 0
 if legacy then
-  for _, id in ipairs(rcall("LPOP", key.legacyNotices, most) or {}) do
+  for _, entry in ipairs(rcall("LPOP", key.legacyNotices, most) or {}) do
+    local _, id = split(entry)
     local raw = rcall("GET", key.job(id))
     if raw then
       local topic = decode(raw).topic
@@ -231,11 +240,11 @@ if legacy then
     end
   end
   for _, entry in ipairs(rcall("LPOP", key.legacyNoticeRetries, most) or {}) do
-    local due, _, id = parts(entry)
+    local due, first, id = parts(entry)
     local raw = rcall("GET", key.job(id))
     if raw then
       local topic = decode(raw).topic
-      rcall("RPUSH", key.topicNoticeRetries(topic), entry)
+      rcall("RPUSH", key.topicNoticeRetries(topic), due .. "|" .. first .. "|" .. id)
       rcall("ZADD", key.noticing, "LT", due, topic)
     end
   end
