@@ -19,6 +19,9 @@ export type PushReport = StepReport & {
  * tracking) the tick waits for neither.
  */
 export function pushStep(dispatcher: Dispatcher, log: Logger): SchedulerStep<PushReport> {
+  // One round of notices at a time in this process: a round whose failureUrls hang for their
+  // timeout is not joined by another each tick, each holding up to 50 more open requests.
+  let noticesRunning = false;
   return {
     name: "push",
     async run({ now, reports, defer, budget }: StepContext): Promise<PushReport> {
@@ -44,17 +47,22 @@ export function pushStep(dispatcher: Dispatcher, log: Logger): SchedulerStep<Pus
           ),
         );
       }
-      if (!drain || drain.noticesDue) {
+      if ((!drain || drain.noticesDue) && !noticesRunning) {
+        noticesRunning = true;
         const notices = claimed.then(() => dispatcher.sendNotices(50, budget));
         work.push(
-          notices.then(
-            (sent) => {
-              report.notices = sent;
-            },
-            (error: unknown) => {
-              log({ level: "error", event: "notices_failed", message: messageOf(error) });
-            },
-          ),
+          notices
+            .then(
+              (sent) => {
+                report.notices = sent;
+              },
+              (error: unknown) => {
+                log({ level: "error", event: "notices_failed", message: messageOf(error) });
+              },
+            )
+            .finally(() => {
+              noticesRunning = false;
+            }),
         );
       }
       const all = Promise.all(work);

@@ -442,12 +442,17 @@ async function claimOne(app: PushApp, topic: string, id: string, ttrSeconds = 30
 }
 
 describe("the push step", () => {
-  const step = (app: PushApp) =>
-    pushStep(app.dispatcher, (entry) => app.logs.push(entry)).run({
+  const step = (
+    app: PushApp,
+    defer?: (work: Promise<unknown>) => void,
+    of = pushStep(app.dispatcher, (entry) => app.logs.push(entry)),
+  ) =>
+    of.run({
       now: Date.now(),
       until: Date.now() + 20_000,
       reports: {},
       budget: app.dispatcher.budget(),
+      defer,
     });
 
   it("claims before it sends failure notices: a failureUrl that hangs holds up no delivery", async () => {
@@ -469,6 +474,31 @@ describe("the push step", () => {
     // Sent while the notice's request was open: before, the claims waited for its timeout.
     expect(delivery, "the due job was delivered").toBeDefined();
     expect((delivery?.at ?? 0) - (notice?.at ?? 0)).toBeLessThan(2000);
+  });
+
+  it("starts no round of notices while one is still waiting for its answers", async () => {
+    const slow = await startReceiver();
+    receivers.push(slow);
+    slow.answer(() => "hang");
+    const app = await setup({ failureUrl: slow.url, timeout: 2 });
+    const kill = async (id: string) => {
+      const { receipt } = await claimOne(app, "p", id);
+      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
+    };
+    const ticks = pushStep(app.dispatcher, (entry) => app.logs.push(entry));
+    const first: Promise<unknown>[] = [];
+    await kill("d1");
+    await step(app, (work) => first.push(work), ticks);
+    await slow.waitFor(1);
+    await kill("d2");
+    const second: Promise<unknown>[] = [];
+    await step(app, (work) => second.push(work), ticks);
+    await Promise.all(second);
+    expect(slow.received).toHaveLength(1);
+    // Once the first round is over (its request timed out), the next tick sends d2's.
+    await Promise.all(first);
+    await step(app, undefined, ticks);
+    expect(slow.received.map((r) => JSON.parse(r.body).id)).toEqual(["d1", "d2"]);
   });
 
   it("reads notice entries of earlier formats instead of failing every round, and claims whatever a round does", async () => {
