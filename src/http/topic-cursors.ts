@@ -4,7 +4,9 @@
 // is one it may see, enough to spell out others' names a character at a time. So a limited
 // token's cursors are sealed (AES-GCM under the deployment's random secret, kept in Redis), all
 // of one length, and its `after` must be one of them. An unlimited token sees every name: its
-// cursors are names, and its `after` any name.
+// cursors are names, and its `after` any name. The dashboard's payment-watch pages seal their
+// cursors (`<start ms>|<watch id>` of the last watch read, maybe another account's) the same way
+// for limited sessions; each sealed cursor says which listing it is for.
 import { fromBase64url, toBase64url } from "../domain/base64url";
 import type { CryptoKey } from "../domain/bytes";
 import { DelayqError } from "../domain/errors";
@@ -12,19 +14,31 @@ import type { TopicPage } from "../domain/results";
 import type { DelayQueue } from "../queue";
 
 const IV_BYTES = 12;
-/** Names are padded to this length before sealing, so a cursor's length tells nothing. */
+/**
+ * What a cursor stands for is padded to this length before sealing (after the one character of
+ * its kind), so a cursor's length tells nothing: topic names are at most 100 characters.
+ */
 const SEALED_NAME_LENGTH = 100;
 const TAG_BYTES = 16;
 /** Sealed cursors start with "~", which no topic name contains. */
 const SEALED = new RegExp(
-  `^~[A-Za-z0-9_-]{${Math.ceil(((IV_BYTES + SEALED_NAME_LENGTH + TAG_BYTES) * 4) / 3)}}$`,
+  `^~[A-Za-z0-9_-]{${Math.ceil(((IV_BYTES + 1 + SEALED_NAME_LENGTH + TAG_BYTES) * 4) / 3)}}$`,
 );
 const encoder = new TextEncoder();
 
+/** What a sealed cursor goes on from: a topic name, or a payment watch listing's position. */
+export type CursorKind = "topic" | "watch";
+const KIND_MARK: Record<CursorKind, string> = { topic: "t", watch: "w" };
+/** The query parameter that carries each kind, for messages. */
+const KIND_FIELD: Record<CursorKind, string> = { topic: "after", watch: "cursor" };
+
 export type TopicCursors = {
-  seal(name: string): Promise<string>;
-  /** The name a sealed cursor stands for; one this deployment did not seal is 400. */
-  open(cursor: string): Promise<string>;
+  seal(value: string, kind?: CursorKind): Promise<string>;
+  /**
+   * What a sealed cursor of `kind` stands for; one this deployment did not seal, or sealed for
+   * another listing, is 400.
+   */
+  open(cursor: string, kind?: CursorKind): Promise<string>;
 };
 
 /** Cursors sealed under the deployment's secret (DelayQueue.cursorSecret). */
@@ -41,9 +55,9 @@ export function topicCursors(queue: Pick<DelayQueue, "cursorSecret">): TopicCurs
     return key;
   };
   return {
-    async seal(name) {
+    async seal(value, kind = "topic") {
       const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
-      const padded = encoder.encode(name.padEnd(SEALED_NAME_LENGTH, "\n"));
+      const padded = encoder.encode(KIND_MARK[kind] + value.padEnd(SEALED_NAME_LENGTH, "\n"));
       const sealed = new Uint8Array(
         await crypto.subtle.encrypt({ name: "AES-GCM", iv }, await keyOf(), padded),
       );
@@ -52,7 +66,7 @@ export function topicCursors(queue: Pick<DelayQueue, "cursorSecret">): TopicCurs
       bytes.set(sealed, IV_BYTES);
       return `~${toBase64url(bytes)}`;
     },
-    async open(cursor) {
+    async open(cursor, kind = "topic") {
       const bytes = SEALED.test(cursor) ? fromBase64url(cursor.slice(1)) : undefined;
       let name: string | undefined;
       if (bytes) {
@@ -62,7 +76,8 @@ export function topicCursors(queue: Pick<DelayQueue, "cursorSecret">): TopicCurs
             await keyOf(),
             bytes.subarray(IV_BYTES),
           );
-          name = new TextDecoder().decode(plain).replace(/\n+$/, "");
+          const text = new TextDecoder().decode(plain);
+          if (text.startsWith(KIND_MARK[kind])) name = text.slice(1).replace(/\n+$/, "");
         } catch (error) {
           if (error instanceof DelayqError) throw error;
         }
@@ -70,7 +85,7 @@ export function topicCursors(queue: Pick<DelayQueue, "cursorSecret">): TopicCurs
       if (name === undefined) {
         throw new DelayqError(
           "invalid_request",
-          "after: not a cursor this deployment gave; start again from the first page",
+          `${KIND_FIELD[kind]}: not a cursor this deployment gave; start again from the first page`,
         );
       }
       return name;

@@ -134,4 +134,50 @@ describe("listing payment watches", () => {
     expect(junk.status).toBe(400);
     expect(junk.html).toContain("not one this listing gave");
   });
+
+  it("gives a limited session sealed cursors only: a page's cursor is the last watch read, maybe another account's", async () => {
+    for (let i = 0; i < 50; i++) await watch(`hidden-${i}`, ["billing"]);
+    await watch("late", ["shop.late"]);
+    const nextOf = (html: string) => {
+      const href = /href="\/dashboard\/payments\?cursor=([^"]+)"/.exec(html)?.[1];
+      return href === undefined ? undefined : decodeURIComponent(href.replaceAll("&amp;", "&"));
+    };
+    const admin = nextOf((await dashboardPage(TOKEN, "/dashboard/payments")).html);
+    expect(admin).toMatch(/^\d+\|[a-z2-7]{26}$/);
+    const first = await dashboardPage(SHOP, "/dashboard/payments");
+    expect(first.html).toContain("late");
+    expect(first.html).not.toContain("hidden-");
+    const sealed = nextOf(first.html);
+    expect(sealed).toMatch(/^~[A-Za-z0-9_-]+$/);
+    expect(sealed).not.toContain(admin?.split("|")[1] as string);
+    // The sealed link goes on to the session's older watches.
+    const second = await dashboardPage(SHOP, `/dashboard/payments?cursor=${sealed}`);
+    expect(second.status).toBe(200);
+    expect(second.html).toContain("dash-1");
+    // A position of its own choosing, or a topic page's sealed cursor, is refused.
+    for (const cursor of [admin as string, `${Date.now()}|${"a".repeat(26)}`]) {
+      const raw = await dashboardPage(
+        SHOP,
+        `/dashboard/payments?${new URLSearchParams({ cursor })}`,
+      );
+      expect(raw.status).toBe(400);
+      expect(raw.html).toContain("pages with the links it was given");
+    }
+    const api = (method: string, path: string, body?: unknown) =>
+      service.app.request(path, {
+        method,
+        headers: { authorization: `Bearer ${SHOP}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    for (const topic of ["shop.a", "shop.b"]) await api("POST", "/v1/jobs", { topic, delay: 60 });
+    const topics = await api("GET", "/v1/topics?limit=1");
+    const topicCursor = ((await topics.json()) as { cursor?: string }).cursor;
+    expect(topicCursor).toMatch(/^~/);
+    const crossed = await dashboardPage(
+      SHOP,
+      `/dashboard/payments?${new URLSearchParams({ cursor: topicCursor as string })}`,
+    );
+    expect(crossed.status).toBe(400);
+    expect(crossed.html).toContain("not a cursor this deployment gave");
+  });
 });

@@ -196,10 +196,23 @@ ${notice(c)}
 }
 
 export async function paymentsPage(
-  { c, session, queue }: View,
+  { c, session, queue, cursors }: View,
   source: PaymentWatchSource | undefined,
 ): Promise<Response> {
-  const cursor = c.req.query("cursor") || undefined;
+  // A page's cursor is the last watch it read, maybe another account's (its id a hash of the
+  // order): a limited session's cursors are sealed, and only those taken (topic-cursors.ts).
+  const limited = session.scope !== undefined;
+  let cursor = c.req.query("cursor") || undefined;
+  if (cursor !== undefined && limited) {
+    if (!cursor.startsWith("~")) {
+      throw new DelayqError(
+        "invalid_request",
+        "cursor: a session limited to some topics pages with the links it was given; start " +
+          "again from the first page",
+      );
+    }
+    cursor = await cursors.open(cursor, "watch");
+  }
   const page = source
     ? await source.list({
         limit: WATCHES_PER_PAGE,
@@ -208,8 +221,9 @@ export async function paymentsPage(
         ...(cursor === undefined ? {} : { cursor }),
       })
     : undefined;
-  const next =
-    page?.cursor && `/dashboard/payments?${new URLSearchParams({ cursor: page.cursor })}`;
+  const nextCursor =
+    page?.cursor && (limited ? await cursors.seal(page.cursor, "watch") : page.cursor);
+  const next = nextCursor && `/dashboard/payments?${new URLSearchParams({ cursor: nextCursor })}`;
   const body = html`<h1>Payment watches</h1>
 <p class="muted">Orders delayq polls at Alipay or WeChat Pay until they are paid, closed or past their deadline.</p>
 ${watchesPanel(page, queue.clock(), next || undefined)}`;
