@@ -30,6 +30,37 @@ export function scopeMatcher(scope: TopicScope): (topic: string) => boolean {
 }
 
 /**
+ * The ranges of names a scope allows, when each of its patterns is a name or a prefix then one
+ * `*` (`acme.orders`, `acme.*`, `*`): sorted, disjoint `[from, to)` pairs, every name within one
+ * allowed. A page of topics read within them reads no name the scope hides, so where it ends
+ * tells nothing of others' names. `undefined` for every topic, and for a scope with any other
+ * pattern (`*.acme`, `a-*-b`), whose names no range holds.
+ */
+export function scopeRanges(scope: TopicScope): [string, string][] | undefined {
+  if (scope === undefined) return undefined;
+  const ranges: [string, string][] = [];
+  for (const pattern of scope) {
+    const star = pattern.indexOf("*");
+    if (star >= 0 && star !== pattern.length - 1) return undefined;
+    // Topic names are of A-Z a-z 0-9 _ . : -, all between "!" and DEL (0x7f): a name is the
+    // only one in [name, name + "!"), and every name starting with a prefix is in [p, p + DEL).
+    const prefix = pattern.slice(0, star < 0 ? undefined : star);
+    ranges.push([prefix, star < 0 ? `${prefix}!` : `${prefix}\x7f`]);
+  }
+  // By start, and of two that start alike (`acme` and `acme*`) the wider first.
+  const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  ranges.sort((a, b) => order(a[0], b[0]) || order(b[1], a[1]));
+  const disjoint: [string, string][] = [];
+  for (const range of ranges) {
+    const previous = disjoint[disjoint.length - 1];
+    // Prefix ranges are nested or apart: one starting within the previous ends within it too.
+    if (previous && range[0] < previous[1]) continue;
+    disjoint.push(range);
+  }
+  return disjoint;
+}
+
+/**
  * The scope as Lua patterns, one per line, for scripts that learn a job's topic only once they
  * have loaded it. "" means every topic.
  */

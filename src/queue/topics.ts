@@ -4,7 +4,7 @@ import { toBase64url } from "../domain/base64url";
 import { DelayqError, parseInput } from "../domain/errors";
 import type { TopicPage } from "../domain/results";
 import { TopicConfig, TopicConfigPatch, TopicName, type TopicStats } from "../domain/schemas";
-import { scopeToLua, type TopicScope } from "../domain/scope";
+import { scopeRanges, scopeToLua, type TopicScope } from "../domain/scope";
 import {
   configure,
   cursorSecret,
@@ -56,11 +56,21 @@ export async function readTopicPage(
   }
   if (options.after !== undefined) parseInput(TopicName, options.after, "cursor");
   // Only the topics the scope allows have their stats read (a scoped /metrics scrape cost every
-  // topic's stats before); the cursor is the last name read.
+  // topic's stats before); the cursor is the last name read. A scope of names and prefixes reads
+  // within its ranges only, after the cursor.
+  const after = options.after ?? "";
+  const allRanges = scopeRanges(scope);
+  const ranges = (allRanges ?? []).filter(([, to]) => after < to);
+  const bounds = ranges.flatMap(([from, to], i) => [
+    i === 0 && after !== "" && after >= from ? `(${after}` : `[${from}`,
+    `(${to}`,
+  ]);
   const page = await shared.scripts.run(listTopics, shared.clock(), [
-    options.after ?? "",
+    after,
     limit,
     scopeToLua(scope),
+    allRanges === undefined ? "" : String(ranges.length),
+    ...bounds,
   ]);
   const topics = page.topics.map((row) => toStats(row));
   return page.more && page.last ? { topics, cursor: page.last } : { topics };

@@ -1,6 +1,7 @@
 // Topic scopes: a view of the queue limited to some topics cannot read or change any other.
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { scopeAllows, scopeToLua } from "../../src/domain/scope";
+import { scopeAllows, scopeRanges, scopeToLua } from "../../src/domain/scope";
 import { DelayqError } from "../../src/index";
 import { testQueue } from "../support/queue";
 
@@ -23,7 +24,76 @@ describe("scope patterns", () => {
   });
 });
 
+describe("scope ranges", () => {
+  const name = fc.stringMatching(/^[ab.:-]{1,4}$/);
+  const pattern = fc.oneof(
+    name,
+    name.map((n) => `${n}*`),
+    fc.constant("*"),
+  );
+
+  it("hold exactly the names a scope of names and prefixes allows, sorted and apart", () => {
+    fc.assert(
+      fc.property(fc.array(pattern, { maxLength: 5 }), fc.array(name), (scope, names) => {
+        const ranges = scopeRanges(scope) as [string, string][];
+        for (const [i, [from, to]] of ranges.entries()) {
+          expect(from < to).toBe(true);
+          if (i > 0) expect((ranges[i - 1] as [string, string])[1] <= from).toBe(true);
+        }
+        for (const topic of names) {
+          const within = ranges.some(([from, to]) => from <= topic && topic < to);
+          expect(within, `${topic} in ${JSON.stringify(ranges)}`).toBe(scopeAllows(scope, topic));
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("are none for a scope with a * anywhere but at the end, nor for every topic", () => {
+    expect(scopeRanges(["a.*", "*.x"])).toBeUndefined();
+    expect(scopeRanges(["a*b"])).toBeUndefined();
+    expect(scopeRanges(undefined)).toBeUndefined();
+    expect(scopeRanges([])).toEqual([]);
+    expect(scopeRanges(["acme", "acme*", "acme.x"])).toEqual([["acme", "acme\x7f"]]);
+  });
+});
+
 describe("a scoped queue", () => {
+  it("pages its topics within its ranges: where a page ends tells nothing of hidden names", async () => {
+    const { queue } = testQueue();
+    const hidden = ["a", "b", "bz.y", "c", "c.x", "d.xy", "d.y", "e"];
+    const mine = ["b.c", "b.c.d", "ba", "bb", "d.x"];
+    for (const topic of [...hidden, ...mine]) await queue.add({ topic, delay: 60 });
+    const page = async (scope: string[], limit: number) => {
+      const scoped = queue.withScope(scope);
+      const pages: string[][] = [];
+      let after: string | undefined;
+      do {
+        const got = await scoped.topics(after === undefined ? { limit } : { after, limit });
+        pages.push(got.topics.map((t) => t.topic));
+        after = got.cursor;
+      } while (after !== undefined && pages.length < 20);
+      return pages;
+    };
+    // Names and prefixes: each page is full, however many hidden names lie between.
+    expect(await page(["b.*", "ba", "bb", "d.x"], 2)).toEqual([
+      ["b.c", "b.c.d"],
+      ["ba", "bb"],
+      ["d.x"],
+    ]);
+    expect(await page(["b*", "d.x"], 1)).toEqual([
+      ["b"],
+      ["b.c"],
+      ["b.c.d"],
+      ["ba"],
+      ["bb"],
+      ["bz.y"],
+      ["d.x"],
+    ]);
+    // Another pattern reads the whole index, hidden names counted in a page's size.
+    expect((await page(["*.x"], 3)).flat()).toEqual(["c.x", "d.x"]);
+  });
+
   it("acts on its topics and nothing else", async () => {
     const { queue } = testQueue();
     const scoped = queue.withScope(["shop-a.*"]);

@@ -139,7 +139,8 @@ describe("a token scoped to some topics", () => {
       cursors.push(after);
     }
     expect(seen).toEqual(["shop-a.one", "shop-a.two"]);
-    expect(cursors).toHaveLength(6);
+    // Its pattern is a prefix: pages are read within it, so they are its names' alone.
+    expect(cursors).toHaveLength(1);
     // Every cursor is sealed, all of one length: none tells a name, nor how long it is.
     for (const cursor of cursors) {
       expect(cursor).toMatch(/^~[A-Za-z0-9_-]+$/);
@@ -164,6 +165,7 @@ describe("a token scoped to some topics", () => {
     const elsewhere = testApp();
     await elsewhere.call("POST", "/v1/jobs", { body: { topic: "acme.x" } });
     await elsewhere.call("POST", "/v1/jobs", { body: { topic: "shop-a.x" } });
+    await elsewhere.call("POST", "/v1/jobs", { body: { topic: "shop-a.y" } });
     const other = (await elsewhere.call("GET", "/v1/topics?limit=1", { token: SHOP_A })).json
       .cursor as string;
     expect(other).toMatch(/^~/);
