@@ -14,7 +14,7 @@ import {
   WatchInput,
 } from "../domain/payments";
 import { RawJson } from "../domain/raw-json";
-import { type Access, accountAllows, scopeAllows } from "../domain/scope";
+import { type Access, type AccountScope, accountAllows, scopeAllows } from "../domain/scope";
 import { messageOf } from "../log";
 import {
   PAYMENTS_TOPIC_CONFIG,
@@ -39,7 +39,8 @@ export type Payments = ReturnType<typeof createPayments>;
 export function createPayments(options: PaymentsOptions) {
   const { scripts, clock, log } = options;
 
-  function provider(name: ProviderName, account: string): Provider {
+  /** `accounts`: whose names an unknown_account error may list (a limited caller's own). */
+  function provider(name: ProviderName, account: string, accounts?: AccountScope): Provider {
     if (name === "alipay") {
       const found = options.alipay.get(account);
       if (found) return alipayProvider(found, options.providerOptions);
@@ -47,17 +48,28 @@ export function createPayments(options: PaymentsOptions) {
       const found = options.wechatpay.get(account);
       if (found) return wechatPayProvider(found, options.providerOptions);
     }
-    throw unknownAccount(name, account);
+    throw unknownAccount(name, account, accounts);
   }
 
-  function unknownAccount(name: ProviderName, account: string): DelayqError {
+  function unknownAccount(
+    name: ProviderName,
+    account: string,
+    accounts: AccountScope,
+  ): DelayqError {
     const variable = name === "alipay" ? "DQ_ALIPAY_ACCOUNTS" : "DQ_WECHATPAY_ACCOUNTS";
-    const known = [...(name === "alipay" ? options.alipay : options.wechatpay).keys()];
+    // Others' account names are not a limited caller's business: it is told of its own only.
+    const known = [...(name === "alipay" ? options.alipay : options.wechatpay).keys()].filter(
+      (known) => accountAllows(accounts, name, known),
+    );
+    const listed =
+      known.length > 0
+        ? known.map((k) => `"${k}"`).join(", ")
+        : accounts === undefined
+          ? "none is set"
+          : "none this token may watch";
     return new DelayqError(
       "unknown_account",
-      `No ${name} account "${account}": the accounts are the keys of ${variable} (${
-        known.length > 0 ? known.map((k) => `"${k}"`).join(", ") : "none is set"
-      })`,
+      `No ${name} account "${account}": the accounts are the keys of ${variable} (${listed})`,
     );
   }
 
@@ -150,7 +162,7 @@ export function createPayments(options: PaymentsOptions) {
           throw new DelayqError("forbidden", `This token may not act on topic "${topic}"`);
         }
       }
-      provider(watch.provider, watch.account); // unknown_account before anything is stored
+      provider(watch.provider, watch.account, accounts); // unknown_account before anything is stored
       const now = clock();
       const deadline = watch.deadline ?? now + DEFAULT_WATCH_MS;
       if (deadline <= now) {

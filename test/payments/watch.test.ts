@@ -418,6 +418,22 @@ describe("watch input and lifecycle", () => {
     expect(res.json.error.code).toBe(code);
   });
 
+  it("names in unknown_account the accounts a token may watch, no others", async () => {
+    const spec = { provider: "alipay", outTradeNo: "o1", notify: ["shop.paid"] };
+    const tenant = await call(
+      "POST",
+      "/v1/payments",
+      { ...spec, account: "other-x" },
+      OTHER_ACCOUNT,
+    );
+    expect(tenant.status).toBe(400);
+    expect(tenant.json.error.code).toBe("unknown_account");
+    expect(tenant.json.error.message).toContain("none this token may watch");
+    expect(tenant.json.error.message).not.toContain("sandbox");
+    const shop = await call("POST", "/v1/payments", { ...spec, account: "nope" }, TOKEN);
+    expect(shop.json.error.message).toContain('"sandbox"');
+  });
+
   it("keeps scoped tokens to their topics, and 404s an unknown watch", async () => {
     const refused = await call(
       "POST",
