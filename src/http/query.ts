@@ -2,7 +2,7 @@
 // must not silently fall back to a default (issue 8.15).
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
-import { DelayqError } from "../domain/errors";
+import { clip, DelayqError } from "../domain/errors";
 import type { AppEnv } from "./context";
 
 type Known = { pattern: RegExp; method: string; names: Set<string> };
@@ -31,11 +31,12 @@ export function knownQueryOnly(app: OpenAPIHono<AppEnv>): MiddlewareHandler<AppE
         const unknown = [...new Set(url.searchParams.keys())].filter((n) => !route.names.has(n));
         if (unknown.length > 0) {
           const allowed = [...route.names].join(", ") || "none";
+          const named = unknown.slice(0, 20).map((name) => `"${clip(name)}"`);
+          if (unknown.length > 20) named.push(`and ${unknown.length - 20} more`);
           throw new DelayqError(
             "invalid_request",
-            `Unknown query parameter${unknown.length > 1 ? "s" : ""} ${unknown
-              .map((name) => `"${name.slice(0, 50)}"`)
-              .join(", ")}; this route takes: ${allowed}`,
+            `Unknown query parameter${unknown.length > 1 ? "s" : ""} ${named.join(", ")}; ` +
+              `this route takes: ${allowed}`,
           );
         }
       }

@@ -1,6 +1,6 @@
 // ouqiang/delay-queue's HTTP API (push, pop, finish, delete, get) on top of the queue.
 import { z } from "zod";
-import { DelayqError, type ErrorCode, invalidRequest } from "../domain/errors";
+import { clip, DelayqError, type ErrorCode, invalidRequest } from "../domain/errors";
 import { RawJson } from "../domain/raw-json";
 import type { Job } from "../domain/schemas";
 import {
@@ -178,7 +178,7 @@ export function topicsOf(text: string): string[] {
     if (!checked.success) {
       throw new DelayqError(
         "invalid_request",
-        `Invalid request body: topic: "${topic}" ${checked.error.issues[0]?.message}`,
+        `Invalid request body: topic: "${clip(String(topic))}" ${checked.error.issues[0]?.message}`,
       );
     }
   }

@@ -1,6 +1,6 @@
 // The Youzan delay-queue design's JSON command protocol, on top of the queue.
 import { z } from "zod";
-import { DelayqError, invalidRequest } from "../domain/errors";
+import { clip, DelayqError, invalidRequest } from "../domain/errors";
 import {
   AddJobFields,
   type AddJobInput,
@@ -75,6 +75,11 @@ export type CommandResult = {
 
 export const MAX_COMMANDS = 1000;
 
+/** An id of the caller's echoed in a failed result: whole when it could be valid, else cut. */
+function clipId(id: string): string {
+  return id.length <= 128 ? id : clip(id);
+}
+
 /** Runs one command. Failures become `success: false`; only a bug throws. */
 export async function runCommand(
   queue: DelayQueue,
@@ -87,7 +92,7 @@ export async function runCommand(
     typeof value === "object" &&
     value !== null &&
     typeof (value as { id?: unknown }).id === "string"
-      ? { id: (value as { id: string }).id }
+      ? { id: clipId((value as { id: string }).id) }
       : {};
   try {
     const parsed = Command.safeParse(input);

@@ -114,3 +114,33 @@ describe("bodies that would hold the event loop", () => {
     expect(headers.json.error.message.length).toBeLessThan(400);
   });
 });
+
+describe("what an error quotes of the caller's", () => {
+  it("is cut at 64 characters, and a list of names at 20, on every route", async () => {
+    const { call } = testApp();
+    // 3,000 unknown query parameters: twenty named, the rest counted.
+    const query = Array.from({ length: 3000 }, (_, i) => `p${i}${"q".repeat(80)}=1`).join("&");
+    const params = await call("GET", `/v1/topics?${query}`);
+    expect(params.status).toBe(400);
+    expect(params.json.error.message).toContain("and 2980 more");
+    expect(params.json.error.message.length).toBeLessThan(2000);
+    // A command's id that no command could have is cut in its result.
+    const long = "i".repeat(5000);
+    const commands = await call("POST", "/v1/command", {
+      body: [
+        { command: "nope", id: long },
+        { command: "nope", id: "mine-1" },
+      ],
+    });
+    expect(commands.json[0].id).toBe(`${"i".repeat(64)}…`);
+    expect(commands.json[1].id).toBe("mine-1");
+    // ouqiang's pop of a topic that is no name.
+    const topic = `${"t".repeat(200_000)}!`;
+    const pop = await call("POST", `/compat/ouqiang/${ADMIN}/pop`, {
+      body: { topic, wait: 0 },
+      token: null,
+    });
+    expect(pop.json.code).not.toBe(0);
+    expect(JSON.stringify(pop.json).length).toBeLessThan(1000);
+  });
+});

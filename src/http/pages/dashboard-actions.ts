@@ -3,7 +3,7 @@
 import type { Context } from "hono";
 import { html } from "hono/html";
 import { sameText } from "../../domain/bytes";
-import { DelayqError } from "../../domain/errors";
+import { clip, DelayqError } from "../../domain/errors";
 import type { Job } from "../../domain/schemas";
 import type { DelayQueue } from "../../queue";
 import type { AppEnv } from "../context";
@@ -44,7 +44,7 @@ export async function act(view: View): Promise<Response> {
   }
   const action = field("action") as Action;
   if (!ACTIONS.includes(action)) {
-    throw new DelayqError("invalid_request", `Unknown action "${field("action")}"`);
+    throw new DelayqError("invalid_request", `Unknown action "${clip(field("action"))}"`);
   }
   const topic = field("topic");
   const id = field("id");

@@ -1,7 +1,7 @@
 // The dashboard's pages: the topics overview, one topic's jobs by state, one job, the payment
 // watches, and the find box's redirect to a topic or a job.
 import { html } from "hono/html";
-import { DelayqError } from "../../domain/errors";
+import { clip, DelayqError } from "../../domain/errors";
 import type { Job, ListableState, TopicStats } from "../../domain/schemas";
 import { TopicName } from "../../domain/schemas";
 import { readTopics } from "../topic-cursors";
@@ -72,7 +72,10 @@ export async function find({ c }: View): Promise<Response> {
   const id = c.req.query("job")?.trim();
   if (topic) {
     if (!TopicName.safeParse(topic).success) {
-      throw new DelayqError("invalid_request", `"${topic}" is not a topic name: ${TOPIC_RULE}`);
+      throw new DelayqError(
+        "invalid_request",
+        `"${clip(topic)}" is not a topic name: ${TOPIC_RULE}`,
+      );
     }
     return c.redirect(topicHref(topic), 303);
   }

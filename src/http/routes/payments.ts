@@ -2,6 +2,7 @@
 // asynchronous notifications (no token: their signature is the authentication).
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { clip } from "../../domain/errors";
 import type { ProviderName } from "../../domain/payments";
 import { Payment, ProviderField, WatchInput } from "../../domain/payments";
 import type { Access } from "../../domain/scope";
@@ -182,7 +183,7 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
     const account = options.wechatpayAccounts.get(name) as
       | Parameters<typeof verifyWechatPayNotification>[0]
       | undefined;
-    if (!account) return c.json({ code: "FAIL", message: `no account "${name}"` }, 404);
+    if (!account) return c.json({ code: "FAIL", message: `no account "${clip(name)}"` }, 404);
     const raw = await cappedText(c.req.raw, MAX_NOTIFICATION_BYTES);
     const result = await verifyWechatPayNotification(account, c.req.raw.headers, raw, Date.now());
     if (!result.ok) {
