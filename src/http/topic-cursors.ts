@@ -43,23 +43,38 @@ export type TopicCursors = {
 
 /** Cursors sealed under the deployment's secret (DelayQueue.cursorSecret). */
 export function topicCursors(queue: Pick<DelayQueue, "cursorSecret">): TopicCursors {
-  let key: Promise<CryptoKey> | undefined;
-  const keyOf = () => {
-    key ??= queue
-      .cursorSecret()
-      .then((secret) => crypto.subtle.digest("SHA-256", encoder.encode(secret)))
-      .then((raw) => crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]));
-    key.catch(() => {
-      key = undefined;
-    });
-    return key;
+  // The key of the last secret read: derived again only when the secret changes.
+  let last: { secret: string; key: Promise<CryptoKey> } | undefined;
+  const keyOf = async (fresh = false) => {
+    const secret = await queue.cursorSecret({ fresh });
+    if (last?.secret !== secret) {
+      const key = crypto.subtle
+        .digest("SHA-256", encoder.encode(secret))
+        .then((raw) =>
+          crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]),
+        );
+      last = { secret, key };
+    }
+    return { secret, key: await last.key };
+  };
+  const decrypt = async (bytes: Uint8Array, key: CryptoKey) => {
+    try {
+      return await crypto.subtle.decrypt(
+        { name: "AES-GCM", iv: bytes.subarray(0, IV_BYTES) },
+        key,
+        bytes.subarray(IV_BYTES),
+      );
+    } catch {
+      return undefined;
+    }
   };
   return {
     async seal(value, kind = "topic") {
       const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
       const padded = encoder.encode(KIND_MARK[kind] + value.padEnd(SEALED_NAME_LENGTH, "\n"));
+      const { key } = await keyOf();
       const sealed = new Uint8Array(
-        await crypto.subtle.encrypt({ name: "AES-GCM", iv }, await keyOf(), padded),
+        await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, padded),
       );
       const bytes = new Uint8Array(IV_BYTES + sealed.length);
       bytes.set(iv);
@@ -70,17 +85,15 @@ export function topicCursors(queue: Pick<DelayQueue, "cursorSecret">): TopicCurs
       const bytes = SEALED.test(cursor) ? fromBase64url(cursor.slice(1)) : undefined;
       let name: string | undefined;
       if (bytes) {
-        try {
-          const plain = await crypto.subtle.decrypt(
-            { name: "AES-GCM", iv: bytes.subarray(0, IV_BYTES) },
-            await keyOf(),
-            bytes.subarray(IV_BYTES),
-          );
-          const text = new TextDecoder().decode(plain);
-          if (text.startsWith(KIND_MARK[kind])) name = text.slice(1).replace(/\n+$/, "");
-        } catch (error) {
-          if (error instanceof DelayqError) throw error;
+        const known = await keyOf();
+        let plain = await decrypt(bytes, known.key);
+        // Sealed under a secret made since this process read its own: read it again, once.
+        if (!plain) {
+          const fresh = await keyOf(true);
+          if (fresh.secret !== known.secret) plain = await decrypt(bytes, fresh.key);
         }
+        const text = plain && new TextDecoder().decode(plain);
+        if (text?.startsWith(KIND_MARK[kind])) name = text.slice(1).replace(/\n+$/, "");
       }
       if (name === undefined) {
         throw new DelayqError(

@@ -351,17 +351,22 @@ export class DelayQueue {
 
   /**
    * The deployment's random secret for sealing the cursors of topic pages (src/http/
-   * topic-cursors.ts): made in Redis by the first call anywhere, read once per process.
+   * topic-cursors.ts): made in Redis by the first call anywhere, and read again after a minute, or
+   * when `fresh` (a cursor that did not open), so that a process follows a secret made anew (the
+   * key lost in a flush or a failover) instead of refusing other processes' cursors until it
+   * restarts.
    */
-  cursorSecret(): Promise<string> {
+  cursorSecret(options: { fresh?: boolean } = {}): Promise<string> {
     const shared = this.shared;
-    if (!shared.cursorSecret) {
-      shared.cursorSecret = readCursorSecret(shared);
-      shared.cursorSecret.catch(() => {
+    const now = shared.clock();
+    if (!shared.cursorSecret || options.fresh || now - shared.cursorSecret.at >= 60_000) {
+      const secret = readCursorSecret(shared);
+      shared.cursorSecret = { secret, at: now };
+      secret.catch(() => {
         shared.cursorSecret = undefined; // Redis failed: the next call asks again.
       });
     }
-    return shared.cursorSecret;
+    return shared.cursorSecret.secret;
   }
 
   /**

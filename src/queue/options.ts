@@ -67,7 +67,7 @@ export type Shared = {
   wakeups: Wakeups;
   rawBodies: boolean;
   /** The deployment's cursor secret once read (DelayQueue.cursorSecret). */
-  cursorSecret?: Promise<string>;
+  cursorSecret?: { secret: Promise<string>; at: number };
 };
 
 /** The shared state of a new queue, from its options. */

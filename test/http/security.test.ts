@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { accountAllows } from "../../src/domain/scope";
 import { parseTokens } from "../../src/http/auth";
 import { DelayqError } from "../../src/index";
-import { SHOP_A, testApp } from "../support/app";
+import { DelayQueue } from "../../src/queue";
+import { SHOP_A, type TestApp, testApp } from "../support/app";
 
 type Operation = { method: string; path: string };
 
@@ -176,6 +177,37 @@ describe("a token scoped to some topics", () => {
       expect(res.status).toBe(400);
       expect(res.json.error.code).toBe("invalid_request");
     }
+  });
+});
+
+describe("the secret that seals cursors", () => {
+  it("is read again when a cursor does not open under it: a secret made anew is followed", async () => {
+    const a = testApp();
+    for (const topic of ["shop-a.one", "shop-a.two"]) {
+      await a.call("POST", "/v1/jobs", { body: { topic } });
+    }
+    const page = (t: TestApp, after?: string) =>
+      t.call(
+        "GET",
+        `/v1/topics?${new URLSearchParams({ limit: "1", ...(after ? { after } : {}) })}`,
+        {
+          token: SHOP_A,
+        },
+      );
+    expect((await page(a)).json.cursor).toMatch(/^~/);
+    // The key is lost (a flush, a failover); another process on the same Redis makes a new one.
+    await a.redis.del(a.keys.cursorSecret);
+    const b = testApp({
+      test: { ...a, queue: new DelayQueue({ redis: a.redis, prefix: a.keys.base.slice(1, -2) }) },
+    });
+    const fromB = (await page(b)).json.cursor as string;
+    // a had the old secret: it reads the new one and goes on from b's cursor.
+    const onA = await page(a, fromB);
+    expect(onA.status).toBe(200);
+    expect(onA.json.topics.map((t: { topic: string }) => t.topic)).toEqual(["shop-a.two"]);
+    // And seals under it from then on: b opens a's cursors.
+    const fromA = (await page(a)).json.cursor as string;
+    expect((await page(b, fromA)).status).toBe(200);
   });
 });
 
