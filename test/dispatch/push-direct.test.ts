@@ -364,6 +364,24 @@ describe("direct delivery", () => {
     expect(quiet.received.map((r) => JSON.parse(r.body).id)).toEqual(["c1", "c2"]);
   });
 
+  it("drops the notices of a topic without failureUrl, taking none of a round's room", async () => {
+    const failures = await startReceiver();
+    receivers.push(failures);
+    const app = await setup({}, "quiet");
+    await app.call("PUT", "/v1/topics/loud", {
+      body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url } },
+    });
+    const kill = async (topic: string, id: string) => {
+      const { receipt } = await claimOne(app, topic, id);
+      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
+    };
+    for (let i = 0; i < 30; i++) await kill("quiet", `q${i}`);
+    for (let i = 0; i < 12; i++) await kill("loud", `l${i}`);
+    expect(await app.dispatcher.sendNotices(10)).toBe(10);
+    expect(await app.redis.exists(app.keys.topicNotices("quiet"))).toBe(0);
+    expect(await app.redis.zscore(app.keys.noticing, "quiet")).toBeNull();
+  });
+
   it("sends a topic's new notices and due retries in the order they could first be sent", async () => {
     const failures = await startReceiver();
     receivers.push(failures);

@@ -191,7 +191,8 @@ export const notices = defineScript<Notice[]>({
   each an even part of what is left (what one leaves goes round again to the others). Within a
   topic, its part goes to new notices and due retries in the order they could first be sent
   (queued; due). A topic with new notices left has its next turn now, behind those still
-  waiting; one with only retries, at the first one's time; one with none leaves. So a tenant
+  waiting; one with only retries, at the first one's time; one with none leaves, as does one
+  whose config has no failureUrl, its notices dropped without taking room. So a tenant
   whose jobs die by the thousand, or whose receiver keeps failing, takes its part of each round
   and no more.
   ARGV[4] most to take   ARGV[5] how long a failing notice is retried, ms (NOTICE_RETRY_MS)
@@ -202,7 +203,7 @@ export const notices = defineScript<Notice[]>({
   The schedule's ~notices entry follows the first turn in key.noticing, and goes when none waits.
   Cost: EXISTS, ZRANGE twice, ZADD or ZREM; per topic served (a topic is served again only when it
   used all of its part) MGET (its config), LRANGE twice (+ LTRIM once or twice), EXISTS,
-  LINDEX, ZADD or ZREM; per notice GET. At most ARGV[4] topics, and notices.
+  LINDEX, ZADD or ZREM, or for a topic without failureUrl DEL and ZREM; per notice GET. At most ARGV[4] topics, and notices.
 ]]
 local most, keep = tonumber(ARGV[4]), tonumber(ARGV[5])
 local out = {}
@@ -253,14 +254,19 @@ end
 -- Up to part notices of one topic; answers how many.
 local function serve(topic, part)
   local fresh, retries = key.topicNotices(topic), key.topicNoticeRetries(topic)
-  local taken, config = 0, nil
+  local text = fields(topic).config or "{}"
+  local push = cjson.decode(text).push
+  -- No failureUrl (any more): its notices cannot be sent; they go, taking no room.
+  if type(push) ~= "table" or type(push.failureUrl) ~= "string" then
+    rcall("DEL", fresh, retries)
+    rcall("ZREM", key.noticing, topic)
+    return 0
+  end
+  local taken = 0
   local function put(id, firstFailed)
     local raw = rcall("GET", key.job(id)) or ""
     local cfg = "{}"
-    if raw ~= "" and firstFailed ~= "x" then
-      config = config or fields(topic).config or "{}"
-      cfg = config
-    end
+    if raw ~= "" and firstFailed ~= "x" then cfg = text end
     out[#out + 1] = id
     out[#out + 1] = topic
     out[#out + 1] = raw
