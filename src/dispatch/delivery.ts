@@ -21,6 +21,17 @@ export function deliveryBody(parcel: Parcel): string {
   return `{"id":${JSON.stringify(meta.id)},"topic":${JSON.stringify(meta.topic)},"body":${body},"attempt":${meta.attempts},"dueAt":${meta.due}}`;
 }
 
+/**
+ * A topic's own headers as sent: one value per name, whatever its case. Configs are refused
+ * names that differ only in case; one stored before that rule sends the last such name's value,
+ * not both joined by a comma.
+ */
+function ownHeaders(headers: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) out[name.toLowerCase()] = value;
+  return out;
+}
+
 /** The headers of a delivery (without content-type), signed at `at`. */
 export async function deliveryHeaders(
   parcel: Parcel,
@@ -29,7 +40,7 @@ export async function deliveryHeaders(
 ): Promise<Record<string, string>> {
   const { meta, push } = parcel;
   return {
-    ...push.headers,
+    ...ownHeaders(push.headers),
     "delayq-id": meta.id,
     "delayq-topic": meta.topic,
     "delayq-attempt": String(meta.attempts),
@@ -110,7 +121,7 @@ export async function sendNotice(
     const res = await post(url, {
       method: "POST",
       headers: {
-        ...push.headers,
+        ...ownHeaders(push.headers),
         "content-type": "application/json",
         "delayq-id": meta.id,
         "delayq-topic": meta.topic,

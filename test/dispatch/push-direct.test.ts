@@ -192,6 +192,17 @@ describe("direct delivery", () => {
     expect(reset.lastDelivery.error).toMatch(/could not reach the receiver/);
   });
 
+  it("sends one value per header name of a config stored before names differing in case were refused", async () => {
+    const app = await setup({ headers: { "X-Tenant": "a" } });
+    const stored = JSON.parse((await app.redis.get(app.keys.config("p"))) as string);
+    stored.push.headers = { "X-Tenant": "a", "x-tenant": "b" };
+    await app.redis.set(app.keys.config("p"), JSON.stringify(stored));
+    await app.queue.add({ topic: "p", id: "h1" });
+    await app.dispatcher.run({ now: Date.now() });
+    const [got] = await app.receiver.waitFor(1);
+    expect(got?.headers["x-tenant"]).toBe("b");
+  });
+
   it("tells failureUrl, signed, when a job dies", async () => {
     const failures = await startReceiver();
     receivers.push(failures);
