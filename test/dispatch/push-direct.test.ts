@@ -2,6 +2,7 @@
 // checked with node:crypto's HMAC, not with delayq's own verifier.
 import { createHmac } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
+import { createBudget } from "../../src/dispatch/budget";
 import { createDispatcher } from "../../src/dispatch/dispatcher";
 import { DelayqError, tick } from "../../src/index";
 import { claim } from "../../src/redis/lua/scripts/push";
@@ -505,7 +506,7 @@ describe("the push step", () => {
     expect((delivery?.at ?? 0) - (notice?.at ?? 0)).toBeLessThan(2000);
   });
 
-  it("starts no round of notices while one is still waiting for its answers", async () => {
+  it("keeps sending notices beside a round that waits, up to a cap of open requests, and counts a round over after 70 s", async () => {
     const slow = await startReceiver();
     receivers.push(slow);
     slow.answer(() => "hang");
@@ -514,20 +515,59 @@ describe("the push step", () => {
       const { receipt } = await claimOne(app, "p", id);
       await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
     };
-    const ticks = pushStep(app.dispatcher, (entry) => app.logs.push(entry));
-    const first: Promise<unknown>[] = [];
+    const tick = (ticks: ReturnType<typeof pushStep>, now = Date.now()) => {
+      const deferred: Promise<unknown>[] = [];
+      return ticks
+        .run({
+          now,
+          until: now + 20_000,
+          reports: {},
+          budget: app.dispatcher.budget(),
+          defer: (w) => deferred.push(w),
+        })
+        .then(() => deferred);
+    };
+    const ids = () => slow.received.map((r) => JSON.parse(r.body).id);
+    // The default cap: a second round goes while the first waits on its hanging receiver.
+    const open = pushStep(app.dispatcher, (entry) => app.logs.push(entry));
     await kill("d1");
-    await step(app, (work) => first.push(work), ticks);
+    const first = await tick(open);
     await slow.waitFor(1);
     await kill("d2");
-    const second: Promise<unknown>[] = [];
-    await step(app, (work) => second.push(work), ticks);
-    await Promise.all(second);
-    expect(slow.received).toHaveLength(1);
-    // Once the first round is over (its request timed out), the next tick sends d2's.
-    await Promise.all(first);
-    await step(app, undefined, ticks);
-    expect(slow.received.map((r) => JSON.parse(r.body).id)).toEqual(["d1", "d2"]);
+    await tick(open);
+    await slow.waitFor(2);
+    // A cap of one open notice: no round while one waits, until that one is 70 s old (a Worker
+    // may have cut it off).
+    const capped = pushStep(app.dispatcher, (entry) => app.logs.push(entry), { maxOpenNotices: 1 });
+    await kill("d3");
+    const held = await tick(capped);
+    await slow.waitFor(3);
+    await kill("d4");
+    await Promise.all(await tick(capped));
+    expect(ids()).toEqual(["d1", "d2", "d3"]);
+    await tick(capped, Date.now() + 70_000);
+    await slow.waitFor(4);
+    expect(ids()).toEqual(["d1", "d2", "d3", "d4"]);
+    await Promise.all([...first, ...held]);
+  });
+
+  it("sends notices while a backlog of deliveries would spend the whole budget", async () => {
+    const failures = await startReceiver();
+    receivers.push(failures);
+    const app = await setup({ failureUrl: failures.url });
+    const { receipt } = await claimOne(app, "p", "dead1");
+    await app.dispatcher.settle("dead1", receipt, { settlement: { outcome: "bury" }, status: 200 });
+    for (let i = 0; i < 30; i++) await app.queue.add({ topic: "p", id: `due${i}` });
+    // A free plan's 45 subrequests: the claims alone would take 43 of them.
+    const now = Date.now();
+    await pushStep(app.dispatcher, (entry) => app.logs.push(entry)).run({
+      now,
+      until: now + 20_000,
+      reports: {},
+      budget: createBudget(45),
+    });
+    expect(failures.received.map((r) => JSON.parse(r.body).id)).toEqual(["dead1"]);
+    expect(app.receiver.received.length).toBeGreaterThan(0);
   });
 
   it("reads notice entries of earlier formats instead of failing every round, and claims whatever a round does", async () => {
