@@ -57,7 +57,15 @@ export function scopeRanges(scope: TopicScope): [string, string][] | undefined {
     if (previous && range[0] < previous[1]) continue;
     disjoint.push(range);
   }
-  return disjoint;
+  // delayq's own topics (`__…`) are outside every limited scope: cut out of the ranges.
+  const [own, ownEnd] = ["__", "__\x7f"];
+  return disjoint.flatMap(([from, to]): [string, string][] => {
+    if (to <= own || from >= ownEnd) return [[from, to]];
+    const pieces: [string, string][] = [];
+    if (from < own) pieces.push([from, own]);
+    if (to > ownEnd) pieces.push([ownEnd, to]);
+    return pieces;
+  });
 }
 
 /**

@@ -25,7 +25,7 @@ describe("scope patterns", () => {
 });
 
 describe("scope ranges", () => {
-  const name = fc.stringMatching(/^[ab.:-]{1,4}$/);
+  const name = fc.stringMatching(/^[ab_.:-]{1,4}$/);
   const pattern = fc.oneof(
     name,
     name.map((n) => `${n}*`),
