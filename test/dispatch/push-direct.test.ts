@@ -376,6 +376,42 @@ describe("direct delivery", () => {
     expect(quiet.received.map((r) => JSON.parse(r.body).id)).toEqual(["c1", "c2"]);
   });
 
+  it("brings the topics a round served back in the order it served them, not by name", async () => {
+    const failures = await startReceiver();
+    receivers.push(failures);
+    const app = await setup();
+    // Six topics whose jobs die latest-named first: t5 has waited longest, t0 least.
+    const topics = ["t5", "t4", "t3", "t2", "t1", "t0"];
+    for (const topic of topics) {
+      await app.call("PUT", `/v1/topics/${topic}`, {
+        body: {
+          push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url },
+        },
+      });
+    }
+    for (const topic of topics) {
+      for (const n of [1, 2]) {
+        const { receipt } = await claimOne(app, topic, `${topic}-${n}`);
+        await app.dispatcher.settle(`${topic}-${n}`, receipt, {
+          settlement: { outcome: "bury" },
+          status: 200,
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 3));
+    }
+    const sentOf = () =>
+      Object.fromEntries(
+        topics.map((t) => [
+          t,
+          failures.received.filter((r) => JSON.parse(r.body).topic === t).length,
+        ]),
+      );
+    // Room for five: t5-t1 one each. Then t0, which waited, and t5-t2 in the order served.
+    expect(await app.dispatcher.sendNotices(5)).toBe(5);
+    expect(await app.dispatcher.sendNotices(5)).toBe(5);
+    expect(sentOf()).toEqual({ t5: 2, t4: 2, t3: 2, t2: 2, t1: 1, t0: 1 });
+  });
+
   it("drops the notices of a topic without failureUrl, taking none of a round's room", async () => {
     const failures = await startReceiver();
     receivers.push(failures);
