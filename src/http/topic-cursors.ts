@@ -107,6 +107,30 @@ export function topicCursors(queue: Pick<DelayQueue, "cursorSecret">): TopicCurs
 }
 
 /**
+ * Where a page asked for starts: a sealed cursor opened; for a limited caller nothing else (400),
+ * for an unlimited one also a name or position as given. Undefined: the first page.
+ */
+export async function cursorGiven(
+  cursors: TopicCursors,
+  cursor: string | undefined,
+  kind: CursorKind,
+  limited: boolean,
+): Promise<string | undefined> {
+  if (cursor === undefined || cursor.startsWith("~")) {
+    return cursor && (await cursors.open(cursor, kind));
+  }
+  if (limited) {
+    const field = KIND_FIELD[kind];
+    throw new DelayqError(
+      "invalid_request",
+      `${field}: a token limited to some topics pages with the cursors it was given (start ` +
+        `without ${field}); it cannot start at a name or a position of its own`,
+    );
+  }
+  return cursor;
+}
+
+/**
  * A page of the topics `queue`'s scope allows, after `after`: for a limited scope a sealed
  * cursor (a name is 400), and its cursor sealed; otherwise a name, and its cursor a name.
  */
@@ -116,19 +140,7 @@ export async function readTopics(
   options: { after?: string | undefined; limit?: number | undefined },
 ): Promise<TopicPage> {
   const limited = queue.scope !== undefined;
-  let after = options.after;
-  if (after !== undefined && limited) {
-    if (!after.startsWith("~")) {
-      throw new DelayqError(
-        "invalid_request",
-        "after: a token limited to some topics pages with the cursors it was given (start " +
-          "without after); it cannot start at a name",
-      );
-    }
-    after = await cursors.open(after);
-  } else if (after?.startsWith("~")) {
-    after = await cursors.open(after);
-  }
+  const after = await cursorGiven(cursors, options.after, "topic", limited);
   const page = await queue.topics({
     ...(after === undefined ? {} : { after }),
     ...(options.limit === undefined ? {} : { limit: options.limit }),

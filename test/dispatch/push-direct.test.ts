@@ -243,19 +243,12 @@ describe("direct delivery", () => {
     await app.call("PUT", "/v1/topics/p", {
       body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url } },
     });
-    const { receipt } = await claimOne(app, "p", "n1");
-    await app.dispatcher.settle("n1", receipt, { settlement: { outcome: "bury" }, status: 200 });
+    await buryOne(app, "p", "n1");
     expect(await app.dispatcher.sendNotices()).toBe(0);
     failures.answer(() => ({ status: 200 }));
     // Tried again once its minute has passed, not before.
     expect(await app.dispatcher.sendNotices()).toBe(0);
-    const minuteOn = createDispatcher({
-      redis: app.redis,
-      prefix: app.keys.base.slice(1, -2),
-      retentionMs: 3_600_000,
-      log: () => {},
-      clock: () => Date.now() + 61_000,
-    });
+    const minuteOn = dispatcherAt(app, 61_000);
     expect(await minuteOn.sendNotices()).toBe(1);
     expect(failures.received).toHaveLength(2);
   });
@@ -272,18 +265,8 @@ describe("direct delivery", () => {
       });
     await configure("a", `${failing.url}/a`);
     await configure("b", `${working.url}/b`);
-    const kill = async (topic: string, id: string) => {
-      const { receipt } = await claimOne(app, topic, id);
-      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
-    };
-    const later = (ms: number) =>
-      createDispatcher({
-        redis: app.redis,
-        prefix: app.keys.base.slice(1, -2),
-        retentionMs: 3_600_000,
-        log: (entry) => app.logs.push(entry),
-        clock: () => Date.now() + ms,
-      });
+    const kill = (topic: string, id: string) => buryOne(app, topic, id);
+    const later = (ms: number) => dispatcherAt(app, ms);
     // Sent at once, so in any order.
     const sentTo = (receiver: Receiver) =>
       receiver.received.map((r) => JSON.parse(r.body).id as string).sort();
@@ -338,10 +321,7 @@ describe("direct delivery", () => {
         },
       });
     }
-    const kill = async (topic: string, id: string) => {
-      const { receipt } = await claimOne(app, topic, id);
-      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
-    };
+    const kill = (topic: string, id: string) => buryOne(app, topic, id);
     // 30 of mass's jobs die, then one of calm's: a round of 10 sends calm's too.
     for (let i = 0; i < 30; i++) await kill("mass", `m${i}`);
     await kill("calm", "c1");
@@ -365,13 +345,7 @@ describe("direct delivery", () => {
     await app.call("PUT", "/v1/topics/calm", {
       body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: quiet.url } },
     });
-    const minuteOn = createDispatcher({
-      redis: app.redis,
-      prefix: app.keys.base.slice(1, -2),
-      retentionMs: 3_600_000,
-      log: () => {},
-      clock: () => Date.now() + 61_000,
-    });
+    const minuteOn = dispatcherAt(app, 61_000);
     expect(await minuteOn.sendNotices(10)).toBe(1);
     expect(quiet.received.map((r) => JSON.parse(r.body).id)).toEqual(["c1", "c2"]);
   });
@@ -390,13 +364,7 @@ describe("direct delivery", () => {
       });
     }
     for (const topic of topics) {
-      for (const n of [1, 2]) {
-        const { receipt } = await claimOne(app, topic, `${topic}-${n}`);
-        await app.dispatcher.settle(`${topic}-${n}`, receipt, {
-          settlement: { outcome: "bury" },
-          status: 200,
-        });
-      }
+      for (const n of [1, 2]) await buryOne(app, topic, `${topic}-${n}`);
       await new Promise((resolve) => setTimeout(resolve, 3));
     }
     const sentOf = () =>
@@ -419,10 +387,7 @@ describe("direct delivery", () => {
     await app.call("PUT", "/v1/topics/loud", {
       body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url } },
     });
-    const kill = async (topic: string, id: string) => {
-      const { receipt } = await claimOne(app, topic, id);
-      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
-    };
+    const kill = (topic: string, id: string) => buryOne(app, topic, id);
     for (let i = 0; i < 30; i++) await kill("quiet", `q${i}`);
     for (let i = 0; i < 12; i++) await kill("loud", `l${i}`);
     expect(await app.dispatcher.sendNotices(10)).toBe(10);
@@ -438,18 +403,8 @@ describe("direct delivery", () => {
     await app.call("PUT", "/v1/topics/p", {
       body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url } },
     });
-    const kill = async (id: string) => {
-      const { receipt } = await claimOne(app, "p", id);
-      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
-    };
-    const at = (ms: number) =>
-      createDispatcher({
-        redis: app.redis,
-        prefix: app.keys.base.slice(1, -2),
-        retentionMs: 3_600_000,
-        log: () => {},
-        clock: () => Date.now() + ms,
-      });
+    const kill = (id: string) => buryOne(app, "p", id);
+    const at = (ms: number) => dispatcherAt(app, ms);
     const ids = () => failures.received.map((r) => JSON.parse(r.body).id as string);
     // r1-r3 failed two minutes ago, so are due again since a minute (written as renotice would
     // have: the test's clock cannot go back). n1-n4 die now, after that.
@@ -479,8 +434,7 @@ describe("direct delivery", () => {
       body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url } },
     });
     for (const id of ["old1", "old2", "gone"]) {
-      const { receipt } = await claimOne(app, "p", id);
-      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
+      await buryOne(app, "p", id);
     }
     // Queued as the version before per-topic notices did: one list of ids, one of retries.
     await app.redis.del(app.keys.topicNotices("p"));
@@ -495,6 +449,23 @@ describe("direct delivery", () => {
     expect(await app.redis.zscore(app.keys.schedule, "~notices")).toBeNull();
   });
 });
+
+/** Adds a push job, claims it and buries it: it dies, and its failure notice is queued. */
+async function buryOne(app: PushApp, topic: string, id: string) {
+  const { receipt } = await claimOne(app, topic, id);
+  await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
+}
+
+/** A dispatcher on the app's Redis whose clock runs `ms` ahead; it logs into app.logs. */
+function dispatcherAt(app: PushApp, ms: number) {
+  return createDispatcher({
+    redis: app.redis,
+    prefix: app.keys.base.slice(1, -2),
+    retentionMs: 3_600_000,
+    log: (entry) => app.logs.push(entry),
+    clock: () => Date.now() + ms,
+  });
+}
 
 /** Adds a push job due now and claims it with the claim script itself (no delivery). */
 async function claimOne(app: PushApp, topic: string, id: string, ttrSeconds = 30) {
@@ -531,8 +502,7 @@ describe("the push step", () => {
         push: { url: `${app.receiver.url}/slow`, secret: SECRET, failureUrl: slow.url, timeout: 2 },
       },
     });
-    const { receipt } = await claimOne(app, "slow", "dead");
-    await app.dispatcher.settle("dead", receipt, { settlement: { outcome: "bury" }, status: 200 });
+    await buryOne(app, "slow", "dead");
     await app.queue.add({ topic: "p", id: "due" });
     await step(app);
     const [notice] = await slow.waitFor(1);
@@ -547,10 +517,7 @@ describe("the push step", () => {
     receivers.push(slow);
     slow.answer(() => "hang");
     const app = await setup({ failureUrl: slow.url, timeout: 2 });
-    const kill = async (id: string) => {
-      const { receipt } = await claimOne(app, "p", id);
-      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
-    };
+    const kill = (id: string) => buryOne(app, "p", id);
     const tick = (ticks: ReturnType<typeof pushStep>, now = Date.now()) => {
       const deferred: Promise<unknown>[] = [];
       return ticks
@@ -591,8 +558,7 @@ describe("the push step", () => {
     const failures = await startReceiver();
     receivers.push(failures);
     const app = await setup({ failureUrl: failures.url });
-    const { receipt } = await claimOne(app, "p", "dead1");
-    await app.dispatcher.settle("dead1", receipt, { settlement: { outcome: "bury" }, status: 200 });
+    await buryOne(app, "p", "dead1");
     for (let i = 0; i < 30; i++) await app.queue.add({ topic: "p", id: `due${i}` });
     // A free plan's 45 subrequests: the claims alone would take 43 of them.
     const now = Date.now();
@@ -614,8 +580,7 @@ describe("the push step", () => {
       body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url } },
     });
     for (const id of ["bare", "two"]) {
-      const { receipt } = await claimOne(app, "p", id);
-      await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
+      await buryOne(app, "p", id);
     }
     // A bare id (05e3be0's new notices), a retry of 061d713's "<first failure>|<id>", and junk.
     await app.redis.del(app.keys.topicNotices("p"));

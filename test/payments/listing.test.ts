@@ -161,7 +161,7 @@ describe("listing payment watches", () => {
         `/dashboard/payments?${new URLSearchParams({ cursor })}`,
       );
       expect(raw.status).toBe(400);
-      expect(raw.html).toContain("pages with the links it was given");
+      expect(raw.html).toContain("pages with the cursors it was given");
     }
     const api = (method: string, path: string, body?: unknown) =>
       service.app.request(path, {

@@ -4,7 +4,7 @@ import { html } from "hono/html";
 import { clip, DelayqError } from "../../domain/errors";
 import type { Job, ListableState, TopicStats } from "../../domain/schemas";
 import { TopicName } from "../../domain/schemas";
-import { readTopics } from "../topic-cursors";
+import { cursorGiven, readTopics } from "../topic-cursors";
 import { actionForm, jobActions, notice } from "./dashboard-actions";
 import { deadReasonText, defaults, delivery, frame, oldestDue } from "./dashboard-pieces";
 import { BULK, here, jobHref, pageSize, STATES, topicHref, type View } from "./dashboard-view";
@@ -205,17 +205,7 @@ export async function paymentsPage(
   // A page's cursor is the last watch it read, maybe another account's (its id a hash of the
   // order): a limited session's cursors are sealed, and only those taken (topic-cursors.ts).
   const limited = session.scope !== undefined;
-  let cursor = c.req.query("cursor") || undefined;
-  if (cursor !== undefined && limited) {
-    if (!cursor.startsWith("~")) {
-      throw new DelayqError(
-        "invalid_request",
-        "cursor: a session limited to some topics pages with the links it was given; start " +
-          "again from the first page",
-      );
-    }
-    cursor = await cursors.open(cursor, "watch");
-  }
+  const cursor = await cursorGiven(cursors, c.req.query("cursor") || undefined, "watch", limited);
   const page = source
     ? await source.list({
         limit: WATCHES_PER_PAGE,
