@@ -59,17 +59,19 @@ export async function readTopicPage(
   // topic's stats before); the cursor is the last name read. A scope of names and prefixes reads
   // within its ranges only, after the cursor.
   const after = options.after ?? "";
-  const allRanges = scopeRanges(scope);
-  const ranges = (allRanges ?? []).filter(([, to]) => after < to);
-  const bounds = ranges.flatMap(([from, to], i) => [
-    i === 0 && after !== "" && after >= from ? `(${after}` : `[${from}`,
-    `(${to}`,
-  ]);
+  const ranges = scopeRanges(scope);
+  const bounds = ranges
+    ? ranges
+        .filter(([, to]) => after < to)
+        .flatMap(([from, to], i) => [
+          i === 0 && after !== "" && after >= from ? `(${after}` : `[${from}`,
+          `(${to}`,
+        ])
+    : [after === "" ? "-" : `(${after}`, "+"];
   const page = await shared.scripts.run(listTopics, shared.clock(), [
     after,
     limit,
     scopeToLua(scope),
-    allRanges === undefined ? "" : String(ranges.length),
     ...bounds,
   ]);
   const topics = page.topics.map((row) => toStats(row));

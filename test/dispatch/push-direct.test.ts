@@ -426,6 +426,24 @@ describe("direct delivery", () => {
     expect(ids().slice(4).sort()).toEqual(["n2", "n3", "n4"]);
   });
 
+  it("keeps a topic's turn while retries are left beyond a round's part", async () => {
+    const failures = await startReceiver();
+    receivers.push(failures);
+    const app = await setup({ failureUrl: failures.url });
+    const ids = ["r1", "r2", "r3", "r4"];
+    for (const id of ids) await buryOne(app, "p", id);
+    // All four failed a minute ago and are due again (written as renotice would have).
+    await app.redis.del(app.keys.topicNotices("p"));
+    const now = Date.now();
+    for (const id of ids) {
+      await app.redis.rpush(app.keys.topicNoticeRetries("p"), `${now - 1}|${now - 60_000}|${id}`);
+    }
+    await app.redis.zadd(app.keys.noticing, { score: now - 1, member: "p" });
+    expect(await app.dispatcher.sendNotices(2)).toBe(2);
+    expect(await app.dispatcher.sendNotices(2)).toBe(2);
+    expect(failures.received.map((r) => JSON.parse(r.body).id).sort()).toEqual(ids);
+  });
+
   it("sends the notices an earlier version queued in one list for all topics", async () => {
     const failures = await startReceiver();
     receivers.push(failures);

@@ -201,9 +201,10 @@ export const notices = defineScript<Notice[]>({
   more: it is dropped, not to be sent). A notice that cannot be sent goes back on its topic's
   retry list (renotice), so it is sent at least once unless the sender dies with it.
   The schedule's ~notices entry follows the first turn in key.noticing, and goes when none waits.
-  Cost: EXISTS, ZRANGE twice, ZADD or ZREM; per topic served (a topic is served again only when it
-  used all of its part) MGET (its config), LRANGE twice (+ LTRIM once or twice), EXISTS,
-  LINDEX, ZADD or ZREM, or for a topic without failureUrl DEL and ZREM; per notice GET. At most ARGV[4] topics, and notices.
+  Cost: EXISTS, ZRANGE twice, ZADD or ZREM; per topic served (again only when it used all of its
+  part) MGET (its config), LRANGE twice (+ LTRIM once or twice; EXISTS, LINDEX when a list gave
+  a whole part), ZADD or ZREM, or for a topic without failureUrl DEL and ZREM; per notice GET.
+  At most ARGV[4] topics, and notices.
 ]]
 local most, keep = tonumber(ARGV[4]), tonumber(ARGV[5])
 local out = {}
@@ -300,10 +301,11 @@ local function serve(topic, part)
   -- Topics served now and left with new notices come round again in the order served, after
   -- those still waiting: a thousandth of a ms apart, not tied (ties go by name, the early names
   -- first every round).
+  -- What is left of each list shows in what was read, unless a whole part was read.
   served = served + 1
   local turn = nil
-  if rcall("EXISTS", fresh) == 1 then turn = NOW + served / 1000 end
-  local first = rcall("LINDEX", retries, 0)
+  if new[f] or (#new == part and rcall("EXISTS", fresh) == 1) then turn = NOW + served / 1000 end
+  local first = old[r] or (#old == part and rcall("LINDEX", retries, 0)) or nil
   if first then
     local due = parts(first)
     if turn == nil or due < turn then turn = due end

@@ -104,27 +104,21 @@ export const listTopics = defineScript<{ topics: TopicRow[]; more: boolean; last
 --[[ listTopics: a page of topics by name, with the stats of those the scope allows.
   ARGV[4] the last name of the previous page, or ""   ARGV[5] page size (names read)
   ARGV[6] scope (lib/access.ts): the others are read past, their stats not computed
-  ARGV[7] "" to read the whole index; else how many ranges follow, each two ZRANGE BYLEX bounds
-  (from, to), in order, the first beginning after ARGV[4]: the names of a scope made of names
-  and prefixes (src/domain/scope.ts: scopeRanges), so that no hidden name is read.
+  ARGV[7..] the ranges to read, in order, each two ZRANGE BYLEX bounds (from, to), the first
+  beginning after ARGV[4]: the whole index, or the names of a scope made of names and prefixes
+  (src/domain/scope.ts: scopeRanges), so that no hidden name is read.
   Returns 1 if another page follows, else 0; the last name read ("" for none); then what
   topicStats returns for each topic allowed.
-  Cost: ZRANGE BYLEX (one name more than the page; with ranges, one per range until the page is
-  full), then topicStats's per topic allowed.
+  Cost: ZRANGE BYLEX per range until the page (and one name more) is read, then topicStats's per
+  topic allowed.
 ]]
 ${TOPIC_STATS_FN}
 local size = tonumber(ARGV[5])
 local names = {}
-if ARGV[7] == "" then
-  local from = "-"
-  if ARGV[4] ~= "" then from = "(" .. ARGV[4] end
-  names = rcall("ZRANGE", key.topics, from, "+", "BYLEX", "LIMIT", 0, size + 1)
-else
-  for i = 8, 7 + 2 * tonumber(ARGV[7]), 2 do
-    if #names > size then break end
-    local got = rcall("ZRANGE", key.topics, ARGV[i], ARGV[i + 1], "BYLEX", "LIMIT", 0, size + 1 - #names)
-    for _, name in ipairs(got) do names[#names + 1] = name end
-  end
+for i = 7, #ARGV - 1, 2 do
+  if #names > size then break end
+  local got = rcall("ZRANGE", key.topics, ARGV[i], ARGV[i + 1], "BYLEX", "LIMIT", 0, size + 1 - #names)
+  for _, name in ipairs(got) do names[#names + 1] = name end
 end
 local last = math.min(#names, size)
 out[1] = 0
