@@ -2,6 +2,7 @@
 // failures classified as the REST ones are, time limits kept, and a dead server never waited on.
 
 import { mkdtempSync, rmSync } from "node:fs";
+import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis as IORedis } from "ioredis";
@@ -124,6 +125,37 @@ describe("replies", () => {
     const after = await commandCounts(redis.port);
     expect((after.evalsha ?? 0) - (before.evalsha ?? 0)).toBe(2); // NOSCRIPT, then the third call
     expect((after.eval ?? 0) - (before.eval ?? 0)).toBe(1);
+  });
+});
+
+describe("writes", () => {
+  it("sends the commands issued in one turn of the loop in one write, each answered", async () => {
+    const tcp = connect(`redis://127.0.0.1:${inject("redisPort")}`);
+    const echo = tcp.createScript("return ARGV[1]");
+    expect(await echo.exec([], ["ready"])).toBe("ready"); // connected, the script loaded
+    // Count the socket's writes: one per command written alone, one for a batch held together.
+    const socket = tcp.ioredis.stream as Socket & {
+      _write: (...args: unknown[]) => void;
+      _writev: (...args: unknown[]) => void;
+    };
+    let writes = 0;
+    for (const method of ["_write", "_writev"] as const) {
+      const original = socket[method];
+      socket[method] = function (this: Socket, ...args: unknown[]) {
+        writes++;
+        return original.apply(this, args);
+      };
+    }
+    const answers = await Promise.all([
+      ...Array.from({ length: 6 }, (_, i) => echo.exec([], [`a${i}`])),
+      tcp.get("tcp-writes-missing"),
+      echo.exec([], ["last"]),
+    ]);
+    expect(answers).toStrictEqual(["a0", "a1", "a2", "a3", "a4", "a5", null, "last"]);
+    expect(writes).toBe(1);
+    // A command of a later turn is not held back for the next ones: it goes in a write of its own.
+    expect(await echo.exec([], ["later"])).toBe("later");
+    expect(writes).toBe(2);
   });
 });
 
