@@ -1,4 +1,5 @@
-// Service CPU per API request (issue 12): the single-job shape over HTTP (pop 1) on REST and TCP,
+// Service CPU per API request (issue 12): the single-job shape over HTTP (pop 1, or `--shape
+// pop10many`: pop 10 with finishMany, where adds are 10 requests of 12) on REST and TCP,
 // repeated, with the median; `--profile DIR` profiles the service (V8's sampling profiler) and
 // summarises where its CPU went (bench/lib/cpu-profile.ts). `npx tsx bench/cpu.ts --reps 3`.
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
@@ -21,8 +22,12 @@ const { values } = parseArgs({
     // Lifecycles before each repetition (0: a fresh process's first requests, V8 still compiling).
     warmup: { type: "string", default: String(SINGLE_DEFAULTS.warmup) },
     profile: { type: "string" },
+    shape: { type: "string", default: "pop1" },
   },
 });
+const SHAPES = { pop1: [1, "each"], pop10many: [10, "many"] } as const;
+const shape = SHAPES[values.shape as keyof typeof SHAPES];
+if (!shape) throw new Error(`--shape wants one of ${Object.keys(SHAPES).join(", ")}`);
 
 const drivers = (values.driver ?? "").split(",") as Driver[];
 const jobs = Number(values.jobs);
@@ -74,7 +79,7 @@ for (const driver of drivers) {
     for (let rep = 0; rep < reps; rep++) {
       const pid = stack.service.child.pid ?? 0;
       const before = threadTicks(pid);
-      const run = await singleRun(stack, "http", 1, options);
+      const run = await singleRun(stack, "http", shape[0], options, shape[1]);
       const after = threadTicks(pid);
       const ms = run.serviceCpuMsPerRequest ?? Number.NaN;
       perRequest.push(ms);
