@@ -20,17 +20,19 @@ try {
   ({ PORT: port, HOST: host, DQ_TICK_INTERVAL_MS: tickEveryMs } = config);
   service = buildService(
     process.env,
-    // undici rather than fetch: the same requests for far less CPU (src/redis/rest-node.ts). Each
-    // command is a request of its own: auto-pipelining grouped nothing at 8 concurrent callers
-    // (3.00 REST requests per single-job lifecycle either way), and building a Pipeline for every
-    // command cost the service ~12 % of its CPU per API request (bench/cpu.ts --driver rest).
-    // The Worker keeps it: there each request is a subrequest counted against a limit.
+    // undici rather than fetch: the same requests for far less CPU (src/redis/rest-node.ts). No
+    // auto-pipelining: it grouped nothing at 8 concurrent callers (3.00 REST requests per
+    // single-job lifecycle either way), and building a Pipeline for every command cost the
+    // service ~12 % of its CPU per API request (bench/cpu.ts --driver rest). Instead the commands
+    // of one turn of the event loop share a /pipeline request (turnPipelining). The Worker keeps
+    // auto-pipelining: there each request is a subrequest counted against a limit.
     (settings) =>
       new NodeRestRedis({
         url: settings.url,
         token: settings.token,
         ...settings.options,
         enableAutoPipelining: false,
+        turnPipelining: true,
         timeoutMs: settings.timeoutMs,
       }),
     {

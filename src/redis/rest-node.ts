@@ -18,6 +18,13 @@ export type NodeRestConfig = RedisConfigNodejs & {
    * gives the package's client (a `signal` in the config is left to streaming commands).
    */
   timeoutMs: number;
+  /**
+   * Commands sent alone (no auto-pipelining) that are issued in one turn of the event loop share
+   * one /pipeline request; each still resolves or fails on its own, as it would have alone.
+   * (Auto-pipelining waits two microtasks for company, which never spans two API requests.)
+   * @default false
+   */
+  turnPipelining?: boolean;
 };
 
 /**
@@ -40,7 +47,11 @@ export class NodeRestRedis extends Redis {
       typeof own.retry.backoff === "function" &&
       typeof own.options?.responseEncoding !== "undefined"
     ) {
-      this.client = nodeRequester(own as HttpClientShape, config.timeoutMs);
+      this.client = nodeRequester(
+        own as HttpClientShape,
+        config.timeoutMs,
+        config.turnPipelining ?? false,
+      );
     }
   }
 }
@@ -55,7 +66,11 @@ type HttpClientShape = Requester & {
   options: { responseEncoding: false | "base64" };
 };
 
-function nodeRequester(own: HttpClientShape, timeoutMs: number): Requester {
+function nodeRequester(
+  own: HttpClientShape,
+  timeoutMs: number,
+  turnPipelining: boolean,
+): Requester {
   const base = new URL(own.baseUrl);
   // Idle connections close after 4 s, as fetch's: a connection the server has dropped meanwhile
   // is less likely to be picked for a request. Its own time limits are left to `timeoutMs`.
@@ -65,6 +80,7 @@ function nodeRequester(own: HttpClientShape, timeoutMs: number): Requester {
     bodyTimeout: 0,
   });
   const basePath = base.pathname === "/" ? "" : base.pathname;
+  const turns = turnPipelining ? turnGroups(flush) : undefined;
   return {
     get readYourWrites() {
       return own.readYourWrites;
@@ -80,60 +96,154 @@ function nodeRequester(own: HttpClientShape, timeoutMs: number): Requester {
     },
     async request<TResult>(req: UpstashRequest): Promise<UpstashResponse<TResult>> {
       if (req.headers?.Accept === "text/event-stream") return own.request(req);
-      if (own.readYourWrites) own.headers["upstash-sync-token"] = own.upstashSyncToken;
-      const headers: Record<string, string> = {};
-      for (const source of [own.headers, req.headers ?? {}]) {
-        for (const [key, value] of Object.entries(source)) {
-          if (value !== undefined && value !== null) headers[key] = value;
-        }
-      }
       const body = JSON.stringify(req.body);
-      const path = `${basePath}/${(req.path ?? []).join("/")}`;
-      const deadline = Date.now() + timeoutMs;
-      let answer: Answer | undefined;
-      let error: unknown;
-      for (let i = 0; i <= own.retry.attempts; i++) {
-        if (i > 0 && headers["Upstash-Telemetry-Sdk"]) {
-          headers["Upstash-Telemetry-Retry"] = String(i);
-        }
-        try {
-          answer = await exchange(pool, path, headers, body, deadline - Date.now());
-          break;
-        } catch (error_) {
-          if (error_ instanceof DOMException && error_.name === "TimeoutError") throw error_;
-          error = error_;
-          if (i < own.retry.attempts) {
-            await new Promise((resolve) => setTimeout(resolve, own.retry.backoff(i)));
-          }
-        }
+      const path = req.path ?? [];
+      // A command of its own (not a pipeline, no headers of its own) may share a request.
+      if (
+        turns !== undefined &&
+        path.length === 0 &&
+        !req.headers &&
+        body.length <= GROUP_MAX_CHARS
+      ) {
+        return turns.hold(body) as Promise<UpstashResponse<TResult>>;
       }
-      if (!answer) throw error ?? new Error("Exhausted all retries");
-      const text = await answer.text;
-      let parsed: Reply | Reply[];
-      try {
-        parsed = JSON.parse(text);
-      } catch (error_) {
-        throw new errors.UpstashJSONParseError(text, { cause: error_ });
-      }
-      if (answer.status < 200 || answer.status > 299) {
-        throw new errors.UpstashError(
-          `${(parsed as Reply).error}, command was: ${JSON.stringify(req.body)}`,
-        );
-      }
-      if (own.readYourWrites) own.upstashSyncToken = answer.syncToken;
-      if (own.options.responseEncoding !== "base64") return parsed as UpstashResponse<TResult>;
-      if (Array.isArray(parsed)) {
-        return parsed.map(({ result, error: failure }) => ({
-          result: decode(result),
-          error: failure,
-        })) as unknown as UpstashResponse<TResult>;
-      }
-      return { result: decode(parsed.result) as TResult, error: parsed.error };
+      return single(path, req.headers, body) as Promise<UpstashResponse<TResult>>;
     },
   } as Requester;
+
+  /** One exchange with its retries and time limit: the answer's status and parsed JSON. */
+  async function transmit(path: string[], extra: Record<string, string> | undefined, body: string) {
+    if (own.readYourWrites) own.headers["upstash-sync-token"] = own.upstashSyncToken;
+    const headers: Record<string, string> = {};
+    for (const source of [own.headers, extra ?? {}]) {
+      for (const [key, value] of Object.entries(source)) {
+        if (value !== undefined && value !== null) headers[key] = value;
+      }
+    }
+    const url = `${basePath}/${path.join("/")}`;
+    const deadline = Date.now() + timeoutMs;
+    let answer: Answer | undefined;
+    let error: unknown;
+    for (let i = 0; i <= own.retry.attempts; i++) {
+      if (i > 0 && headers["Upstash-Telemetry-Sdk"]) {
+        headers["Upstash-Telemetry-Retry"] = String(i);
+      }
+      try {
+        answer = await exchange(pool, url, headers, body, deadline - Date.now());
+        break;
+      } catch (error_) {
+        if (error_ instanceof DOMException && error_.name === "TimeoutError") throw error_;
+        error = error_;
+        if (i < own.retry.attempts) {
+          await new Promise((resolve) => setTimeout(resolve, own.retry.backoff(i)));
+        }
+      }
+    }
+    if (!answer) throw error ?? new Error("Exhausted all retries");
+    const text = await answer.text;
+    let parsed: Reply | Reply[];
+    try {
+      parsed = JSON.parse(text);
+    } catch (error_) {
+      throw new errors.UpstashJSONParseError(text, { cause: error_ });
+    }
+    const ok = answer.status >= 200 && answer.status <= 299;
+    if (ok && own.readYourWrites) own.upstashSyncToken = answer.syncToken;
+    return { ok, parsed };
+  }
+
+  /** A request's answer as the package's client gives it (an error answer throws). */
+  async function single(path: string[], extra: Record<string, string> | undefined, body: string) {
+    const { ok, parsed } = await transmit(path, extra, body);
+    if (!ok) throw failed(parsed as Reply, body);
+    if (own.options.responseEncoding !== "base64") return parsed;
+    if (Array.isArray(parsed)) {
+      return parsed.map(({ result, error: failure }) => ({
+        result: decode(result),
+        error: failure,
+      }));
+    }
+    return { result: decode(parsed.result), error: parsed.error };
+  }
+
+  /**
+   * The commands held for one turn of the event loop: one goes as it would have alone, several
+   * as one /pipeline request, whose entries are handed back one by one (an entry's error fails
+   * its command alone, with the message the command would have had alone).
+   */
+  async function flush(bodies: string[], waiters: Waiter[]) {
+    if (bodies.length === 1) {
+      const [waiter] = waiters as [Waiter];
+      single([], undefined, bodies[0] as string).then(waiter.resolve, waiter.reject);
+      return;
+    }
+    try {
+      const { ok, parsed } = await transmit(["pipeline"], undefined, `[${bodies.join(",")}]`);
+      if (!ok) {
+        for (const [i, waiter] of waiters.entries()) {
+          waiter.reject(failed(parsed as Reply, bodies[i] as string));
+        }
+        return;
+      }
+      if (!Array.isArray(parsed) || parsed.length !== bodies.length) {
+        const error = new errors.UpstashError(
+          `Redis answered a pipeline of ${bodies.length} commands with ${Array.isArray(parsed) ? parsed.length : "no list of"} replies`,
+        );
+        for (const waiter of waiters) waiter.reject(error);
+        return;
+      }
+      const base64 = own.options.responseEncoding === "base64";
+      waiters.forEach((waiter, i) => {
+        const entry = parsed[i] as Reply;
+        if (entry.error !== undefined) waiter.reject(failed(entry, bodies[i] as string));
+        else waiter.resolve({ result: base64 ? decode(entry.result) : entry.result });
+      });
+    } catch (error) {
+      for (const waiter of waiters) waiter.reject(error);
+    }
+  }
 }
 
 type Reply = { result?: unknown; error?: string };
+type Waiter = { resolve: (answer: unknown) => void; reject: (error: unknown) => void };
+
+/** An error answer as the package's client reports it, naming the command it answered. */
+const failed = (reply: Reply, body: string) =>
+  new errors.UpstashError(`${reply.error}, command was: ${body}`);
+
+/** Commands that share one request at most: how many, and their JSON's length. */
+const GROUP_MAX_COMMANDS = 100;
+const GROUP_MAX_CHARS = 1024 * 1024;
+
+/**
+ * Holds commands until the event loop's check phase, then hands each group to `flush`: the
+ * commands issued in one turn (the script calls of the API requests that arrived together), up
+ * to GROUP_MAX_COMMANDS and GROUP_MAX_CHARS of JSON a group.
+ */
+function turnGroups(flush: (bodies: string[], waiters: Waiter[]) => Promise<void>) {
+  let open: { bodies: string[]; waiters: Waiter[]; chars: number } | undefined;
+  return {
+    hold(body: string): Promise<unknown> {
+      return new Promise((resolve, reject) => {
+        if (
+          !open ||
+          open.bodies.length >= GROUP_MAX_COMMANDS ||
+          open.chars + body.length > GROUP_MAX_CHARS
+        ) {
+          const group = { bodies: [] as string[], waiters: [] as Waiter[], chars: 0 };
+          open = group;
+          setImmediate(() => {
+            if (open === group) open = undefined;
+            void flush(group.bodies, group.waiters);
+          });
+        }
+        open.bodies.push(body);
+        open.waiters.push({ resolve, reject });
+        open.chars += body.length;
+      });
+    },
+  };
+}
 type Answer = { status: number; syncToken: string; text: Promise<string> };
 
 /**

@@ -20,7 +20,7 @@ it("serves the API with the admin token and refuses a wrong one", async () => {
   expect(bad.status).toBe(401);
 });
 
-it("sends each Redis command over REST as a request of its own, none auto-pipelined", async () => {
+it("sends the Redis commands of one turn over REST in one /pipeline request, none auto-pipelined", async () => {
   // The service's bridge token is the run's with the service's label: its own counters.
   const label = service.prefix.slice("svc".length);
   const token = `${inject("bridgeToken")}:${label}`;
@@ -35,6 +35,9 @@ it("sends each Redis command over REST as a request of its own, none auto-pipeli
   });
   expect(added.status).toBe(200);
   const after = await bridgeStats(inject("bridgeUrl"), token);
-  expect(after.requests.pipeline - before.requests.pipeline).toBe(0);
-  expect(after.requests.single - before.requests.single).toBeGreaterThanOrEqual(3);
+  // The three calls are issued together: one /pipeline request of three commands (turnPipelining),
+  // not three requests, nor a Pipeline built per command (auto-pipelining).
+  expect(after.requests.pipeline - before.requests.pipeline).toBe(1);
+  expect(after.requests.single - before.requests.single).toBe(0);
+  expect(after.commands - before.commands).toBe(3);
 });

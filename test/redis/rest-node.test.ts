@@ -74,6 +74,47 @@ describe("NodeRestRedis against the bridge", () => {
     }
   });
 
+  it("sends the commands of one turn of the event loop in one /pipeline request (turnPipelining)", async () => {
+    const url = inject("bridgeUrl");
+    const label = crypto.randomUUID().slice(0, 8);
+    const config = { url, ...REDIS_CLIENT_OPTIONS, enableAutoPipelining: false, timeoutMs: 2000 };
+    const token = (which: string) => `${inject("bridgeToken")}:${which}${label}`;
+    const grouped = new NodeRestRedis({ ...config, token: token("g"), turnPipelining: true });
+    const alone = new NodeRestRedis({ ...config, token: token("a") });
+    const prefix = `rt${label}:`;
+    await alone.set(`${prefix}text`, "not a number");
+    const script = "redis.call('SET', KEYS[1], ARGV[1]); return ARGV[1] .. '!'";
+    // Commands issued in one turn: scripts, a script Redis does not know, an error, a miss.
+    const burst = (redis: NodeRestRedis, who: string) =>
+      Promise.all([
+        ...Array.from({ length: 3 }, (_, i) =>
+          outcome(() => redis.eval(script, [`${prefix}${who}${i}`], [`v${i}`])),
+        ),
+        outcome(() => redis.evalsha("0".repeat(40), [], [])),
+        outcome(() => redis.get(`${prefix}text`)),
+        outcome(() => redis.incr(`${prefix}text`)),
+        outcome(() => redis.get(`${prefix}missing`)),
+      ]);
+    const viaAlone = await burst(alone, "a");
+    const before = await bridgeStats(url, token("g"));
+    const viaGrouped = await burst(grouped, "g");
+    // The same answers, each command's error its own and worded as when sent alone.
+    expect(viaGrouped).toEqual(viaAlone);
+    expect(viaGrouped[0]).toEqual({ value: "v0!" });
+    expect(viaGrouped[3]?.error?.message).toMatch(/^NOSCRIPT/);
+    expect(viaGrouped[5]?.error?.message).toMatch(/not an integer.*command was: \["incr"/);
+    const after = await bridgeStats(url, token("g"));
+    expect(after.requests.pipeline - before.requests.pipeline).toBe(1);
+    expect(after.requests.single - before.requests.single).toBe(0);
+    expect(after.commands - before.commands).toBe(7);
+    // Those alone went as seven requests; a command of a later turn goes alone.
+    expect((await bridgeStats(url, token("a"))).requests.single).toBe(8);
+    expect(await grouped.get(`${prefix}g0`)).toBe("v0");
+    const later = await bridgeStats(url, token("g"));
+    expect(later.requests.single - after.requests.single).toBe(1);
+    expect(later.requests.pipeline - after.requests.pipeline).toBe(0);
+  });
+
   it("fails a wrong token as @upstash/redis does", async () => {
     const url = inject("bridgeUrl");
     const fetch = new Redis({ url, token: "wrong", ...REDIS_CLIENT_OPTIONS });
