@@ -172,7 +172,7 @@ async function standIn(answer: (n: number, res: ServerResponse, req: IncomingMes
       timeoutMs: 300,
     }),
   };
-  return { seen, clients };
+  return { seen, clients, url };
 }
 
 /** A reply to one command, auto-pipelined (the clients' default) or not. */
@@ -266,6 +266,40 @@ describe("NodeRestRedis on the wire", () => {
       expect(seen).toHaveLength(1);
     }
     expect(outcomes).toEqual([true, true]);
+  });
+
+  it("hands each command of a turn's pipeline its own answer, or its own error", async () => {
+    const { seen, url } = await standIn((n, res) => {
+      res.writeHead(n === 1 ? 401 : 200, { "content-type": "application/json" });
+      // A refused request, then an answer with one reply too few.
+      res.end(n === 1 ? '{"error":"WRONGPASS bad token"}' : '[{"result":"1"}]');
+    });
+    const grouped = new NodeRestRedis({
+      url,
+      token: "tok",
+      ...REDIS_CLIENT_OPTIONS,
+      enableAutoPipelining: false,
+      turnPipelining: true,
+      timeoutMs: 300,
+    });
+    const refused = await Promise.all([
+      outcome(() => grouped.get("a")),
+      outcome(() => grouped.get("b")),
+    ]);
+    expect(seen.map(({ url }) => url)).toEqual(["/base/pipeline"]);
+    expect(seen[0]?.body).toBe('[["get","a"],["get","b"]]');
+    // Each failed as it would have alone: its own command named.
+    expect(refused.map((r) => r.error?.message)).toEqual([
+      'WRONGPASS bad token, command was: ["get","a"]',
+      'WRONGPASS bad token, command was: ["get","b"]',
+    ]);
+    const short = await Promise.all([
+      outcome(() => grouped.get("a")),
+      outcome(() => grouped.get("b")),
+    ]);
+    for (const answer of short) {
+      expect(answer.error?.message).toBe("Redis answered a pipeline of 2 commands with 1 replies");
+    }
   });
 
   it("reads an error answer as @upstash/redis does", async () => {
