@@ -54,7 +54,8 @@ afterAll(async () => {
 
 /**
  * How the service reaches Redis: over REST with @upstash/redis's own client (fetch, as on
- * Workers) or NodeRestRedis without auto-pipelining (undici, as functions/node.ts builds it), or
+ * Workers) or NodeRestRedis without auto-pipelining, a turn's commands in one /pipeline request
+ * (undici, as functions/node.ts builds it), or
  * over TCP with the driver REDIS_URL selects (ioredis, scripts as Redis Functions).
  */
 const TRANSPORTS = ["fetch", "undici", "tcp"] as const;
@@ -116,7 +117,12 @@ describe("faults", () => {
         };
         return transport === "fetch"
           ? new Redis(config)
-          : new NodeRestRedis({ ...config, enableAutoPipelining: false, timeoutMs: 5_000 });
+          : new NodeRestRedis({
+              ...config,
+              enableAutoPipelining: false,
+              turnPipelining: true,
+              timeoutMs: 5_000,
+            });
       };
       const pushLogs: Record<string, unknown>[] = [];
       const pushLog: Logger = (entry) => pushLogs.push(entry);
