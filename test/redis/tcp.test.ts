@@ -129,10 +129,17 @@ describe("replies", () => {
 });
 
 describe("writes", () => {
-  it("sends the commands issued in one turn of the loop in one write, each answered", async () => {
+  it("sends the commands issued in one turn of the loop in one write, FCALLs included, each answered", async () => {
     const tcp = connect(`redis://127.0.0.1:${inject("redisPort")}`);
     const echo = tcp.createScript("return ARGV[1]");
     expect(await echo.exec([], ["ready"])).toBe("ready"); // connected, the script loaded
+    // A function library too: the service's own calls are FCALLs.
+    const library = `tcpwrites${crypto.randomUUID().slice(0, 8)}`;
+    const functions = tcp.delayqFunctions;
+    if (!functions) throw new Error("connectRedis gives Redis Functions");
+    await functions.load(
+      `#!lua name=${library}\nredis.register_function('${library}_echo', function(keys, args) return args[1] end)`,
+    );
     // Count the socket's writes: one per command written alone, one for a batch held together.
     const socket = tcp.ioredis.stream as Socket & {
       _write: (...args: unknown[]) => void;
@@ -146,16 +153,26 @@ describe("writes", () => {
         return original.apply(this, args);
       };
     }
-    const answers = await Promise.all([
-      ...Array.from({ length: 6 }, (_, i) => echo.exec([], [`a${i}`])),
-      tcp.get("tcp-writes-missing"),
-      echo.exec([], ["last"]),
-    ]);
-    expect(answers).toStrictEqual(["a0", "a1", "a2", "a3", "a4", "a5", null, "last"]);
-    expect(writes).toBe(1);
+    // One turn's commands, led by each way a command is issued (the first command of a turn is
+    // the one that holds the socket's writes): one write a turn, every command answered.
+    const turn = async (leader: () => Promise<unknown>, expected: unknown) => {
+      const before = writes;
+      const answers = await Promise.all([
+        leader(),
+        ...Array.from({ length: 4 }, (_, i) => echo.exec([], [`a${i}`])),
+        tcp.get("tcp-writes-missing"),
+      ]);
+      expect(answers).toStrictEqual([expected, "a0", "a1", "a2", "a3", null]);
+      expect(writes - before).toBe(1);
+    };
+    await turn(() => functions.call(`${library}_echo`, [], ["fcall"]), "fcall");
+    await turn(() => echo.exec([], ["script"]), "script");
+    await turn(() => tcp.get("tcp-writes-missing"), null);
     // A command of a later turn is not held back for the next ones: it goes in a write of its own.
+    const before = writes;
     expect(await echo.exec([], ["later"])).toBe("later");
-    expect(writes).toBe(2);
+    expect(writes - before).toBe(1);
+    await tcp.ioredis.call("FUNCTION", "DELETE", library);
   });
 });
 
