@@ -4,6 +4,7 @@ import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { requestJson } from "../body";
 import type { AppEnv } from "../context";
 import { jsonBody } from "../json";
+import { documentedRoute } from "../route";
 import {
   AddJob,
   AddResult,
@@ -24,7 +25,8 @@ import {
 const tags = ["jobs"];
 
 export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "post",
       path: "/v1/jobs",
@@ -48,7 +50,8 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     },
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "post",
       path: "/v1/jobs/batch",
@@ -68,7 +71,8 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     },
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "get",
       path: "/v1/jobs/{id}",
@@ -81,7 +85,8 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     async (c) => jsonBody(c, { job: await c.get("queue").get(c.req.valid("param").id) }, 200),
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "delete",
       path: "/v1/jobs/{id}",
@@ -104,7 +109,8 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     },
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "post",
       path: "/v1/jobs/{id}/finish",
@@ -129,7 +135,8 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     },
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "post",
       path: "/v1/jobs/finish",
@@ -157,7 +164,8 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     ["bury", "Move a reserved job to its topic's dead letter", ReceiptBody],
   ] as const;
   for (const [verb, summary, schema] of verbs) {
-    app.openapi(
+    documentedRoute(
+      app,
       createRoute({
         method: "post",
         path: `/v1/jobs/{id}/${verb}`,

@@ -2,6 +2,7 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../context";
 import { jsonBody } from "../json";
+import { documentedRoute } from "../route";
 import {
   body,
   errors,
@@ -25,7 +26,8 @@ const tags = ["topics"];
 
 export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOptions): void {
   configRoutes(app, options);
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "post",
       path: "/v1/topics/{topic}/pop",
@@ -54,7 +56,8 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     },
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "post",
       path: "/v1/topics/{topic}/kick",
@@ -79,7 +82,8 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     },
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "delete",
       path: "/v1/topics/{topic}/dead",
@@ -104,7 +108,8 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     },
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "get",
       path: "/v1/topics",
@@ -121,7 +126,8 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     },
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "get",
       path: "/v1/topics/{topic}",
@@ -134,7 +140,8 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     async (c) => c.json(maskStats(await c.get("queue").topic(c.req.valid("param").topic)), 200),
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "get",
       path: "/v1/topics/{topic}/jobs",
