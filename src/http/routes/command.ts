@@ -6,6 +6,7 @@ import { Command, type CommandResult, MAX_COMMANDS, runCommand } from "../../pro
 import { requestJson } from "../body";
 import type { AppEnv } from "../context";
 import { jsonBody } from "../json";
+import { documentedRoute } from "../route";
 import { body, errors, json, SECURED } from "../schemas";
 
 const Result = z
@@ -43,7 +44,8 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
     "Command",
     z.toJSONSchema(Command, { io: "input", unrepresentable: "any" }) as never,
   );
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "post",
       path: "/v1/command",

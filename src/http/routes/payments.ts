@@ -13,6 +13,7 @@ import { verifyWechatPayNotification } from "../../payments/wechatpay";
 import { cappedText, requestJson } from "../body";
 import type { AppEnv } from "../context";
 import { jsonBody } from "../json";
+import { documentedRoute } from "../route";
 import { body, errors, json, SECURED } from "../schemas";
 
 export type PaymentRouteOptions = {
@@ -55,7 +56,8 @@ function accessOf(c: Context<AppEnv>): Access {
 /** POST/GET/DELETE /v1/payments: behind the bearer auth. */
 export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOptions): void {
   const tags = ["payments"];
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "post",
       path: "/v1/payments",
@@ -83,7 +85,8 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
     },
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "get",
       path: "/v1/payments/{provider}/{account}/{outTradeNo}",
@@ -103,7 +106,8 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
     },
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "delete",
       path: "/v1/payments/{provider}/{account}/{outTradeNo}",

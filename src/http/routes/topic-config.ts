@@ -7,6 +7,7 @@ import { DelayqError } from "../../domain/errors";
 import { maskPush } from "../../domain/push";
 import type { TopicConfig as Config, TopicStats as Stats } from "../../domain/schemas";
 import type { AppEnv } from "../context";
+import { documentedRoute } from "../route";
 import {
   AnsweredTopicConfig,
   body,
@@ -52,7 +53,8 @@ const PUSH_NOTE =
 
 export function configRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOptions): void {
   const tags = ["topics"];
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "put",
       path: "/v1/topics/{topic}",
@@ -75,7 +77,8 @@ export function configRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOptio
     },
   );
 
-  app.openapi(
+  documentedRoute(
+    app,
     createRoute({
       method: "patch",
       path: "/v1/topics/{topic}",
