@@ -28,10 +28,10 @@ export function documentedRoute<R extends RouteConfig>(
   app.on(route.method.toUpperCase(), path, validateInput(route), handler as unknown as Handler);
 }
 
-type Request = NonNullable<RouteConfig["request"]>;
+type RouteInput = NonNullable<RouteConfig["request"]>;
 
 /** The JSON body's schema and whether the body is required, when the route takes one. */
-function bodyOf(request: Request | undefined) {
+function bodyOf(request: RouteInput | undefined) {
   const body = request?.body;
   const json = body?.content?.["application/json"] as { schema?: z.ZodType } | undefined;
   const schema = json?.schema;

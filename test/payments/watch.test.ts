@@ -51,14 +51,14 @@ async function call(method: string, path: string, body?: unknown, token = TOKEN)
 }
 
 /**
- * Runs the polls that are due (what the tick and the requests' background work do). A tick that
- * takes over 2 s is reported: a poll waiting out its provider's time limit (10 s) shows there.
+ * Runs the polls that are due, as the Node entry's ticker does (functions/node.ts): the tick
+ * claims what is due, and what falls due within its claim horizon (65 s), and returns; the polls
+ * run in the background at their due times. A tick that waited for them waited for any watch's
+ * poll claimed ahead, another test's included: 21 s under load, past this suite's 20 s limit
+ * (the timeouts CI saw in "ends paid when the trade is paid").
  */
 async function pollNow() {
-  const started = Date.now();
-  await service.scheduler.tick({ now: started });
-  const took = Date.now() - started;
-  if (took > 2_000) console.warn(`watch.test: a tick took ${took} ms`);
+  await service.scheduler.tick({ now: Date.now(), defer: (work) => void work });
 }
 
 async function until<T>(
@@ -162,6 +162,8 @@ describe("a WeChat Pay watch", () => {
     const requests = wechat.requests().length;
     await new Promise((r) => setTimeout(r, 500));
     await pollNow();
+    // A poll the tick found due would be under way in the background: give it time to be sent.
+    await new Promise((r) => setTimeout(r, 500));
     expect(wechat.requests().length).toBe(requests);
   });
 
@@ -367,6 +369,7 @@ describe("watch input and lifecycle", () => {
     const before = wechat.requests().filter((r) => r.path.includes(no)).length;
     await new Promise((r) => setTimeout(r, 500));
     await pollNow();
+    await new Promise((r) => setTimeout(r, 500));
     expect(wechat.requests().filter((r) => r.path.includes(no)).length).toBe(before);
   });
 

@@ -47,8 +47,8 @@ local function ms(seconds) return math.floor(seconds * 1000 + 0.5) end
 -- its id, so that jobs added and reserved alike do not share receipts either. A push claim
 -- writes its reservation into the record.
 local B36 = "${B36}"
--- Every pair of base-36 digits, "00" to "zz": base36 writes two digits a step (~2.5x faster
--- than one, and a pop and a finish each write three numbers).
+-- Every pair of base-36 digits, "00" to "zz": base36 writes two digits a step (1.1-1.4 µs a
+-- due time against 1.6-2.4 one digit a step; a pop and a finish each write three numbers).
 local B36_PAIRS = "${B36_PAIRS}"
 local function base36(n)
   n = math.floor(n)
