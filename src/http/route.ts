@@ -47,6 +47,9 @@ function queryOf(c: Context): Record<string, string | string[]> {
   return query;
 }
 
+/** A request without a body. */
+const ABSENT = Symbol("no body");
+
 /** The validated value, as Hono keeps it (an object: every schema here is one). */
 const valid = (schema: z.ZodType, value: unknown, what: string) =>
   parseInput(schema, value, what) as object;
@@ -60,14 +63,18 @@ function validateInput(route: RouteConfig): MiddlewareHandler<AppEnv> {
     if (params) c.req.addValidatedData("param", valid(params, c.req.param(), "path"));
     if (query) c.req.addValidatedData("query", valid(query, queryOf(c), "query"));
     if (body) {
-      // jsonBodies set a JSON Content-Type on every body it read, and removed it from an empty
-      // one: an optional body that is absent is {}, unvalidated, as with app.openapi.
-      const sent = c.req.header("content-type") !== undefined;
-      if (sent || body.required) {
-        const value = sent ? await c.req.json() : {};
-        c.req.addValidatedData("json", valid(body.schema, value, "request body"));
-      } else {
-        c.req.addValidatedData("json", {});
+      // jsonBodies parsed every body it read (c.req.json answers that value) and took the
+      // Content-Type off an empty one. A request that has a Content-Type and no body at all
+      // passes it untouched: that is no body too, not a JSON error (json() fails only then).
+      const value: unknown =
+        c.req.header("content-type") === undefined
+          ? ABSENT
+          : await c.req.json().catch(() => ABSENT);
+      // An optional body that is absent is {}, unvalidated, as with app.openapi.
+      if (value === ABSENT && !body.required) c.req.addValidatedData("json", {});
+      else {
+        const sent = value === ABSENT ? {} : value;
+        c.req.addValidatedData("json", valid(body.schema, sent, "request body"));
       }
     }
     await next();

@@ -68,6 +68,20 @@ describe("POST /v1/jobs", () => {
     expect(await redis.exists(keys.topics)).toBe(0);
   });
 
+  it("takes a JSON Content-Type without any body as no body, not as broken JSON", async () => {
+    // Found by the HTTP fuzzer (seed 459495122): a pop so sent once answered 500.
+    const { call, redis, keys } = testApp();
+    const headers = { "content-type": "application/json" };
+    const pop = await call("POST", "/v1/topics/t/pop", { headers });
+    expect(pop.status).toBe(200);
+    expect(pop.json).toEqual({ jobs: [] });
+    const add = await call("POST", "/v1/jobs", { headers });
+    expect(add.status).toBe(400);
+    expect(add.json.error.code).toBe("invalid_request");
+    expect(add.json.error.message).toMatch(/^Invalid request body: topic/);
+    expect(await redis.exists(keys.topics)).toBe(0);
+  });
+
   it("answers 413 payload_too_large for a body over 256 KiB and stores nothing", async () => {
     const { call } = testApp();
     const res = await call("POST", "/v1/jobs", {
