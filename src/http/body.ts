@@ -18,7 +18,11 @@ export function jsonBodies(maxBytes: number): MiddlewareHandler<AppEnv> {
     // Asking a Node request for its body stream builds a whole web Request: not when it is read
     // whole (a TRACE has no body there).
     const whole = length !== null && raw.method !== "TRACE" && fromNodeServer(c);
-    if (!whole && raw.body === null) return next();
+    if (!whole && raw.body === null) {
+      // No body at all counts as an empty one: no Content-Type is left for the validators.
+      if (raw.headers.has("content-type")) c.req.raw = bodiless(raw);
+      return next();
+    }
     const declared = Number(length);
     if (declared > maxBytes) throw tooLarge(maxBytes);
     const text = await readText(raw, maxBytes, whole);
@@ -27,13 +31,12 @@ export function jsonBodies(maxBytes: number): MiddlewareHandler<AppEnv> {
     if (text.trim() !== "" && JSON_TYPE.test(mediaType(raw.headers.get("content-type")))) {
       return parsedBody(c, raw, text, next);
     }
-    const headers = new Headers(raw.headers);
-    headers.delete("content-length");
     if (text.trim() === "") {
-      headers.delete("content-type");
-      c.req.raw = new Request(raw.url, { method: raw.method, headers, signal: raw.signal });
+      c.req.raw = bodiless(raw);
       return next();
     }
+    const headers = new Headers(raw.headers);
+    headers.delete("content-length");
     headers.set("content-type", "application/json");
     const request = new Request(raw.url, {
       method: raw.method,
@@ -43,6 +46,14 @@ export function jsonBodies(maxBytes: number): MiddlewareHandler<AppEnv> {
     });
     return parsedBody(c, request, text, next);
   };
+}
+
+/** `request` without its body, and without the headers that described one. */
+function bodiless(request: Request): Request {
+  const headers = new Headers(request.headers);
+  headers.delete("content-length");
+  headers.delete("content-type");
+  return new Request(request.url, { method: request.method, headers, signal: request.signal });
 }
 
 /** Hono's validator reads a JSON body only under a media type like this (hono/validator). */

@@ -15,7 +15,7 @@ import type { AppEnv } from "./context";
  * (@hono/zod-validator's `safeParseAsync`) plus a media-type gate, which at 8 consumers were ~6 %
  * of the service's CPU a request (bench/cpu.ts --profile), for checks that are synchronous.
  * The gate has nothing to refuse here: jsonBodies has already read the body as JSON whatever its
- * Content-Type, and left none on an empty one. So only for routes under jsonBodies: every /v1
+ * Content-Type, and left none on a request without one. So only for routes under jsonBodies: every /v1
  * route but the QStash callback, which is served before it and keeps app.openapi.
  */
 export function documentedRoute<R extends RouteConfig>(
@@ -47,9 +47,6 @@ function queryOf(c: Context): Record<string, string | string[]> {
   return query;
 }
 
-/** A request without a body. */
-const ABSENT = Symbol("no body");
-
 /** The validated value, as Hono keeps it (an object: every schema here is one). */
 const valid = (schema: z.ZodType, value: unknown, what: string) =>
   parseInput(schema, value, what) as object;
@@ -63,18 +60,14 @@ function validateInput(route: RouteConfig): MiddlewareHandler<AppEnv> {
     if (params) c.req.addValidatedData("param", valid(params, c.req.param(), "path"));
     if (query) c.req.addValidatedData("query", valid(query, queryOf(c), "query"));
     if (body) {
-      // jsonBodies parsed every body it read (c.req.json answers that value) and took the
-      // Content-Type off an empty one. A request that has a Content-Type and no body at all
-      // passes it untouched: that is no body too, not a JSON error (json() fails only then).
-      const value: unknown =
-        c.req.header("content-type") === undefined
-          ? ABSENT
-          : await c.req.json().catch(() => ABSENT);
+      // jsonBodies parsed every body it read (c.req.json answers that value) and left no
+      // Content-Type on a request without one.
+      const sent = c.req.header("content-type") !== undefined;
       // An optional body that is absent is {}, unvalidated, as with app.openapi.
-      if (value === ABSENT && !body.required) c.req.addValidatedData("json", {});
+      if (!sent && !body.required) c.req.addValidatedData("json", {});
       else {
-        const sent = value === ABSENT ? {} : value;
-        c.req.addValidatedData("json", valid(body.schema, sent, "request body"));
+        const value = sent ? await c.req.json() : {};
+        c.req.addValidatedData("json", valid(body.schema, value, "request body"));
       }
     }
     await next();
