@@ -4,6 +4,7 @@
 import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startAlipaySandbox } from "./alipay-sandbox";
+import { writeFileAtomic } from "./atomic-file";
 import { startBridge } from "./bridge";
 import { startQStash } from "./qstash";
 import { portInUse, RedisNotInstalledError, startRedisServer } from "./redis-server";
@@ -98,7 +99,7 @@ function lockStateDir(file: string): { update(info: LockInfo): void; release(): 
   };
   return {
     update(info) {
-      if (ours()) writeFileSync(file, JSON.stringify(info));
+      if (ours()) writeFileAtomic(file, JSON.stringify(info), 0o644);
     },
     release() {
       if (ours()) rmSync(file, { force: true });
@@ -315,8 +316,9 @@ async function main(): Promise<void> {
       alipaySandboxUrl: alipay.url,
       wechatpaySandboxUrl: wechatpay.url,
     };
-    // Written last, once everything answers: a reader never finds ports that are not up.
-    writeFileSync(stackFile, `${JSON.stringify(stack, null, 2)}\n`, { mode: 0o600 });
+    // Written last, once everything answers: a reader never finds ports that are not up. Written
+    // whole or not at all: a reader that sees it appear may parse it at once.
+    writeFileAtomic(stackFile, `${JSON.stringify(stack, null, 2)}\n`);
     wroteStackFile = true;
     // Only the dev default token is shown; one given in DQ_TOKENS stays out of the terminal.
     const token =
