@@ -96,7 +96,20 @@ export function portInUse(port: number, host = "127.0.0.1"): Promise<boolean> {
   });
 }
 
-/** Starts redis-server and resolves once it answers PING. */
+/**
+ * Whether the server on `connection` is the process `pid` (a PING alone could be answered by
+ * another server on the same port) and has loaded its data: INFO is answered while an
+ * append-only file still loads, a command is not ("LOADING Redis is loading the dataset").
+ */
+async function servesLoaded(connection: RespConnection, pid: number | undefined): Promise<boolean> {
+  const server = await connection.call("INFO", "server");
+  const id = server.type === "bulk" ? /process_id:(\d+)/.exec(String(server.value))?.[1] : "";
+  if (id !== String(pid)) return false;
+  const persistence = await connection.call("INFO", "persistence");
+  return persistence.type === "bulk" && /^loading:0\r?$/m.test(String(persistence.value));
+}
+
+/** Starts redis-server and resolves once it answers, its data loaded. */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const bin = findRedisServer();
   const port = options.port ?? (await freePort());
@@ -157,15 +170,14 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       await stop();
       throw new Error(`redis-server exited at start (code ${child.exitCode}): ${stderr.trim()}`);
     }
+    let connection: RespConnection | undefined;
     try {
-      // Ask for the pid: a PING alone could be answered by another server on the same port.
-      const connection = await RespConnection.open(port);
-      const reply = await connection.call("INFO", "server");
-      connection.close();
-      const pid = reply.type === "bulk" ? /process_id:(\d+)/.exec(String(reply.value))?.[1] : "";
-      if (pid === String(child.pid)) break;
+      connection = await RespConnection.open(port);
+      if (await servesLoaded(connection, child.pid)) break;
     } catch {
       // not listening yet
+    } finally {
+      connection?.close();
     }
     if (Date.now() > deadline) {
       await stop();

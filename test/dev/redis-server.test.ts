@@ -60,6 +60,34 @@ describe("startRedisServer", () => {
     }
   });
 
+  it("resolves once the append-only file is loaded, so the first command is served", async () => {
+    // INFO is answered while the file loads, a GET is not (LOADING): CI met that once, with a
+    // file of one key. 300,000 keys take Redis long enough to load that a start which stops at
+    // INFO meets it every time.
+    const dir = mkdtempSync(join(tmpdir(), "delayq-aof-load-"));
+    try {
+      const server = await startRedisServer({ dir, appendOnly: true });
+      const conn = await RespConnection.open(server.port);
+      await conn.call(
+        "EVAL",
+        "for i = 1, 300000 do redis.call('SET', 'k' .. i, i) end return 1",
+        "0",
+      );
+      await conn.call("SET", "last", "loaded");
+      conn.close();
+      await server.stop();
+
+      const again = await startRedisServer({ dir, appendOnly: true });
+      const reader = await RespConnection.open(again.port);
+      const value = await reader.call("GET", "last");
+      reader.close();
+      await again.stop();
+      expect(value).toEqual({ type: "bulk", value: Buffer.from("loaded") });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
   it("fails at once with install instructions when redis-server is missing", async () => {
     process.env.REDIS_SERVER_BIN = "/nonexistent/redis-server";
     const attempt = startRedisServer();
