@@ -33,8 +33,13 @@ export type RedisServerOptions = {
   appendFsync?: "always" | "everysec" | "no";
   /** Number of logical databases. @default 16 */
   databases?: number;
-  /** How long to wait for the server to answer PING. @default 10000 */
+  /** How long to wait for the server to answer, its data loaded. @default 10000 */
   startTimeoutMs?: number;
+  /**
+   * Resolve once the server answers, before its data has loaded (commands answer LOADING
+   * meanwhile): for tests of a server in that state. @default false
+   */
+  whileLoading?: boolean;
   /** More redis-server arguments, e.g. ["--enable-debug-command", "yes"] for DEBUG DIGEST. */
   extraArgs?: string[];
 };
@@ -98,13 +103,18 @@ export function portInUse(port: number, host = "127.0.0.1"): Promise<boolean> {
 
 /**
  * Whether the server on `connection` is the process `pid` (a PING alone could be answered by
- * another server on the same port) and has loaded its data: INFO is answered while an
- * append-only file still loads, a command is not ("LOADING Redis is loading the dataset").
+ * another server on the same port) and, unless `whileLoading`, has loaded its data: INFO is
+ * answered while a data file still loads, a command is not ("LOADING Redis is loading ...").
  */
-async function servesLoaded(connection: RespConnection, pid: number | undefined): Promise<boolean> {
+async function serves(
+  connection: RespConnection,
+  pid: number | undefined,
+  whileLoading: boolean,
+): Promise<boolean> {
   const server = await connection.call("INFO", "server");
   const id = server.type === "bulk" ? /process_id:(\d+)/.exec(String(server.value))?.[1] : "";
   if (id !== String(pid)) return false;
+  if (whileLoading) return true;
   const persistence = await connection.call("INFO", "persistence");
   return persistence.type === "bulk" && /^loading:0\r?$/m.test(String(persistence.value));
 }
@@ -173,7 +183,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     let connection: RespConnection | undefined;
     try {
       connection = await RespConnection.open(port);
-      if (await servesLoaded(connection, child.pid)) break;
+      if (await serves(connection, child.pid, options.whileLoading === true)) break;
     } catch {
       // not listening yet
     } finally {

@@ -216,6 +216,7 @@ describe("failures", () => {
     // The same data, loaded at 100 µs per key: about 2 s of LOADING.
     const loading = await startRedisServer({
       dir,
+      whileLoading: true,
       extraArgs: [
         "--dbfilename",
         "dump.rdb",
