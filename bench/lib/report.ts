@@ -1,8 +1,9 @@
 // Turns benchmark results into the markdown table, the notes under it, and the results JSON.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { arch, cpus, release, totalmem, type } from "node:os";
 import { dirname } from "node:path";
+import { writeFileAtomic } from "../../dev/atomic-file";
 import { findRedisServer } from "../../dev/redis-server";
 import type { BenchOptions, SystemResult } from "./workloads";
 
@@ -129,7 +130,5 @@ export function resultJson(result: SystemResult) {
 /** Writes through a temporary file, so a reader never sees half a result. */
 export function writeJson(path: string, value: unknown): void {
   mkdirSync(dirname(path), { recursive: true });
-  const temporary = `${path}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify(value, null, 2)}\n`);
-  renameSync(temporary, path);
+  writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, 0o644);
 }

@@ -15,8 +15,8 @@ import type { AppEnv } from "./context";
  * (@hono/zod-validator's `safeParseAsync`) plus a media-type gate, which at 8 consumers were ~6 %
  * of the service's CPU a request (bench/cpu.ts --profile), for checks that are synchronous.
  * The gate has nothing to refuse here: jsonBodies has already read the body as JSON whatever its
- * Content-Type, and left none on a request without one. So only for routes under jsonBodies: every /v1
- * route but the QStash callback, which is served before it and keeps app.openapi.
+ * Content-Type, and left none on a request without one. So only for routes under jsonBodies:
+ * every /v1 route but the QStash callback, which is served before it and keeps app.openapi.
  */
 export function documentedRoute<R extends RouteConfig>(
   app: OpenAPIHono<AppEnv>,
