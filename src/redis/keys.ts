@@ -12,9 +12,9 @@ export const KEY_LAYOUT = {
   delayed: "t:<topic>:delayed",
   /**
    * zset: the topic's slot lists (below) by start time (ms); member and score are the start.
-   * Jobs due so far ahead that their 10-minute slot starts more than 10 minutes from now wait
-   * in the list `t:<topic>:slots:<start>` (ids, in the order they came) instead of the delayed
-   * zset: a list entry costs ~15 bytes where a sorted-set entry costs ~115.
+   * Jobs due so far ahead that their one-minute slot starts more than 90 s from now wait in the
+   * list `t:<topic>:slots:<start>` (ids, in the order they came) instead of the delayed zset: a
+   * list entry costs ~15 bytes where a sorted-set entry costs ~100 (lua/lib/slots.ts).
    */
   slots: "t:<topic>:slots",
   /** integer: how many live jobs of the topic wait in slot lists (their ids, not yet moved). */

@@ -2,6 +2,8 @@
 import type { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { tick } from "../../src/index";
+import { SLOT_LEAD_MS } from "../../src/redis/lua/lib";
+import { CLAIM_AHEAD_MS } from "../../src/redis/lua/lib/transitions";
 import { decodeMeta } from "../../src/redis/record";
 import { popReceipt, type TestQueue, testQueue } from "../support/queue";
 
@@ -99,25 +101,27 @@ describe("keyspace", () => {
 
   it("a job due beyond the next slot waits as an id in its slot's list until the slot opens", async () => {
     const t = testQueue();
-    const now = t.clock.now; // a multiple of the 10-minute slot
-    const slot = now + 60 * 60_000; // 1 h ahead
+    const now = t.clock.now; // a multiple of 10 minutes
+    // Slots are a minute wide and start at half past a minute; one opens 90 s before it starts.
+    const slot = now + 3_570_000; // 59.5 min ahead: the slot of a job due in 1 h
     await t.queue.addBatch([
       { topic: "q", id: "a", delay: 3600 },
       { topic: "q", id: "b", delay: 3600.5 },
-      { topic: "q", id: "c", delay: 25 * 60 }, // 25 min: its slot (20 min) opens in 10 min
-      { topic: "q", id: "near", delay: 10 * 60 }, // 10 min: its slot is open, the zset
+      { topic: "q", id: "c", delay: 5 * 60 }, // 5 min: its slot (4.5 min) opens in 3 min
+      { topic: "q", id: "near", delay: 2 * 60 }, // 2 min: its slot (1.5 min) is open, the zset
     ]);
     let keys = await state(t);
     expect(keys[`t:q:slots:${slot}`]).toEqual(["a", "b"]);
-    expect(keys[`t:q:slots:${now + 20 * 60_000}`]).toEqual(["c"]);
+    expect(keys[`t:q:slots:${now + 270_000}`]).toEqual(["c"]);
     expect(keys["t:q:slots"]).toEqual([
-      [String(now + 20 * 60_000), now + 20 * 60_000],
+      [String(now + 270_000), now + 270_000],
       [String(slot), slot],
     ]);
     expect(keys["t:q:slotted"]).toBe(3);
-    expect(keys["t:q:delayed"]).toEqual([["near", now + 600_000]]);
-    // The tick must come when the first slot opens, 10 minutes before it starts.
-    expect(keys.schedule).toEqual([["q", now + 10 * 60_000]]);
+    expect(keys["t:q:delayed"]).toEqual([["near", now + 120_000]]);
+    // The tick must come when "near" is due; the first slot opens 90 s before it starts.
+    expect(keys.schedule).toEqual([["q", now + 120_000]]);
+    expect(keys["t:q:timing"]).toEqual({ next: now + 120_000, lease: "-", slot: now + 180_000 });
     expect((await t.queue.topic("q")).counts).toMatchObject({ delayed: 4, ready: 0 });
 
     // Deleting a slotted job leaves its id in the list (no scan) and drops the count.
@@ -125,34 +129,85 @@ describe("keyspace", () => {
     expect((await state(t))["t:q:slotted"]).toBe(2);
 
     // At the first slot's opening the tick moves its ids to the delayed zset.
-    t.clock.advance(10 * 60_000);
+    t.clock.advance(180_000);
     await tick(t.queue);
     keys = await state(t);
-    expect(keys[`t:q:slots:${now + 20 * 60_000}`]).toBeUndefined();
-    expect(keys["t:q:delayed"]).toEqual([["c", now + 25 * 60_000]]);
-    expect(keys["t:q:ready"]).toEqual([["near", now + 600_000]]); // due now: promoted too
+    expect(keys[`t:q:slots:${now + 270_000}`]).toBeUndefined();
+    expect(keys["t:q:delayed"]).toEqual([["c", now + 300_000]]);
+    expect(keys["t:q:ready"]).toEqual([["near", now + 120_000]]); // due: promoted too
     expect(keys["t:q:slotted"]).toBe(1);
-    expect(keys.schedule).toEqual([["q", now + 25 * 60_000]]);
+    expect(keys.schedule).toEqual([["q", now + 300_000]]);
 
     // The last slot opens: "a" moves, the stale "b" is dropped, and nothing is counted twice.
-    t.clock.advance(40 * 60_000);
+    t.clock.set(slot - 90_000);
     await tick(t.queue);
     keys = await state(t);
     expect(keys[`t:q:slots:${slot}`]).toBeUndefined();
     expect(keys["t:q:slots"]).toBeUndefined();
     expect(keys["t:q:slotted"]).toBe(0);
-    expect(keys["t:q:delayed"]).toEqual([["a", slot]]);
+    expect(keys["t:q:delayed"]).toEqual([["a", now + 3_600_000]]);
     expect(keys["t:q:ready"]).toEqual([
-      ["near", now + 600_000],
-      ["c", now + 25 * 60_000],
+      ["near", now + 120_000],
+      ["c", now + 300_000],
     ]);
     t.clock.advance(60 * 60_000);
     expect((await t.queue.pop("q", { count: 10 })).map((j) => j.id)).toEqual(["near", "c", "a"]);
   });
 
+  it("opens a slot before a push claim may want its jobs", () => {
+    // A claim moves open slots first, then takes jobs due within its lookahead: a job whose slot
+    // were still closed then would be claimed a tick late.
+    expect(SLOT_LEAD_MS).toBeGreaterThan(CLAIM_AHEAD_MS);
+  });
+
+  it("opens whole a 10-minute slot list an earlier version wrote", async () => {
+    // Versions up to 37f6d42 had 10-minute slots starting on multiples of 10 minutes, and
+    // opened them 10 minutes ahead. Their lists are moved as they were written: a job due in
+    // the list's 10 minutes is not taken for a stale entry of another (one-minute) slot.
+    const t = testQueue();
+    const now = t.clock.now; // a multiple of 10 minutes
+    const legacy = now + 60 * 60_000;
+    await t.queue.addBatch([
+      { topic: "q", id: "a", delay: 3600 + 5 * 60 + 7 },
+      { topic: "q", id: "b", delay: 3600 + 9 * 60 },
+    ]);
+    // Rewrite the two one-minute lists as the one list of 10 minutes an earlier version wrote.
+    const base = t.keys.base;
+    const written = (await state(t))["t:q:slots"] as [string, number][];
+    expect(written.map(([, start]) => start)).toEqual([now + 3_870_000, now + 4_110_000]);
+    for (const [name] of written) {
+      const ids = await t.redis.lrange(`${base}t:q:slots:${name}`, 0, -1);
+      await t.redis.rpush(`${base}t:q:slots:${legacy}`, ...ids);
+      await t.redis.del(`${base}t:q:slots:${name}`);
+      await t.redis.zrem(`${base}t:q:slots`, name);
+    }
+    await t.redis.zadd(`${base}t:q:slots`, { score: legacy, member: String(legacy) });
+    // Its timing and schedule said the list opens 10 minutes before it starts.
+    await t.redis.set(`${base}t:q:timing`, `${legacy - 600_000}|-|${legacy - 600_000}`);
+    await t.redis.zadd(`${base}schedule`, { score: legacy - 600_000, member: "q" });
+    expect((await state(t))[`t:q:slots:${legacy}`]).toEqual(["a", "b"]);
+
+    // This version opens it 90 s before it starts, as its own.
+    t.clock.set(legacy - 600_000);
+    await tick(t.queue);
+    expect((await state(t))[`t:q:slots:${legacy}`]).toEqual(["a", "b"]);
+    expect((await state(t)).schedule).toEqual([["q", legacy - 90_000]]);
+    t.clock.set(legacy - 90_000);
+    await tick(t.queue);
+    const keys = await state(t);
+    expect(keys["t:q:slots"]).toBeUndefined();
+    expect(keys["t:q:slotted"]).toBe(0);
+    expect(keys["t:q:delayed"]).toEqual([
+      ["a", now + 3_907_000],
+      ["b", now + 4_140_000],
+    ]);
+    t.clock.set(now + 4_140_000);
+    expect((await t.queue.pop("q", { count: 10 })).map((j) => j.id)).toEqual(["a", "b"]);
+  });
+
   it("a slotted job replaced into its own slot, or deleted and added back, is counted once and delivered once", async () => {
     const t = testQueue({ retention: 86_400 });
-    const slot = t.clock.now + 60 * 60_000;
+    const slot = t.clock.now + 3_570_000; // the slot of a job due in 1 h
     await t.queue.add({ topic: "q", id: "a", delay: 3600 });
     await t.queue.add({ topic: "q", id: "a", delay: 3601, body: 2, replace: true });
     await t.queue.delete("a");
@@ -169,11 +224,11 @@ describe("keyspace", () => {
     expect(keys["t:q:slotted"]).toBe(1);
     await t.queue.add({ topic: "q", id: "a", delay: 3603, body: 4, replace: true });
     // The slot opens: the duplicates collapse into one delayed entry, the count reaches zero.
-    t.clock.advance(50 * 60_000);
+    t.clock.set(slot - 90_000);
     await tick(t.queue);
     keys = await state(t);
     expect(keys[`t:q:slots:${slot}`]).toBeUndefined();
-    expect(keys["t:q:delayed"]).toEqual([["a", slot + 3000]]);
+    expect(keys["t:q:delayed"]).toEqual([["a", slot + 33_000]]);
     // The entry left in the later slot's list is stale: it counts for nothing.
     expect(keys["t:q:slotted"]).toBe(0);
     t.clock.advance(20 * 60_000);

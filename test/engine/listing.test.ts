@@ -23,6 +23,9 @@ async function listAll(
   return ids;
 }
 
+/** The start of the slot a job due at `due` waits in: a minute wide, from half past a minute. */
+const slotOf = (due: number) => due - ((due - 30_000) % 60_000);
+
 describe("list", () => {
   it("refuses a slot cursor for another state than delayed (issue 8.7)", async () => {
     const t = testQueue();
@@ -35,17 +38,17 @@ describe("list", () => {
 
   it("lists every slotted job although their slot opens between two pages (issue 8.8)", async () => {
     const t = testQueue();
-    const slotMs = 600_000;
-    const a = t.clock.now + 6 * slotMs;
-    const b = a + slotMs;
+    // Slots are a minute wide, start at half past a minute and open 90 s before they start.
+    const a = slotOf(t.clock.now) + 6 * 60_000;
+    const b = a + 60_000;
     await t.queue.addBatch([
       ...Array.from({ length: 6 }, (_, n) => ({ topic: "q", id: `a${n}`, runAt: a + n })),
       ...Array.from({ length: 3 }, (_, n) => ({ topic: "q", id: `b${n}`, runAt: b + n })),
     ]);
     const ids = await listAll(t, "delayed", 3, async (page) => {
       if (page === 0) {
-        // Slot a opens (10 minutes before it starts); b stays far.
-        t.clock.set(a - slotMs);
+        // Slot a opens; b stays far.
+        t.clock.set(a - 90_000);
         await tick(t.queue);
       }
     });
@@ -57,10 +60,9 @@ describe("list", () => {
     // A slot's list can be shorter than the cursor into it, as when its slot opened and a caller
     // whose clock is behind filled it again; here the cursor is past the end outright.
     const t = testQueue();
-    const slotMs = 600_000;
-    const first = Math.floor(t.clock.now / slotMs) * slotMs + 6 * slotMs;
+    const first = slotOf(t.clock.now) + 6 * 60_000;
     await t.queue.addBatch(
-      [0, 1, 2].map((n) => ({ topic: "q", id: `s${n}`, runAt: first + n * slotMs })),
+      [0, 1, 2].map((n) => ({ topic: "q", id: `s${n}`, runAt: first + n * 60_000 })),
     );
     const ids: string[] = [];
     let cursor: string | undefined = `s${first}:5`;

@@ -24,25 +24,25 @@ describe("topics", () => {
 
   it("reads the earliest due time from whichever index holds jobs, or the first slot", async () => {
     const { queue, clock } = testQueue();
-    const slotMs = 600_000;
     // Only delayed jobs; then only slotted ones (due hours ahead: a slot list, not the index).
     await queue.addBatch([
       { topic: "delayed", id: "d2", delay: 20 },
       { topic: "delayed", id: "d1", delay: 10 },
     ]);
     const far = clock.now + 3 * 3_600_000 + 1234;
+    const slot = far - ((far - 30_000) % 60_000); // a minute wide, from half past a minute
     await queue.add({ topic: "slotted", id: "s", runAt: far });
     await queue.add({ topic: "emptied", id: "e" });
     await queue.delete("e");
     const stats = await Promise.all(["delayed", "slotted", "emptied"].map((t) => queue.topic(t)));
     expect(stats.map((t) => [t.topic, t.counts, t.oldestDueAt])).toEqual([
       ["delayed", { delayed: 2, ready: 0, reserved: 0, dead: 0 }, clock.now + 10_000],
-      ["slotted", { delayed: 1, ready: 0, reserved: 0, dead: 0 }, far - (far % slotMs)],
+      ["slotted", { delayed: 1, ready: 0, reserved: 0, dead: 0 }, slot],
       ["emptied", { delayed: 0, ready: 0, reserved: 0, dead: 0 }, undefined],
     ]);
-    // Once its slot opens (10 minutes before the slot starts), reading the stats moves the job
-    // into the delay bucket, with no tick or pop first: its exact due time shows.
-    clock.set(far - (far % slotMs) - slotMs);
+    // Once its slot opens (90 s before the slot starts), reading the stats moves the job into
+    // the delay bucket, with no tick or pop first: its exact due time shows.
+    clock.set(slot - 90_000);
     expect(await queue.topic("slotted")).toMatchObject({
       counts: { delayed: 1, ready: 0, reserved: 0, dead: 0 },
       oldestDueAt: far,

@@ -5,12 +5,12 @@ import { LUA_RECORD } from "../../record";
 import { LUA_ACCESS } from "./access";
 import { LUA_JOBS } from "./jobs";
 import { LUA_RESERVE } from "./reserve";
-import { LUA_SLOTS, SLOT_MS } from "./slots";
+import { LUA_SLOTS, SLOT_LEAD_MS, SLOT_MS, SLOT_PHASE_MS } from "./slots";
 import { LUA_TOPIC } from "./topic";
 import { LUA_TRANSITIONS } from "./transitions";
 import { LUA_UPKEEP } from "./upkeep";
 
-export { SLOT_MS };
+export { SLOT_LEAD_MS, SLOT_MS, SLOT_PHASE_MS };
 
 /**
  * Shared by every script. Every script is called with
@@ -27,7 +27,6 @@ local rcall = redis.call
 local P = ARGV[1]                      -- key base
 local NOW = tonumber(ARGV[2])          -- unix ms
 local RETENTION = tonumber(ARGV[3])    -- ms
-local SLOT = ${SLOT_MS}               -- ms: width of a slot list (keys.ts: slots)
 ${LUA_KEYS}
 ${LUA_CODES}
 ${LUA_RECORD}

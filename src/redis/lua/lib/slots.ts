@@ -1,18 +1,36 @@
 // Lua: slot lists, where jobs due far ahead wait as bare ids (keys.ts: slots), and their opening.
 
 /**
- * Width of a slot list, ms. A waiting job whose slot (its due time rounded down to a multiple of
- * this) starts more than SLOT_MS from now waits in that slot's list; the slot "opens" SLOT_MS
- * before it starts, and its ids then move to the delayed zset (`migrate`).
+ * Width of a slot list, ms. A waiting job's slot starts at its due time rounded down to a
+ * minute's half past (`slotOf`); while that start is more than SLOT_LEAD_MS from now the job waits
+ * as an id in the slot's list, and the slot "opens" SLOT_LEAD_MS before it starts: its ids move to
+ * the delayed zset (`migrate`). So only jobs due within the next 1.5 to 2.5 minutes sit in the
+ * zset (~100 bytes an entry), the rest in lists (~15).
  */
-export const SLOT_MS = 600_000;
+export const SLOT_MS = 60_000;
+/** How long before its start a slot opens, ms: more than a push claim looks ahead (65 s). */
+export const SLOT_LEAD_MS = 90_000;
+/**
+ * Where a slot starts within its width, ms. Versions up to 37f6d42 had 10-minute slots
+ * starting on multiples of LEGACY_SLOT_MS; today's start at half past a minute, so a start says
+ * which width its list was written with, and lists written before an upgrade still open whole.
+ */
+export const SLOT_PHASE_MS = 30_000;
+export const LEGACY_SLOT_MS = 600_000;
 
-/** Needs `rcall`, `key`, NOW and SLOT in scope, and the record's `load`. */
+/** Needs `rcall`, `key` and NOW in scope, and the record's `load`. */
 export const LUA_SLOTS = `
+local SLOT, LEAD, PHASE, LEGACY = ${SLOT_MS}, ${SLOT_LEAD_MS}, ${SLOT_PHASE_MS}, ${LEGACY_SLOT_MS}
 -- Slots: a job due at \`due\` belongs to the slot starting at slotOf(due). A slot is far while it
--- starts more than SLOT after now, and open from then on.
-local function slotOf(due) return due - (due % SLOT) end
-local function isFar(due) return slotOf(due) > NOW + SLOT end
+-- starts more than LEAD after now, and open from then on.
+local function slotOf(due) return due - ((due - PHASE) % SLOT) end
+local function isFar(due) return slotOf(due) > NOW + LEAD end
+-- Whether the list of the slot starting at \`slot\` is where a job due at \`due\` waits: its own
+-- slot, or for a list of an earlier version (a start on a multiple of LEGACY) its 10-minute one.
+local function holds(slot, due)
+  if slot % LEGACY == 0 then return due - (due % LEGACY) == slot end
+  return slotOf(due) == slot
+end
 local function slotList(topic, slot) return key.slots(topic) .. ":" .. slot end
 
 -- Files ids of a topic under a far slot: the list, the slot index, the count, the schedule
@@ -21,7 +39,7 @@ local function toSlot(topic, slot, ids)
   rcall("RPUSH", slotList(topic, slot), unpack(ids))
   rcall("ZADD", key.slots(topic), slot, slot)
   rcall("INCRBY", key.slotted(topic), #ids)
-  lowerNext(topic, slot - SLOT, "slot")
+  lowerNext(topic, slot - LEAD, "slot")
 end
 
 -- Ids a pop has taken off the ready list and not yet handed out (scripts/pop.ts): for migrate
@@ -38,7 +56,7 @@ local popping = {}
 -- Cost: one ZRANGE; per slot visited LRANGE and LTRIM (or DEL + ZREM when emptied); per id one
 -- GET; then ZMSCORE (ready), ZMSCORE (reserved), ZADD, DECRBY, ZADD LT.
 local function migrate(topic, limit)
-  local slots = rcall("ZRANGE", key.slots(topic), "-inf", NOW + SLOT, "BYSCORE", "LIMIT", 0, 11)
+  local slots = rcall("ZRANGE", key.slots(topic), "-inf", NOW + LEAD, "BYSCORE", "LIMIT", 0, 11)
   if #slots == 0 then return 0, nil end
   local taken, ids, dues, seen, bound = 0, {}, {}, {}, nil
   for n, slot in ipairs(slots) do
@@ -60,7 +78,7 @@ local function migrate(topic, limit)
     for _, id in ipairs(listed) do
       local meta = not seen[id] and load(id)
       if meta and meta.state == "waiting" and meta.topic == topic
-        and slotOf(meta.due) == tonumber(slot) then
+        and holds(tonumber(slot), meta.due) then
         ids[#ids + 1], dues[#ids + 1], seen[id] = id, meta.due, true
       end
     end

@@ -217,7 +217,7 @@ local function nextEvent(topic)
   local due = tonumber(rcall("ZRANGE", key.delayed(topic), 0, 0, "WITHSCORES")[2])
   local lease = tonumber(rcall("ZRANGE", key.reserved(topic), 0, 0, "WITHSCORES")[2])
   local slot = tonumber(rcall("ZRANGE", key.slots(topic), 0, 0, "WITHSCORES")[2])
-  if slot then slot = slot - SLOT end
+  if slot then slot = slot - LEAD end
   local nextAt = -1
   for _, at in ipairs({due or false, lease or false, slot or false}) do
     if at and (nextAt < 0 or at < nextAt) then nextAt = at end

@@ -69,12 +69,12 @@ local function catchUp(topic)
   local slot = t.slot
   if slot == nil or (slot and slot <= NOW) then
     slot = head(key.slots(topic))
-    if slot and slot - SLOT <= NOW then
+    if slot and slot - LEAD <= NOW then
       local _
       _, bound = migrate(topic, 1000)
       slot = head(key.slots(topic))
     end
-    slot = slot and slot - SLOT
+    slot = slot and slot - LEAD
   end
   local nextAt, fresh, bulk = promoteFirst(topic, bound)
   for _, at in ipairs({lease or false, slot or false}) do

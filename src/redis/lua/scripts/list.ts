@@ -80,7 +80,7 @@ local function fromSlots(from, at)
       if raw then
         local meta = decode(raw)
         -- A stale id of a job due by now may be one a pop reserved (its record reads waiting).
-        if meta.state == "waiting" and meta.topic == topic and slotOf(meta.due) == tonumber(name)
+        if meta.state == "waiting" and meta.topic == topic and holds(tonumber(name), meta.due)
           and not (meta.due <= NOW and rcall("ZSCORE", key.reserved(topic), ids[i]))
         then
           out[#out + 1] = raw
