@@ -38,7 +38,18 @@ function scaleLine(value: unknown): string {
     `jobs/s in batches of 1000; once all due, ticks drained the backlog in ` +
     `${fmt(d.drainSeconds, 1)} s (${fmt(d.tickSlices)} slices, ${fmt(d.drainJobsPerSec)} jobs/s); ` +
     `the longest single call took ${fmt(d.longestCallMs, 1)} ms; calls over 10 ms: ` +
-    `${over || "none"}.${growthNote(d)}`
+    `${over || "none"}.${soonNote(d)}${growthNote(d)}`
+  );
+}
+
+/** A backlog due within 20 minutes (older results lack it). */
+function soonNote(d: ScaleResult): string {
+  if (!d.soon) return "";
+  const share = (100 * d.soon.inBucket) / d.soon.jobs;
+  return (
+    ` ${fmt(d.soon.jobs)} jobs due over the next 20 minutes instead: ` +
+    `**${fmt(d.soon.bytesPerJobBeyondBody)} bytes per job beyond the body** ` +
+    `(${fmt(share)} % of them, those due within about 2 minutes, in the delay bucket).`
   );
 }
 

@@ -38,6 +38,12 @@ export type ScaleResult = {
   addCalls: Attribution;
   /** Jobs per add script call (ADD_SLICE; absent in results from before it was recorded: 250). */
   addSlice?: number;
+  /**
+   * Memory of a backlog due sooner: `jobs` jobs due over the next 20 minutes, spread evenly
+   * (absent in results of versions up to 37f6d42). Those due within about 2 minutes wait in the
+   * delay bucket, a sorted set; the others in slot lists.
+   */
+  soon?: { jobs: number; bytesPerJobBeyondBody: number; inBucket: number };
 };
 
 /** Calls of one kind, split by whether a hash table doubled during them. */
@@ -161,6 +167,30 @@ function attribute(steps: Sized[], durationsUs: number[]): Attribution {
   };
 }
 
+/** Jobs due within 20 minutes: what they cost beyond their bodies, on an empty server. */
+async function soonBacklog(
+  queue: DelayQueue,
+  admin: RespConnection,
+  jobs: number,
+): Promise<NonNullable<ScaleResult["soon"]>> {
+  // The scripts are loaded (their cache is memory too) before the count starts.
+  await queue.add({ topic: "warm", id: "warm", delay: 1 });
+  const before = await info(admin, "used_memory");
+  let bodyBytes = 0;
+  for (let i = 0; i < jobs; i += BATCH) {
+    const batch = Array.from({ length: Math.min(BATCH, jobs - i) }, (_, j) => {
+      const body = makeBody(i + j);
+      bodyBytes += JSON.stringify(body).length;
+      return { topic: "soon", id: `s${i + j}`, body, delay: 1 + ((i + j) % 1200) };
+    });
+    await queue.addBatch(batch);
+  }
+  const after = await info(admin, "used_memory");
+  const inBucket = integer(await admin.call("ZCARD", keys("scale").delayed("soon")));
+  await admin.call("FLUSHALL");
+  return { jobs, bytesPerJobBeyondBody: (after - before - bodyBytes) / jobs, inBucket };
+}
+
 export async function runScale(jobs: number): Promise<ScaleResult> {
   const server = await startRedisServer();
   const admin = await RespConnection.open(server.port);
@@ -172,6 +202,11 @@ export async function runScale(jobs: number): Promise<ScaleResult> {
       prefix: "scale",
       clock: () => now,
     });
+    const soon = await soonBacklog(queue, admin, Math.min(jobs, 100_000));
+    log(
+      `delayq D: ${soon.jobs} jobs due within 20 min, ` +
+        `${soon.bytesPerJobBeyondBody.toFixed(0)} B/job beyond the body`,
+    );
     // Every command over 1 ms goes to the slow log, so its longest entry is the longest call.
     await admin.call("CONFIG", "SET", "slowlog-log-slower-than", "1000");
     await admin.call("CONFIG", "SET", "slowlog-max-len", "100000");
@@ -209,14 +244,16 @@ export async function runScale(jobs: number): Promise<ScaleResult> {
     }
     const addSeconds = addMs / 1000;
     const addDurations = await slowLog(admin);
+    const { longestUs, over10ms } = await slowest(admin);
+    // The slow log's entries (a copy of each logged call's arguments, thousands of them) are the
+    // benchmark's instruments, not delayq's memory.
+    await admin.call("SLOWLOG", "RESET");
     const after = await info(admin, "used_memory");
 
     now += 7200_000; // all of it is due
     // The drain runs slice by slice (as a tick does), each timed on its own; between slices the
     // admin connection reads the ready list's size and the slow log's length, which tells
     // which slice each slow-log entry belongs to. Those reads are not part of the drain's time.
-    const { longestUs, over10ms } = await slowest(admin);
-    await admin.call("SLOWLOG", "RESET");
     const readyKey = keys("scale").ready("backlog");
     let promoted = 0;
     let slices = 0;
@@ -263,6 +300,7 @@ export async function runScale(jobs: number): Promise<ScaleResult> {
       drainSlices: attribute(sliceLog, drainLog),
       addCalls: attribute(addLog, addDurations),
       addSlice: ADD_SLICE,
+      soon,
     };
   } finally {
     admin.close();
