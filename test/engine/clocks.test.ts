@@ -4,6 +4,10 @@ import { describe, expect, it } from "vitest";
 import { DelayQueue, tick } from "../../src/index";
 import { testQueue } from "../support/queue";
 
+/** Slots are a minute wide, start at half past a minute, and open 90 s before they start. */
+const slotOf = (due: number) => due - ((due - 30_000) % 60_000);
+const LEAD = 90_000;
+
 describe("clock skew between callers", () => {
   it("a far job deleted, its slot opened by a caller ahead, re-added by one behind, is delivered (issue 8.3)", async () => {
     const ahead = testQueue({ retention: 86_400 });
@@ -14,16 +18,16 @@ describe("clock skew between callers", () => {
       clock: () => behindClock.now,
       retention: 86_400,
     });
-    const slotMs = 600_000;
-    const start = ahead.clock.now; // a multiple of the slot width
-    const slot = start + 6 * slotMs; // 1 h ahead: a far slot
+    const slot = slotOf(ahead.clock.now + 3_600_000); // 1 h ahead: a far slot
     await ahead.queue.add({ topic: "q", id: "j", runAt: slot + 1000 });
+    expect(await ahead.redis.lrange(`${ahead.keys.base}t:q:slots:${slot}`, 0, -1)).toEqual(["j"]);
     await ahead.queue.delete("j");
     // The caller ahead reaches the slot's opening and pops: the deleted id leaves the list.
-    ahead.clock.set(slot - slotMs);
+    ahead.clock.set(slot - LEAD);
     expect(await ahead.queue.pop("q")).toEqual([]);
+    expect(await ahead.redis.exists(`${ahead.keys.base}t:q:slots:${slot}`)).toBe(0);
     // One second behind, the slot is still far: the job is added back into it.
-    behindClock.now = slot - slotMs - 1000;
+    behindClock.now = slot - LEAD - 1000;
     const { created } = await behind.add({
       topic: "q",
       id: "j",
@@ -46,13 +50,12 @@ describe("clock skew between callers", () => {
 describe("a clock that jumps far ahead", () => {
   it("hands jobs out earliest due first although more slots opened than one call moves (issue 8.9)", async () => {
     const t = testQueue();
-    const slotMs = 600_000;
     const start = t.clock.now;
-    // One far job in each of 12 slots, the first an hour ahead.
-    const slots = Array.from({ length: 12 }, (_, n) => start + (6 + n) * slotMs);
+    // One far job in each of 12 slots, 10 minutes apart, the first an hour ahead.
+    const slots = Array.from({ length: 12 }, (_, n) => start + (6 + n) * 600_000);
     await t.queue.addBatch(slots.map((slot, n) => ({ topic: "q", id: `s${n + 1}`, runAt: slot })));
-    // Later a job due just after the last slot starts, added when that slot was open: the bucket.
-    t.clock.set((slots[11] as number) - 5 * 60_000);
+    // Later a job due just after the last slot starts, added when its slot was open: the bucket.
+    t.clock.set((slots[11] as number) - 60_000);
     await t.queue.add({ topic: "q", id: "z", runAt: (slots[11] as number) + 60_000 });
     // The service was down; it comes back when everything is due.
     t.clock.set((slots[11] as number) + 120_000);
@@ -65,9 +68,8 @@ describe("a clock that jumps far ahead", () => {
 
   it("keeps that order for a job added due at once after the jump (it skips the bucket)", async () => {
     const t = testQueue();
-    const slotMs = 600_000;
     const start = t.clock.now;
-    const slots = Array.from({ length: 12 }, (_, n) => start + (6 + n) * slotMs);
+    const slots = Array.from({ length: 12 }, (_, n) => start + (6 + n) * 600_000);
     await t.queue.addBatch(slots.map((slot, n) => ({ topic: "q", id: `s${n + 1}`, runAt: slot })));
     t.clock.set((slots[11] as number) + 120_000);
     await t.queue.add({ topic: "q", id: "z", delay: 0 });

@@ -100,7 +100,7 @@ describe("pop", () => {
 
   it("hands a job out once when its slot opens in the pop that takes it from the ready list (found by the model test)", async () => {
     const { queue, clock } = testQueue();
-    const start = clock.now; // a multiple of the 10-minute slot
+    const start = clock.now;
     await queue.add({ topic: "t", id: "j", runAt: start + 2 * 3600_000 });
     // After an outage the slot is open, unopened; the job is replaced to be due now: it goes
     // to the ready list and its old id stays in the slot list.
