@@ -1,11 +1,11 @@
 // Lua: slot lists, where jobs due far ahead wait as bare ids (keys.ts: slots), and their opening.
 
 /**
- * Width of a slot list, ms. A waiting job's slot starts at its due time rounded down to a
- * minute's half past (`slotOf`); while that start is more than SLOT_LEAD_MS from now the job waits
- * as an id in the slot's list, and the slot "opens" SLOT_LEAD_MS before it starts: its ids move to
- * the delayed zset (`migrate`). So only jobs due within the next 1.5 to 2.5 minutes sit in the
- * zset (~100 bytes an entry), the rest in lists (~15).
+ * Width of a slot list, ms. A waiting job's slot starts at the last hh:mm:30 at or before its
+ * due time (`slotOf`); while that start is more than SLOT_LEAD_MS from now the job waits as an id
+ * in the slot's list, and the slot "opens" SLOT_LEAD_MS before it starts: its ids move to the
+ * delayed zset (`migrate`). So only jobs due within the next 1.5 to 2.5 minutes sit in the zset
+ * (~100 bytes an entry), the rest in lists (~15).
  */
 export const SLOT_MS = 60_000;
 /** How long before its start a slot opens, ms: more than a push claim looks ahead (65 s). */
