@@ -2,11 +2,7 @@
 // that was down): nothing is lost, handed out early, out of order or counted wrong.
 import { describe, expect, it } from "vitest";
 import { DelayQueue, tick } from "../../src/index";
-import { testQueue } from "../support/queue";
-
-/** Slots are a minute wide, start at half past a minute, and open 90 s before they start. */
-const slotOf = (due: number) => due - ((due - 30_000) % 60_000);
-const LEAD = 90_000;
+import { SLOT_OPENS, slotOf, testQueue } from "../support/queue";
 
 describe("clock skew between callers", () => {
   it("a far job deleted, its slot opened by a caller ahead, re-added by one behind, is delivered (issue 8.3)", async () => {
@@ -23,11 +19,11 @@ describe("clock skew between callers", () => {
     expect(await ahead.redis.lrange(`${ahead.keys.base}t:q:slots:${slot}`, 0, -1)).toEqual(["j"]);
     await ahead.queue.delete("j");
     // The caller ahead reaches the slot's opening and pops: the deleted id leaves the list.
-    ahead.clock.set(slot - LEAD);
+    ahead.clock.set(slot - SLOT_OPENS);
     expect(await ahead.queue.pop("q")).toEqual([]);
     expect(await ahead.redis.exists(`${ahead.keys.base}t:q:slots:${slot}`)).toBe(0);
     // One second behind, the slot is still far: the job is added back into it.
-    behindClock.now = slot - LEAD - 1000;
+    behindClock.now = slot - SLOT_OPENS - 1000;
     const { created } = await behind.add({
       topic: "q",
       id: "j",

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { tick } from "../../src/index";
 import { expectError } from "../support/expect";
-import { testQueue } from "../support/queue";
+import { SLOT_OPENS, slotOf, testQueue } from "../support/queue";
 
 async function listAll(
   t: ReturnType<typeof testQueue>,
@@ -23,9 +23,6 @@ async function listAll(
   return ids;
 }
 
-/** The start of the slot a job due at `due` waits in: a minute wide, from half past a minute. */
-const slotOf = (due: number) => due - ((due - 30_000) % 60_000);
-
 describe("list", () => {
   it("refuses a slot cursor for another state than delayed (issue 8.7)", async () => {
     const t = testQueue();
@@ -38,7 +35,6 @@ describe("list", () => {
 
   it("lists every slotted job although their slot opens between two pages (issue 8.8)", async () => {
     const t = testQueue();
-    // Slots are a minute wide, start at half past a minute and open 90 s before they start.
     const a = slotOf(t.clock.now) + 6 * 60_000;
     const b = a + 60_000;
     await t.queue.addBatch([
@@ -48,7 +44,7 @@ describe("list", () => {
     const ids = await listAll(t, "delayed", 3, async (page) => {
       if (page === 0) {
         // Slot a opens; b stays far.
-        t.clock.set(a - 90_000);
+        t.clock.set(a - SLOT_OPENS);
         await tick(t.queue);
       }
     });

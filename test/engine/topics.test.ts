@@ -1,6 +1,6 @@
 // Topic stats and listings (topic, topics, list) over a real redis-server.
 import { describe, expect, it } from "vitest";
-import { testQueue } from "../support/queue";
+import { SLOT_OPENS, slotOf, testQueue } from "../support/queue";
 
 describe("topics", () => {
   it("counts jobs per state, with the earliest due time and the config", async () => {
@@ -30,7 +30,7 @@ describe("topics", () => {
       { topic: "delayed", id: "d1", delay: 10 },
     ]);
     const far = clock.now + 3 * 3_600_000 + 1234;
-    const slot = far - ((far - 30_000) % 60_000); // a minute wide, from half past a minute
+    const slot = slotOf(far);
     await queue.add({ topic: "slotted", id: "s", runAt: far });
     await queue.add({ topic: "emptied", id: "e" });
     await queue.delete("e");
@@ -42,7 +42,7 @@ describe("topics", () => {
     ]);
     // Once its slot opens (90 s before the slot starts), reading the stats moves the job into
     // the delay bucket, with no tick or pop first: its exact due time shows.
-    clock.set(slot - 90_000);
+    clock.set(slot - SLOT_OPENS);
     expect(await queue.topic("slotted")).toMatchObject({
       counts: { delayed: 1, ready: 0, reserved: 0, dead: 0 },
       oldestDueAt: far,

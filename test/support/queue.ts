@@ -50,3 +50,12 @@ export function popReceipt(attempt: number, due: number, addedAt: number, id: st
   const hash = [...Buffer.from(id, "utf8")].reduce((h, byte) => (h * 33 + byte) % 2 ** 32, 5381);
   return `p${attempt}.${due.toString(36)}.${addedAt.toString(36)}.${hash.toString(36)}`;
 }
+
+/**
+ * The start of the slot list a job due at `due` waits in (src/redis/lua/lib/slots.ts): slots
+ * are a minute wide and start at hh:mm:30. Written out rather than imported, so that a change of
+ * the geometry shows in the tests that depend on it.
+ */
+export const slotOf = (due: number) => due - ((due - 30_000) % 60_000);
+/** How long before its start a slot opens, ms. */
+export const SLOT_OPENS = 90_000;
