@@ -9,6 +9,7 @@ import { claim } from "../../src/redis/lua/scripts/push";
 import { createScriptRunner } from "../../src/redis/runner";
 import { pushStep } from "../../src/scheduler/push";
 import { type PushApp, type Receiver, startReceiver, testPushApp } from "../support/push";
+import { slotOf } from "../support/queue";
 
 const SECRET = "test-secret-0123456789";
 let receivers: Receiver[] = [];
@@ -632,6 +633,22 @@ describe("claiming", () => {
     }
     await new Promise((r) => setTimeout(r, 200));
     expect(app.receiver.received).toHaveLength(20);
+  });
+
+  it("claims a job that waited in a slot list as early as a job that did not: 65 s ahead", async () => {
+    // A job due 10 minutes ahead waits in a slot list. The ~push sentinel brings a tick 65 s
+    // before it is due, whose claim looks 65 s ahead: the list must be open by then (its slot
+    // opens 90 s before it starts), or the job would be claimed a tick late.
+    const app = await setup();
+    const due = slotOf(Date.now() + 10 * 60_000); // a slot's start: its list opens latest
+    await app.queue.add({ topic: "p", id: "far", runAt: due });
+    expect(await app.redis.lrange(`${app.keys.base}t:p:slots:${due}`, 0, -1)).toEqual(["far"]);
+    expect(Number(await app.redis.zscore(`${app.keys.base}schedule`, "~push"))).toBe(due - 65_000);
+    const runner = createScriptRunner(app.redis, app.keys.base.slice(1, -2), 3_600_000);
+    const at = due - 65_000;
+    await runner.run(claim, at, [at + 65_000, 10, 10, "t", ""]);
+    expect(await app.redis.zscore(app.keys.reserved("p"), "far")).not.toBeNull();
+    expect(await app.redis.exists(`${app.keys.base}t:p:slots:${due}`)).toBe(0);
   });
 
   it("delivers nothing while its topic is paused, and what waited as soon as it resumes", async () => {

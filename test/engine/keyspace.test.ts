@@ -2,8 +2,6 @@
 import type { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { tick } from "../../src/index";
-import { SLOT_LEAD_MS } from "../../src/redis/lua/lib";
-import { CLAIM_AHEAD_MS } from "../../src/redis/lua/lib/transitions";
 import { decodeMeta } from "../../src/redis/record";
 import { popReceipt, type TestQueue, testQueue } from "../support/queue";
 
@@ -152,12 +150,6 @@ describe("keyspace", () => {
     ]);
     t.clock.advance(60 * 60_000);
     expect((await t.queue.pop("q", { count: 10 })).map((j) => j.id)).toEqual(["near", "c", "a"]);
-  });
-
-  it("opens a slot before a push claim may want its jobs", () => {
-    // A claim moves open slots first, then takes jobs due within its lookahead: a job whose slot
-    // were still closed then would be claimed a tick late.
-    expect(SLOT_LEAD_MS).toBeGreaterThan(CLAIM_AHEAD_MS);
   });
 
   it("opens whole a 10-minute slot list an earlier version wrote", async () => {
