@@ -167,6 +167,27 @@ function attribute(steps: Sized[], durationsUs: number[]): Attribution {
   };
 }
 
+/**
+ * The batch of a backlog starting at job `from`: jobs `<prefix><n>` of `topic` (ids as short as
+ * a caller's, since they are part of what is measured), each due `delayOf(n)` seconds from now,
+ * and the bytes of their bodies (their JSON text).
+ */
+function backlogBatch(
+  from: number,
+  jobs: number,
+  [topic, prefix]: [string, string],
+  delayOf: (n: number) => number,
+) {
+  let bodyBytes = 0;
+  const batch = Array.from({ length: Math.min(BATCH, jobs - from) }, (_, j) => {
+    const n = from + j;
+    const body = makeBody(n);
+    bodyBytes += JSON.stringify(body).length;
+    return { topic, id: `${prefix}${n}`, body, delay: delayOf(n) };
+  });
+  return { batch, bodyBytes };
+}
+
 /** Jobs due within 20 minutes: what they cost beyond their bodies, on an empty server. */
 async function soonBacklog(
   queue: DelayQueue,
@@ -178,12 +199,9 @@ async function soonBacklog(
   const before = await info(admin, "used_memory");
   let bodyBytes = 0;
   for (let i = 0; i < jobs; i += BATCH) {
-    const batch = Array.from({ length: Math.min(BATCH, jobs - i) }, (_, j) => {
-      const body = makeBody(i + j);
-      bodyBytes += JSON.stringify(body).length;
-      return { topic: "soon", id: `s${i + j}`, body, delay: 1 + ((i + j) % 1200) };
-    });
-    await queue.addBatch(batch);
+    const next = backlogBatch(i, jobs, ["soon", "s"], (n) => 1 + (n % 1200));
+    bodyBytes += next.bodyBytes;
+    await queue.addBatch(next.batch);
   }
   const after = await info(admin, "used_memory");
   const inBucket = integer(await admin.call("ZCARD", keys("scale").delayed("soon")));
@@ -223,12 +241,14 @@ export async function runScale(jobs: number): Promise<ScaleResult> {
     const stopAdd = startProgress("delayq D", () => `added ${added}/${jobs}`);
     try {
       for (let i = 0; i < jobs; i += BATCH) {
-        const batch = Array.from({ length: Math.min(BATCH, jobs - i) }, (_, j) => {
-          const body = makeBody(i + j);
-          bodyBytes += JSON.stringify(body).length;
-          // Due over the second hour from now, spread evenly: the slot lists' workload.
-          return { topic: "backlog", id: `j${i + j}`, body, delay: 3600 + ((i + j) % 3600) };
-        });
+        // Due over the second hour from now, spread evenly: the slot lists' workload.
+        const { batch, bodyBytes: bytes } = backlogBatch(
+          i,
+          jobs,
+          ["backlog", "j"],
+          (n) => 3600 + (n % 3600),
+        );
+        bodyBytes += bytes;
         const start = performance.now();
         await queue.addBatch(batch);
         addMs += performance.now() - start;
