@@ -178,6 +178,10 @@ describe("keyspace", () => {
     await t.redis.set(`${base}t:q:timing`, `${legacy - 600_000}|-|${legacy - 600_000}`);
     await t.redis.zadd(`${base}schedule`, { score: legacy - 600_000, member: "q" });
     expect((await state(t))[`t:q:slots:${legacy}`]).toEqual(["a", "b"]);
+    // Still far, its jobs are listed from it (not taken for stale entries) and counted.
+    const listed = await t.queue.list("q", { state: "delayed" });
+    expect(listed.jobs.map((job) => job.id)).toEqual(["a", "b"]);
+    expect((await t.queue.topic("q")).counts).toMatchObject({ delayed: 2 });
 
     // This version opens it 90 s before it starts, as its own.
     t.clock.set(legacy - 600_000);
