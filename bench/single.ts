@@ -33,6 +33,14 @@ export type PairRun = {
   ouqiang: number;
   delayqNext?: number;
   delayqTen?: number;
+  /**
+   * The two phases of delayq's pop 1 run and ouqiang's (runs since 2026-11-29), jobs/s: adding
+   * all, then popping and finishing all (ouqiang's from the time its jobs were ready).
+   */
+  phases?: {
+    delayq: { add: number; consume: number };
+    ouqiang: { add: number; consume: number };
+  };
 };
 
 export type SingleResult = {
@@ -133,26 +141,38 @@ export async function runSingle(options: SingleOptions): Promise<SingleResult> {
  */
 async function runPairs(stack: Stack, options: SingleOptions): Promise<PairRun[]> {
   const pairs: PairRun[] = [];
-  const rate = (run: SingleRun | { skipped: string }) => {
+  const ran = (run: SingleRun | { skipped: string }) => {
     if ("skipped" in run) throw new Error(run.skipped);
-    return run.lifecyclesPerSec;
+    return run;
   };
+  const rate = (run: SingleRun | { skipped: string }) => ran(run).lifecyclesPerSec;
+  const phases = (run: SingleRun) => ({ add: run.addPerSec, consume: run.consumePerSec });
   for (let i = 0; i < options.pairs; i++) {
     const first = i % 2 === 0 ? "ouqiang" : "delayq";
     log(`alternating pair ${i + 1} of ${options.pairs}: ${first} first`);
     const delayq = async () => ({
-      delayq: await singleRun(stack, "http", 1, options).then(rate),
+      one: await singleRun(stack, "http", 1, options),
       delayqNext: await singleRun(stack, "http", 1, options, "next").then(rate),
       delayqTen: await singleRun(stack, "http", 10, options, "many").then(rate),
     });
-    const ouqiang = () => runOuqiangSingle(options).then(rate);
+    const ouqiang = () => runOuqiangSingle(options).then(ran);
+    let o: SingleRun;
+    let d: Awaited<ReturnType<typeof delayq>>;
     if (first === "ouqiang") {
-      const o = await ouqiang();
-      pairs.push({ first, ouqiang: o, ...(await delayq()) });
+      o = await ouqiang();
+      d = await delayq();
     } else {
-      const d = await delayq();
-      pairs.push({ first, ...d, ouqiang: await ouqiang() });
+      d = await delayq();
+      o = await ouqiang();
     }
+    pairs.push({
+      first,
+      delayq: d.one.lifecyclesPerSec,
+      ouqiang: o.lifecyclesPerSec,
+      delayqNext: d.delayqNext,
+      delayqTen: d.delayqTen,
+      phases: { delayq: phases(d.one), ouqiang: phases(o) },
+    });
   }
   return pairs;
 }

@@ -202,6 +202,19 @@ export function singleTables(value: unknown): string {
     line("pop 1", (pair) => pair.delayq);
     line("pop 1 with finishAndPop", (pair) => pair.delayqNext);
     line("pop 10 with finishMany", (pair) => pair.delayqTen);
+    const phased = pairs.flatMap((pair) => (pair.phases ? [pair.phases] : []));
+    if (phased.length === pairs.length) {
+      const ratio = (phase: "add" | "consume") =>
+        phased
+          .map((p) => fmt(p.delayq[phase] / p.ouqiang[phase], 2))
+          .join(", ")
+          .concat("×");
+      out.push(
+        "",
+        `Pop 1's two phases in the same pairs, delayq ÷ ouqiang/delay-queue, jobs/s: adding ` +
+          `${ratio("add")}; popping and finishing ${ratio("consume")}.`,
+      );
+    }
   }
   for (const [name, error] of Object.entries(single.errors)) {
     out.push("", `_${name} failed: ${error}_`);
