@@ -5,6 +5,7 @@ import { serve } from "@hono/node-server";
 import { NodeEnvSchema, parseConfig } from "../src/config";
 import { publicFetch } from "../src/dispatch/public-fetch";
 import { DelayqError } from "../src/domain/errors";
+import { messageOf } from "../src/log";
 import { NodeRestRedis } from "../src/redis/rest-node";
 import { connectRedis, type TcpRedis } from "../src/redis/tcp";
 import { buildService, type Service } from "../src/service";
@@ -87,17 +88,26 @@ server.once("error", (error: NodeJS.ErrnoException) => {
 let ticking: Promise<unknown> = Promise.resolve();
 let busy = false;
 const deliveries = new Set<Promise<unknown>>();
+// A rejection nobody handles ends a Node process: deferred work that fails is logged instead.
 const defer = (work: Promise<unknown>) => {
-  deliveries.add(work);
-  void work.finally(() => deliveries.delete(work));
+  const settled = work.then(undefined, (error: unknown) => {
+    log({ level: "error", event: "deferred_work_failed", message: messageOf(error) });
+  });
+  deliveries.add(settled);
+  void settled.finally(() => deliveries.delete(settled));
 };
 const ticker = setInterval(() => {
   if (busy) return;
   busy = true;
   // Each tick is one invocation, as on Workers: the scheduler gives it one subrequest budget.
-  ticking = scheduler.tick({ defer }).finally(() => {
-    busy = false;
-  });
+  ticking = scheduler
+    .tick({ defer })
+    .catch((error: unknown) => {
+      log({ level: "error", event: "tick_failed", message: messageOf(error) });
+    })
+    .finally(() => {
+      busy = false;
+    });
 }, tickEveryMs);
 
 async function stop(): Promise<void> {

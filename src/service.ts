@@ -177,7 +177,7 @@ export function buildService(
     paymentWatches: { list: (options) => (payments as Payments).list(options) },
     payments: {
       payments: { ...payments, pollSoon: () => (payments as Payments).pollSoon(requestBudget()) },
-      background: inBackground,
+      background: inBackground(log),
       alipayAccounts: accounts.alipay,
       wechatpayAccounts: accounts.wechatpay,
       log,
@@ -191,7 +191,7 @@ export function buildService(
       },
       publicUrl: config.DQ_PUBLIC_URL,
       qstashReady: dispatcher.qstash !== undefined && config.DQ_PUBLIC_URL !== undefined,
-      background: inBackground,
+      background: inBackground(log),
       log,
     },
   });
