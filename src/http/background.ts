@@ -7,8 +7,8 @@ import { type Logger, messageOf } from "../log";
  * Keeps work going after the response: a Worker's `waitUntil` (the request may not outlive its
  * answer otherwise); on Node the process simply goes on. Work that fails is logged
  * (`background_failed`, with the request's path), never left as a rejection nobody handles: on
- * Node one ends the process, so a Redis timeout in a watch's first polls after its start took the
- * whole service down.
+ * Node one ends the process, so a Redis timeout in a watch's first polls after its start would
+ * take the whole service down.
  */
 export function inBackground(log: Logger) {
   return (c: Context, work: Promise<unknown>): void => {
