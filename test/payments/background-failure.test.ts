@@ -13,6 +13,7 @@ import { scriptText } from "../../src/redis/lua/scripts";
 import { claim } from "../../src/redis/lua/scripts/push";
 import type { RedisClient } from "../../src/redis/runner";
 import { buildService, type Service } from "../../src/service";
+import { postWatch } from "./support";
 
 const TOKEN = "background-admin";
 
@@ -87,17 +88,13 @@ describe("a start whose background polls fail", () => {
     wechat.createTrade(order);
     timingOut = true;
     // No executionCtx: as on Node, the background work runs on after the answer.
-    const res = await service.app.request("/v1/payments", {
-      method: "POST",
-      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({
-        provider: "wechatpay",
-        account: "sandbox",
-        outTradeNo: order,
-        schedule: [0.25, 120],
-        deadline: Date.now() + 600_000,
-        notify: [`results-${order}`],
-      }),
+    const res = await postWatch(service.app, TOKEN, {
+      provider: "wechatpay",
+      account: "sandbox",
+      outTradeNo: order,
+      schedule: [0.25, 120],
+      deadline: Date.now() + 600_000,
+      notify: [`results-${order}`],
     });
     expect(res.status, await res.clone().text()).toBe(201);
 

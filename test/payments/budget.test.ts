@@ -15,6 +15,7 @@ import { splitRecord } from "../../src/redis/record";
 import { buildService, type Service } from "../../src/service";
 import { bridgeStats } from "../support/redis";
 import { countingRedis } from "../support/subrequests";
+import { postWatch } from "./support";
 
 const BUDGET = 40;
 const TOKEN = "budget-admin";
@@ -108,21 +109,17 @@ describe("payment polls and the subrequest budget", () => {
       const tally = fetches.tally(`start ${order}`);
       invocations.push(tally);
       const res = await fetches.run(tally, () =>
-        service.app.request(
-          "/v1/payments",
+        postWatch(
+          service.app,
+          TOKEN,
           {
-            method: "POST",
-            headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-            body: JSON.stringify({
-              provider: "wechatpay",
-              account: "sandbox",
-              outTradeNo: order,
-              schedule: [0.25],
-              deadline,
-              notify: [`results-${uid}`],
-            }),
+            provider: "wechatpay",
+            account: "sandbox",
+            outTradeNo: order,
+            schedule: [0.25],
+            deadline,
+            notify: [`results-${uid}`],
           },
-          undefined,
           executionCtx,
         ),
       );

@@ -7,6 +7,7 @@ import { type AlipaySandbox, startAlipaySandbox } from "../../dev/alipay-sandbox
 import { keys } from "../../src/redis/keys";
 import type { Service } from "../../src/service";
 import { bridgeService } from "../support/service";
+import { postWatch } from "./support";
 
 let alipay: AlipaySandbox;
 let service: Service;
@@ -30,17 +31,13 @@ afterAll(async () => {
 });
 
 async function watch(outTradeNo: string, notify: string[]) {
-  const res = await service.app.request("/v1/payments", {
-    method: "POST",
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    // An hour between polls: nothing polls while the test runs.
-    body: JSON.stringify({
-      provider: "alipay",
-      account: "sandbox",
-      outTradeNo,
-      notify,
-      schedule: [3600],
-    }),
+  // An hour between polls: nothing polls while the test runs.
+  const res = await postWatch(service.app, TOKEN, {
+    provider: "alipay",
+    account: "sandbox",
+    outTradeNo,
+    notify,
+    schedule: [3600],
   });
   expect(res.status).toBe(201);
   // Watches started in the same ms are listed by id: a ms apart, the order is the start order.

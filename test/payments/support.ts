@@ -16,6 +16,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Service } from "../../src/service";
 
 /** One RSA key in every spelling the providers accept. */
 export type KeyMaterial = {
@@ -469,4 +470,28 @@ export function wechatGateway(options: WechatGatewayOptions): Promise<Gateway> {
     }
     return { status, headers, body: fault === "tamper" ? `${text} ` : text };
   }, state);
+}
+
+/**
+ * Starts a watch on an in-process app: `POST /v1/payments` as `token` with `watch` as its body,
+ * and `executionCtx` when the test collects the request's background work (none: as on Node).
+ */
+export function postWatch(
+  app: Service["app"],
+  token: string,
+  watch: Record<string, unknown>,
+  executionCtx?: Parameters<Service["app"]["request"]>[3],
+): Promise<Response> {
+  return Promise.resolve(
+    app.request(
+      "/v1/payments",
+      {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(watch),
+      },
+      undefined,
+      executionCtx,
+    ),
+  );
 }
