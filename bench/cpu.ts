@@ -7,7 +7,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { printProfileSummary } from "./lib/cpu-profile";
-import { log } from "./lib/measure";
+import { log, median } from "./lib/measure";
 import { singleRun } from "./single/shape";
 import { type Driver, openStack, SINGLE_DEFAULTS } from "./single/stack";
 
@@ -38,11 +38,6 @@ if (!Number.isInteger(jobs) || jobs <= 0 || !Number.isInteger(reps) || reps <= 0
 }
 if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup wants an integer ≥ 0");
 const options = { ...SINGLE_DEFAULTS, jobs, warmup };
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-};
 
 /** CPU ticks (10 ms) of a process's threads: the main thread's user and system time, the rest. */
 function threadTicks(pid: number): { user: number; system: number; others: number } {

@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { freePort, type RedisServer, startRedisServer } from "../dev/redis-server";
 import { nodeFetch } from "../src/client/node";
-import { log } from "./lib/measure";
+import { log, median } from "./lib/measure";
 import { processCpuMs } from "./lib/processes";
 import { makeBody } from "./lib/workloads";
 import { ouqiangBinary, startOuqiang } from "./peers/ouqiang";
@@ -66,19 +66,27 @@ const added = (status: number, text: string) => {
 const addBody = (i: number) => JSON.stringify({ topic: "floor", body: makeBody(i) });
 const json = { "content-type": "application/json" };
 
-/** A child process that prints "ready" once it listens. */
+/** A child process that prints "ready" once it listens; killed if the benchmark exits first. */
 async function startChild(command: string, args: string[]): Promise<ChildProcess> {
   const child = spawn(command, args, { stdio: ["ignore", "pipe", "inherit"] });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${command} did not start in 20 s`)), 20_000);
-    child.once("exit", (code) => reject(new Error(`${command} exited at start (code ${code})`)));
-    child.stdout?.on("data", (chunk: Buffer) => {
-      if (chunk.toString().includes("ready")) {
-        clearTimeout(timer);
-        resolve();
-      }
+  const kill = () => child.kill("SIGKILL");
+  process.once("exit", kill);
+  child.once("exit", () => process.off("exit", kill));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${command} did not start in 20 s`)), 20_000);
+      child.once("exit", (code) => reject(new Error(`${command} exited at start (code ${code})`)));
+      child.stdout?.on("data", (chunk: Buffer) => {
+        if (chunk.toString().includes("ready")) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
     });
-  });
+  } catch (error) {
+    await stopChild(child);
+    throw error;
+  }
   return child;
 }
 
@@ -123,18 +131,36 @@ function buildGo(): { bin: string; dir: string } | { skipped: string } {
   return { bin, dir };
 }
 
+/** Every server to measure; those already started are closed if a later one fails to start. */
 async function openTargets(redis: RedisServer): Promise<{ targets: Target[]; skipped: string[] }> {
   const targets: Target[] = [];
+  try {
+    const skipped = await startTargets(redis, targets);
+    return { targets, skipped };
+  } catch (error) {
+    for (const target of targets) await target.close();
+    throw error;
+  }
+}
+
+/** Starts the servers into `targets` as each comes up; the ones skipped, and why. */
+async function startTargets(redis: RedisServer, targets: Target[]): Promise<string[]> {
   const skipped: string[] = [];
   const go = buildGo();
   if ("skipped" in go) skipped.push(`go net/http: ${go.skipped}`);
   else {
-    const target = await childTarget("go net/http", go.bin, (port) => [String(port)]);
+    const removeBuild = () => rmSync(go.dir, { recursive: true, force: true });
+    const target = await childTarget("go net/http", go.bin, (port) => [String(port)]).catch(
+      (error: unknown) => {
+        removeBuild();
+        throw error;
+      },
+    );
     targets.push({
       ...target,
       close: async () => {
         await target.close();
-        rmSync(go.dir, { recursive: true, force: true });
+        removeBuild();
       },
     });
   }
@@ -162,7 +188,10 @@ async function openTargets(redis: RedisServer): Promise<{ targets: Target[]; ski
   if ("skipped" in found) skipped.push(found.skipped);
   else {
     const own = await startRedisServer();
-    const server = await startOuqiang(found.bin, own.port);
+    const server = await startOuqiang(found.bin, own.port).catch(async (error: unknown) => {
+      await own.stop();
+      throw error;
+    });
     targets.push({
       name: "ouqiang push",
       url: `${server.url}/push`,
@@ -187,7 +216,7 @@ async function openTargets(redis: RedisServer): Promise<{ targets: Target[]; ski
       },
     });
   }
-  return { targets, skipped };
+  return skipped;
 }
 
 /** Sends requests `from` … `from + count - 1` to `target`, CONCURRENCY at a time. */
@@ -220,12 +249,6 @@ async function measure(target: Target, from: number): Promise<Sample> {
     driverMs: cpuMsSince(driverBefore) / requests,
   };
 }
-
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-};
 
 const redis = await startRedisServer();
 const { targets, skipped } = await openTargets(redis).catch(async (error: unknown) => {

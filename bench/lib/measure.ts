@@ -215,6 +215,13 @@ export type Percentiles = {
   max: number;
 };
 
+/** The median of repeated runs' figures (the mean of the middle two for an even count); 0 for none. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
 /** Nearest-rank percentiles; NaN everywhere when there are no values. */
 export function percentiles(values: readonly number[]): Percentiles {
   const sorted = Float64Array.from(values).sort();

@@ -4,6 +4,7 @@ import type { PaymentsResult } from "../payments";
 import type { CryptoResult } from "../payments-crypto";
 import type { LatenessGroup, PushResult } from "../push";
 import type { IdleResult, PairRun, SingleResult, SingleRun } from "../single";
+import { median } from "./measure";
 
 type Json = Record<string, unknown>;
 
@@ -183,10 +184,6 @@ export function singleTables(value: unknown): string {
     const line = (what: string, rate: (pair: PairRun) => number | undefined) => {
       if (pairs.some((pair) => rate(pair) === undefined)) return;
       const ratios = pairs.map((pair) => (rate(pair) ?? 0) / pair.ouqiang);
-      const sorted = [...ratios].sort((a, b) => a - b);
-      const mid = Math.floor(sorted.length / 2);
-      const median =
-        sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
       const each = pairs
         .map(
           (pair, i) =>
@@ -196,7 +193,7 @@ export function singleTables(value: unknown): string {
       out.push(
         "",
         `Alternating pairs, delayq HTTP TCP ${what} ÷ ouqiang/delay-queue, lifecycles/s: median ` +
-          `**${fmt(median, 2)}×** of ${each}.`,
+          `**${fmt(median(ratios), 2)}×** of ${each}.`,
       );
     };
     line("pop 1", (pair) => pair.delayq);
