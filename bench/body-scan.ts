@@ -5,6 +5,7 @@
 // with parsed bodies. `npx tsx bench/body-scan.ts`
 import { RawJson, stringifyJson } from "../src/domain/raw-json";
 import { keepRawBodies } from "../src/http/raw-bodies";
+import { perCall } from "./lib/measure";
 import { makeBody } from "./lib/workloads";
 
 const adds = Array.from({ length: 1000 }, (_, i) =>
@@ -33,18 +34,6 @@ const jobs = (raw: boolean) =>
     receipt: "1-1795811701747-1795811701747-3f9a2c",
   }));
 const [rawJobs, parsedJobs] = [jobs(true), jobs(false)];
-
-/** µs of CPU per call of `fn`, the median of five rounds of `calls` after a warm-up round. */
-function perCall(fn: (i: number) => void, calls: number): number {
-  const rounds: number[] = [];
-  for (let round = 0; round <= 5; round++) {
-    const before = process.cpuUsage();
-    for (let i = 0; i < calls; i++) fn(i);
-    const used = process.cpuUsage(before);
-    if (round > 0) rounds.push((used.user + used.system) / calls);
-  }
-  return rounds.sort((a, b) => a - b)[2] ?? Number.NaN;
-}
 
 const add = (i: number) => adds[i % adds.length] ?? "";
 const rows: [string, number][] = [
