@@ -17,6 +17,13 @@ export function stringifyJson(value: unknown): string {
   return write(value, "") as string;
 }
 
+/**
+ * What JSON.stringify writes other than as itself in a string: a quote, a backslash, a control
+ * character, a lone surrogate (any surrogate here: a pair is left to JSON.stringify too).
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
 /** One value's text, or undefined where JSON.stringify gives undefined. */
 function write(value: unknown, key: string): string | undefined {
   let item = value;
@@ -25,6 +32,9 @@ function write(value: unknown, key: string): string | undefined {
     if (typeof toJSON === "function") item = toJSON.call(item, key);
   }
   if (typeof item === "number") return Number.isFinite(item) ? String(item) : "null";
+  // Most strings need no escaping: quoted as they are, without a call into JSON.stringify per
+  // string (~0.07 against ~0.21 µs; a job answered has half a dozen).
+  if (typeof item === "string") return ESCAPED.test(item) ? JSON.stringify(item) : `"${item}"`;
   if (typeof item !== "object" || item === null) return JSON.stringify(item);
   if (item instanceof RawJson) return item.text;
   if (
