@@ -22,21 +22,13 @@ export function keepRawBodies(path: string, text: string, parsed: unknown): bool
   const patterns = BODY_PATHS[path];
   if (!patterns) return false;
   const found: { at: Path; text: string }[] = [];
-  const scanner = new Scanner(text);
-  scanner.value([], (at, start, end) => {
-    let below = false;
-    for (const pattern of patterns) {
-      if (pattern.length < at.length || !fits(pattern, at)) continue;
-      if (pattern.length === at.length) {
-        found.push({ at, text: text.slice(start, end) });
-        return true;
-      }
-      below = true;
-    }
-    // Walk into a container only on the way to a body: anything else is passed over without
-    // recursion, however deeply it nests.
-    return !below;
-  });
+  new Scanner(
+    text,
+    (at) => classify(patterns, at),
+    (at, start, end) => {
+      found.push({ at, text: text.slice(start, end) });
+    },
+  ).value([]);
   for (const { at, text: raw } of found) {
     let node: unknown = parsed;
     for (const part of at.slice(0, -1)) node = (node as Record<string | number, unknown>)?.[part];
@@ -48,6 +40,20 @@ export function keepRawBodies(path: string, text: string, parsed: unknown): bool
   return true;
 }
 
+/** What the walk does at `at`: a body is taken; a container on the way to one, entered. */
+type Step = "take" | "enter" | "pass";
+
+function classify(patterns: readonly Path[], at: Path): Step {
+  let below = false;
+  for (const pattern of patterns) {
+    if (pattern.length < at.length || !fits(pattern, at)) continue;
+    if (pattern.length === at.length) return "take";
+    below = true;
+  }
+  // Anything not on the way to a body is passed over without recursion, however deeply it nests.
+  return below ? "enter" : "pass";
+}
+
 /** Whether `at` is where `pattern` starts: each part the same, or a `*` over an array index. */
 function fits(pattern: Path, at: Path): boolean {
   for (let i = 0; i < at.length; i++) {
@@ -57,41 +63,41 @@ function fits(pattern: Path, at: Path): boolean {
   return true;
 }
 
-/** A walk over valid JSON text that reports the span of each value it is asked about. */
+/**
+ * A walk over valid JSON text that reports the span of each value `step` says to take. It enters
+ * only the containers `step` says lead to one, and measures a container's span only when it is
+ * taken: a batch's text is read about once, not once per level it nests.
+ */
 class Scanner {
   private pos = 0;
 
-  constructor(private readonly text: string) {}
+  constructor(
+    private readonly text: string,
+    private readonly step: (path: Path) => Step,
+    private readonly take: (path: Path, start: number, end: number) => void,
+  ) {}
 
-  /**
-   * Walks the value at the current position. `visit(path, start, end)` is called for each value
-   * once its end is known; when it returns true for a container, nothing inside is visited (the
-   * walk passes over it without recursion).
-   */
-  value(path: Path, visit: (path: Path, start: number, end: number) => boolean): void {
+  /** Walks the value at the current position, found at `path`. */
+  value(path: Path): void {
     this.space();
     const start = this.pos;
+    const step = this.step(path);
     const c = this.text.charCodeAt(this.pos);
-    if (c === 0x7b /* { */) {
-      const inside = !visit(path, start, this.skipContainer());
-      if (inside) {
-        this.pos = start + 1;
-        this.object(path, visit);
-      }
-    } else if (c === 0x5b /* [ */) {
-      const inside = !visit(path, start, this.skipContainer());
-      if (inside) {
-        this.pos = start + 1;
-        this.array(path, visit);
-      }
+    if (step === "enter" && c === 0x7b /* { */) {
+      this.pos += 1;
+      this.object(path);
+    } else if (step === "enter" && c === 0x5b /* [ */) {
+      this.pos += 1;
+      this.array(path);
     } else {
-      if (c === 0x22 /* " */) this.skipString();
+      if (c === 0x7b || c === 0x5b) this.skipContainer();
+      else if (c === 0x22 /* " */) this.skipString();
       else this.skipLiteral();
-      visit(path, start, this.pos);
+      if (step === "take") this.take(path, start, this.pos);
     }
   }
 
-  private object(path: Path, visit: (path: Path, start: number, end: number) => boolean): void {
+  private object(path: Path): void {
     this.space();
     if (this.text.charCodeAt(this.pos) === 0x7d) {
       this.pos += 1;
@@ -107,7 +113,7 @@ class Scanner {
       const key = quoted.includes("\\") ? (JSON.parse(quoted) as string) : quoted.slice(1, -1);
       this.space();
       this.pos += 1; // :
-      this.value([...path, key], visit);
+      this.value([...path, key]);
       this.space();
       const c = this.text.charCodeAt(this.pos);
       this.pos += 1; // , or }
@@ -115,7 +121,7 @@ class Scanner {
     }
   }
 
-  private array(path: Path, visit: (path: Path, start: number, end: number) => boolean): void {
+  private array(path: Path): void {
     this.space();
     if (this.text.charCodeAt(this.pos) === 0x5d) {
       this.pos += 1;
@@ -123,7 +129,7 @@ class Scanner {
     }
     for (let i = 0; ; i++) {
       this.notPastEnd();
-      this.value([...path, i], visit);
+      this.value([...path, i]);
       this.space();
       const c = this.text.charCodeAt(this.pos);
       this.pos += 1; // , or ]
