@@ -1,9 +1,11 @@
 // CPU of keeping job bodies as sent, medians of five rounds. On the way in
 // (src/http/raw-bodies.ts): the request's JSON parsed alone, and parsed then scanned for the
-// bodies' text, for one add and a batch of 100. On the way out (src/domain/raw-json.ts): an answer
+// bodies' text, for one add and a batch of 100; and the nesting check every body gets before it
+// is parsed (src/http/body.ts). On the way out (src/domain/raw-json.ts): an answer
 // of 1 and of 100 jobs written with their bodies' text, against JSON.stringify of the same jobs
 // with parsed bodies. `npx tsx bench/body-scan.ts`
 import { RawJson, stringifyJson } from "../src/domain/raw-json";
+import { MAX_JSON_DEPTH, nestsDeeper } from "../src/http/body";
 import { keepRawBodies } from "../src/http/raw-bodies";
 import { perCall } from "./lib/measure";
 import { makeBody } from "./lib/workloads";
@@ -42,6 +44,8 @@ const rows: [string, number][] = [
     "one add, JSON.parse + keepRawBodies",
     perCall((i) => keepRawBodies("/v1/jobs", add(i), JSON.parse(add(i))), 100_000),
   ],
+  ["one add, nesting check", perCall((i) => nestsDeeper(add(i), MAX_JSON_DEPTH), 100_000)],
+  ["batch of 100, nesting check", perCall(() => nestsDeeper(batch, MAX_JSON_DEPTH), 2_000)],
   ["batch of 100, JSON.parse", perCall(() => JSON.parse(batch), 2_000)],
   [
     "batch of 100, JSON.parse + keepRawBodies",

@@ -2,7 +2,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { DelayqError } from "../domain/errors";
 import type { AppEnv } from "./context";
-import { keepRawBodies } from "./raw-bodies";
+import { closingQuote, keepRawBodies } from "./raw-bodies";
 
 /**
  * Reads the body with a size limit (413 payload_too_large beyond it), rejects text that is not
@@ -108,19 +108,17 @@ export function parseJsonText(text: string): unknown {
 
 /**
  * Whether JSON text opens more than `limit` arrays and objects inside each other (brackets in
- * strings do not count). One pass, no allocation; text that is not JSON gets an answer too.
+ * strings do not count). One pass, no allocation, strings passed over natively (closingQuote);
+ * text that is not JSON gets an answer too.
  */
 export function nestsDeeper(text: string, limit: number): boolean {
+  // Each level opens with a bracket of its own: text no longer than the limit cannot pass it.
+  if (text.length <= limit) return false;
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      // A string: on to its closing quote, an escaped character skipped.
-      for (i++; i < text.length; i++) {
-        const s = text.charCodeAt(i);
-        if (s === 0x5c) i++;
-        else if (s === 0x22) break;
-      }
+      i = closingQuote(text, i);
     } else if (c === 0x5b || c === 0x7b) {
       if (++depth > limit) return true;
     } else if (c === 0x5d || c === 0x7d) {

@@ -157,29 +157,9 @@ class Scanner {
     return this.pos;
   }
 
-  /**
-   * Moves past the string at the position: to the first quote after it that an even number of
-   * backslashes precedes (indexOf finds each candidate natively rather than a loop per
-   * character: a 100-job batch of 80-character bodies was scanned in about half the time).
-   */
+  /** Moves past the string at the position. */
   private skipString(): void {
-    const { text } = this;
-    let from = this.pos + 1;
-    for (;;) {
-      const quote = text.indexOf('"', from);
-      if (quote < 0) {
-        this.pos = text.length;
-        return;
-      }
-      // The opening quote stops this walk: a string is never preceded by its own backslash.
-      let slashes = 0;
-      while (text.charCodeAt(quote - 1 - slashes) === 0x5c /* \ */) slashes += 1;
-      if (slashes % 2 === 0) {
-        this.pos = quote + 1;
-        return;
-      }
-      from = quote + 1;
-    }
+    this.pos = Math.min(closingQuote(this.text, this.pos) + 1, this.text.length);
   }
 
   private skipLiteral(): void {
@@ -202,5 +182,24 @@ class Scanner {
   private space(): void {
     const { text } = this;
     while (this.pos < text.length && text.charCodeAt(this.pos) <= 0x20) this.pos += 1;
+  }
+}
+
+/**
+ * Where the JSON string opened at `open` ends: the first quote after it that an even number of
+ * backslashes precedes (the text's length when none does). indexOf finds each candidate natively
+ * rather than a loop per character: a 100-job batch of 80-character bodies was scanned in about
+ * half the time.
+ */
+export function closingQuote(text: string, open: number): number {
+  let from = open + 1;
+  for (;;) {
+    const quote = text.indexOf('"', from);
+    if (quote < 0) return text.length;
+    // The opening quote stops this walk: a string is never preceded by its own backslash.
+    let slashes = 0;
+    while (text.charCodeAt(quote - 1 - slashes) === 0x5c /* \ */) slashes += 1;
+    if (slashes % 2 === 0) return quote;
+    from = quote + 1;
   }
 }

@@ -1,5 +1,7 @@
 // Input a person gets wrong: every mistake is a 400 that says what to change (issue 8.15, 8.16).
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { nestsDeeper } from "../../src/http/body";
 import { ADMIN, testApp } from "../support/app";
 
 describe("query parameters", () => {
@@ -90,6 +92,32 @@ describe("bodies that would hold the event loop", () => {
       if (!path.startsWith("/compat")) expect(res.status, path).toBe(400);
     }
     expect((await call("GET", "/v1/jobs/deep-no")).status).toBe(404);
+  });
+
+  it("counts nesting as the parsed value nests, strings and their escapes not counted", () => {
+    /** How deep a parsed value nests: each array and object is a level. */
+    const depth = (value: unknown): number =>
+      value !== null && typeof value === "object"
+        ? 1 + Math.max(0, ...Object.values(value).map(depth))
+        : 0;
+    // Strings full of what the scan must pass over: quotes, backslashes, brackets.
+    const tricky = fc.string({ unit: fc.constantFrom('"', "\\", "[", "{", "]", "}", "a", "é") });
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: "small" },
+        tricky,
+        fc.integer(),
+        fc.array(tie("node"), { maxLength: 4 }),
+        fc.dictionary(tricky, tie("node"), { maxKeys: 4 }),
+      ),
+    })).node;
+    fc.assert(
+      fc.property(value, fc.integer({ min: 0, max: 8 }), (v, limit) => {
+        const text = JSON.stringify(v);
+        expect(nestsDeeper(text, limit)).toBe(depth(v) > limit);
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it("names the first 20 unknown fields and counts the rest", async () => {
