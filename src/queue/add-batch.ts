@@ -133,7 +133,7 @@ export async function runAdds(
   const pushed: PushedTopic[] = [];
   for (const request of requests) {
     const replies = await Promise.all(
-      request.map((slice) => scripts.run(add, now, [...defaults, ...slice.flat()])),
+      request.map((slice) => scripts.run(add, now, addArgs(defaults, slice))),
     );
     for (const reply of replies) {
       for (const { code, record } of reply.jobs) {
@@ -143,6 +143,18 @@ export async function runAdds(
     }
   }
   return { results, pushed };
+}
+
+/**
+ * The add script's arguments for a slice of prepared jobs: the defaults, then each job's fields.
+ * With concat: `[...defaults, ...slice.flat()]` took ~117 µs for a 100-job slice against ~4
+ * (bench/add-steps.ts), 5 % of the samples in a profile of batch adds.
+ */
+export function addArgs(
+  defaults: readonly [ttr: string, maxAttempts: string, backoff: string],
+  slice: readonly (readonly string[])[],
+): string[] {
+  return defaults.concat(...slice);
 }
 
 /** A push topic an add wrote to, and its earliest due job written (for prompt delivery). */
