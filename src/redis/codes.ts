@@ -36,9 +36,19 @@ export const LUA_CODES = `local CODE = {${Object.entries(CODE)
   .map(([name, value]) => `${name} = ${value}`)
   .join(", ")}}`;
 
+/** Each code's name, by its number: read once per job a script answers. */
+const NAMES = new Map<number, CodeName>(
+  Object.entries(CODE).map(([name, value]) => [value, name as CodeName]),
+);
+
 /** The name of a code a script answered (throws on a number no script writes: a bug). */
 export function codeName(code: unknown): CodeName {
-  const entry = Object.entries(CODE).find(([, value]) => value === Number(code));
-  if (!entry) throw new Error(`A delayq script answered an unknown code: ${String(code)}`);
-  return entry[0] as CodeName;
+  // Only a number, or its text: Number would read a missing code (null, "") as 0, a success.
+  const number =
+    typeof code === "number" ? code : typeof code === "string" && code !== "" ? Number(code) : NaN;
+  const name = NAMES.get(number);
+  if (name === undefined) {
+    throw new Error(`A delayq script answered an unknown code: ${String(code)}`);
+  }
+  return name;
 }
