@@ -101,6 +101,11 @@ export type QStashStandIn = {
   message(id: string): StoredMessage | undefined;
   /** Replaces the default backoff (messages without `Upstash-Retry-Delay`). */
   setRetryDelay(fn: (retried: number) => number): void;
+  /**
+   * While on, the API accepts requests and neither answers nor acts on them (a QStash that
+   * hangs); each stays open until its caller gives up or the stand-in closes. Deliveries go on.
+   */
+  hang(on: boolean): void;
   /** Stops the scheduler, aborts attempts in flight and closes every socket. */
   close(): Promise<void>;
 };
@@ -172,6 +177,7 @@ export async function startQStash(options: QStashOptions = {}): Promise<QStashSt
   const aborts = new Set<AbortController>();
   let dlqSeq = 0;
   let closed = false;
+  let hanging = false;
 
   const httpAgent = new HttpAgent({ keepAlive: false });
   const httpsAgent = new HttpsAgent({ keepAlive: false });
@@ -577,6 +583,10 @@ export async function startQStash(options: QStashOptions = {}): Promise<QStashSt
   };
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (hanging) {
+      req.resume();
+      return;
+    }
     if (!authorized(req.headers.authorization, token)) {
       send(res, { status: 401, body: { error: "Unauthorized" } });
       req.resume();
@@ -617,6 +627,9 @@ export async function startQStash(options: QStashOptions = {}): Promise<QStashSt
     },
     setRetryDelay: (fn) => {
       defaultDelay = fn;
+    },
+    hang: (on) => {
+      hanging = on;
     },
     close: async () => {
       if (closed) return;
