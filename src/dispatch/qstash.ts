@@ -1,17 +1,26 @@
 // Push delivery through Upstash QStash: publishing claimed jobs (batched, timed with notBefore)
 // and reading the signed callbacks that report the receiver's answer.
-import { Client, Receiver } from "@upstash/qstash";
+import { Client, QstashError, Receiver } from "@upstash/qstash";
 import { type Settlement, settlementOf } from "../domain/push";
 import { deliveryBody, deliveryHeaders, type Parcel, retryAfterFrom } from "./delivery";
 
 /** Messages per `/v2/batch` request. */
 export const QSTASH_BATCH = 100;
 
+/** How long one call to QStash may take by default, ms (DQ_QSTASH_TIMEOUT_MS). */
+export const QSTASH_TIMEOUT_MS = 5000;
+
 export type QStashSettings = {
   url: string;
   token: string;
   currentSigningKey: string;
   nextSigningKey: string;
+  /**
+   * How long one call to QStash (a batch publish, a cancel) may take, ms, its retry and the
+   * reading of its answer included: a QStash that hangs must not hold a delete or a run.
+   * @default QSTASH_TIMEOUT_MS
+   */
+  timeoutMs?: number;
 };
 
 /** Where QStash reports an answer: delayq's own callback route, naming the reservation. */
@@ -31,13 +40,15 @@ export type QStash = {
 
 /** A QStash client built from settings (always `devMode: false`, explicit URL, token, keys). */
 export function createQStash(settings: QStashSettings): QStash {
+  const timeoutMs = settings.timeoutMs ?? QSTASH_TIMEOUT_MS;
   const client = new Client({
     baseUrl: settings.url,
     token: settings.token,
     devMode: false,
     enableTelemetry: false,
-    retry: { retries: 1 },
   });
+  // The SDK builds the messages (headers, notBefore); the timed requester sends them.
+  client.http = timedRequester(client.http, settings.url, settings.token, timeoutMs);
   const receiver = new Receiver({
     currentSigningKey: settings.currentSigningKey,
     nextSigningKey: settings.nextSigningKey,
@@ -80,14 +91,15 @@ export function createQStash(settings: QStashSettings): QStash {
       // every answer that is not a 2xx to console.error before throwing, and a 404 here is the
       // common case, not an error (delivered, failed or cancelled already: nothing to stop).
       const url = `${settings.url.replace(/\/+$/, "")}/v2/messages/${encodeURIComponent(messageId)}`;
-      const response = await fetch(url, {
-        method: "DELETE",
-        headers: { authorization: `Bearer ${settings.token}` },
-      });
-      const text = await response.text();
-      if (response.ok || response.status === 404) return;
+      const { status, text } = await callQStash(
+        url,
+        { method: "DELETE", headers: { authorization: `Bearer ${settings.token}` } },
+        timeoutMs,
+        `to cancelling message ${messageId}`,
+      );
+      if ((status >= 200 && status < 300) || status === 404) return;
       throw new Error(
-        `QStash answered HTTP ${response.status} to cancelling message ${messageId}: ${text.slice(0, 200)}`,
+        `QStash answered HTTP ${status} to cancelling message ${messageId}: ${text.slice(0, 200)}`,
       );
     },
     async verify(signature, rawBody, url) {
@@ -96,6 +108,84 @@ export function createQStash(settings: QStashSettings): QStash {
       } catch {
         return false;
       }
+    },
+  };
+}
+
+/**
+ * One call to QStash, answered or failed within `timeoutMs`: the request, its one retry and the
+ * reading of the answer share one deadline. It is retried only when fetch throws (the connection
+ * failed before an answer), as the SDK does, never on an HTTP error, and never after the deadline.
+ * `what` completes "QStash did not answer …" in the error a timeout gives.
+ */
+async function callQStash(
+  url: string,
+  init: RequestInit,
+  timeoutMs: number,
+  what: string,
+): Promise<{ status: number; text: string }> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  try {
+    let response: Response;
+    try {
+      response = await fetch(url, { ...init, signal });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      response = await fetch(url, { ...init, signal });
+    }
+    return { status: response.status, text: await response.text() };
+  } catch (error) {
+    if (!signal.aborted) throw error;
+    throw new Error(`QStash did not answer within ${timeoutMs} ms ${what}`, { cause: error });
+  }
+}
+
+type Requester = Client["http"];
+
+/**
+ * The SDK's transport, with a time limit. @upstash/qstash 2.12 takes none: its HttpClient calls
+ * the global fetch with method, headers, body and keepalive only (no signal, no fetch or timeout
+ * option; `retry` retries only when fetch throws, which a QStash that hangs makes it do only at
+ * undici's own 300 s headers timeout on Node, and then the retry hangs as long). Every
+ * sub-API (`batch` included) sends through the client's public `http` field, so it is replaced
+ * by this, which sends the same request as the SDK's (its URL, `Authorization`, a non-2xx answer
+ * a `QstashError`) through `callQStash`. Streaming (the SDK's LLM chat) is not used by delayq.
+ */
+function timedRequester(
+  sdk: Requester,
+  baseUrl: string,
+  token: string,
+  timeoutMs: number,
+): Requester {
+  const base = baseUrl.replace(/\/+$/, "");
+  return {
+    headers: sdk.headers,
+    telemetryHeaders: sdk.telemetryHeaders,
+    async request(request) {
+      const url = new URL([request.baseUrl ?? base, ...request.path].join("/"));
+      for (const [key, value] of Object.entries(request.query ?? {})) {
+        if (value === undefined) continue;
+        for (const item of Array.isArray(value) ? value : [value]) {
+          url.searchParams.append(key, String(item instanceof Date ? item.getTime() : item));
+        }
+      }
+      // The SDK's HeadersInit also names iterators of pairs, which Headers takes as well.
+      const headers = new Headers(request.headers as ConstructorParameters<typeof Headers>[0]);
+      if (!headers.has("authorization")) headers.set("authorization", `Bearer ${token}`);
+      const method = request.method ?? "GET";
+      const { status, text } = await callQStash(
+        url.toString(),
+        { method, headers, body: request.body ?? null, keepalive: request.keepalive },
+        timeoutMs,
+        `to ${method} ${url.pathname}`,
+      );
+      if (status < 200 || status >= 300) {
+        throw new QstashError(text.length > 0 ? text : `Error: status=${status}`, status);
+      }
+      return request.parseResponseAsJson === false ? (undefined as never) : JSON.parse(text);
+    },
+    requestStream() {
+      throw new Error("delayq's QStash client does not stream");
     },
   };
 }

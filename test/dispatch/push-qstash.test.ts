@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startFaultProxy } from "../../dev/fault-proxy";
 import { type QStashStandIn, startQStash } from "../../dev/qstash";
 import { createQStash } from "../../src/dispatch/qstash";
+import { tick } from "../../src/index";
 import {
   type Receiver as HookReceiver,
   type PushApp,
@@ -41,14 +42,15 @@ afterAll(async () => {
 });
 
 async function setup(
-  limits: { subrequests?: number; batch?: number; qstashUrl?: string } = {},
+  limits: { subrequests?: number; batch?: number; qstashUrl?: string; timeoutMs?: number } = {},
 ): Promise<PushApp & { receiver: HookReceiver }> {
-  const { qstashUrl, ...rest } = limits;
+  const { qstashUrl, timeoutMs, ...rest } = limits;
   const client = createQStash({
     url: qstashUrl ?? qstash.url,
     token: qstash.token,
     currentSigningKey: qstash.currentSigningKey,
     nextSigningKey: qstash.nextSigningKey,
+    timeoutMs,
   });
   const app = testPushApp({ qstash: client, publicUrl, ...rest });
   current = app;
@@ -75,6 +77,19 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** `work`'s value; throws if it has not come back within `ms` (it is left running). */
+async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not come back within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -211,6 +226,65 @@ describe("push via QStash", () => {
     }
   });
 
+  it("answers 503 qstash_unavailable within the time limit when QStash hangs, and a repeated delete cancels", async () => {
+    const limitMs = 1000;
+    const app = await setup({ timeoutMs: limitMs });
+    await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "h1", delay: 5, body: [1] } });
+    await Promise.all(app.background);
+    const messageId = await until("published", async () => findMessage(app, "h1"));
+    const before = (await app.call("GET", "/v1/jobs/h1")).json.job;
+    qstash.hang(true);
+    let refused: Awaited<ReturnType<typeof app.call>>;
+    try {
+      refused = await within(limitMs + 3000, "the delete", app.call("DELETE", "/v1/jobs/h1"));
+    } finally {
+      qstash.hang(false);
+    }
+    expect(refused.status).toBe(503);
+    expect(refused.json.error.code).toBe("qstash_unavailable");
+    expect(refused.json.error.message).toMatch(
+      /^The job is deleted, but QStash did not confirm cancelling its delivery \(QStash did not answer within 1000 ms to cancelling message msg_\w+\): retry the delete/,
+    );
+    // Nothing lost: the record, its body and its message id are kept (for the repeated delete),
+    // and QStash still holds the message.
+    const after = (await app.call("GET", "/v1/jobs/h1")).json.job;
+    expect(after).toMatchObject({ state: "deleted", body: before.body, attempts: before.attempts });
+    expect(await findMessage(app, "h1")).toBe(messageId);
+    expect(qstash.message(messageId)?.state).toBe("pending");
+    const again = await app.call("DELETE", "/v1/jobs/h1");
+    expect(again.status).toBe(200);
+    expect(qstash.message(messageId)?.state).toBe("cancelled");
+    await new Promise((r) => setTimeout(r, before.dueAt + 1000 - Date.now()));
+    expect(app.receiver.received).toHaveLength(0);
+  });
+
+  it("ends a run within the time limit when QStash hangs on a publish; the lease brings the job back", async () => {
+    const limitMs = 1000;
+    const app = await setup({ timeoutMs: limitMs });
+    await app.queue.add({ topic: "q", id: "p1", delay: 1, ttr: 1, backoff: 0 });
+    qstash.hang(true);
+    let run: Awaited<ReturnType<typeof app.dispatcher.run>>;
+    try {
+      run = await within(limitMs + 3000, "the run", app.dispatcher.run({ now: Date.now() }));
+    } finally {
+      qstash.hang(false);
+    }
+    expect(run).toMatchObject({ claimed: 1, published: 0 });
+    const failed = app.logs.find((entry) => entry.event === "qstash_publish_failed");
+    expect(failed?.message).toBe("QStash did not answer within 1000 ms to POST /v2/batch");
+    expect((await app.queue.get("p1")).state).toBe("reserved");
+    // Its lease runs out (due + ttr), a tick takes it back (a failed attempt, no backoff), and
+    // the next run publishes it.
+    await until("the job back", async () => {
+      await tick(app.queue);
+      return (await app.queue.get("p1")).state === "ready" ? true : undefined;
+    });
+    expect(await app.dispatcher.run({ now: Date.now() })).toMatchObject({ published: 1 });
+    const [got] = await app.receiver.waitFor(1);
+    expect(got?.headers["delayq-attempt"]).toBe("2");
+    await stateOf(app, "p1", "finished");
+  });
+
   it("cancels quietly a message QStash no longer holds, and says why a cancel was refused", async () => {
     const settings = {
       url: qstash.url,
@@ -228,6 +302,38 @@ describe("push via QStash", () => {
       ).rejects.toThrow(/HTTP 401 to cancelling message msg_gone/);
     } finally {
       logged.mockRestore();
+    }
+  });
+
+  it("calls QStash again once when the connection fails, and no more", async () => {
+    // A server that cuts the first `cuts` requests' connections, then answers as QStash does.
+    let requests = 0;
+    let cuts = 1;
+    const flaky = createServer((req, res) => {
+      requests += 1;
+      if (requests <= cuts) {
+        req.socket.destroy();
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" }).end('{"cancelled":1}');
+    });
+    await new Promise<void>((resolve) => flaky.listen(0, "127.0.0.1", resolve));
+    try {
+      const client = createQStash({
+        url: `http://127.0.0.1:${(flaky.address() as AddressInfo).port}`,
+        token: qstash.token,
+        currentSigningKey: qstash.currentSigningKey,
+        nextSigningKey: qstash.nextSigningKey,
+      });
+      await expect(client.cancel("msg_1")).resolves.toBeUndefined();
+      expect(requests).toBe(2);
+      requests = 0;
+      cuts = 3;
+      await expect(client.cancel("msg_2")).rejects.toThrow(/fetch failed/);
+      expect(requests).toBe(2);
+    } finally {
+      flaky.closeAllConnections();
+      await new Promise((resolve) => flaky.close(resolve));
     }
   });
 
