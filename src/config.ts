@@ -62,6 +62,9 @@ const common = {
   QSTASH_TOKEN: z.string().min(1, "QSTASH_TOKEN is empty").optional(),
   QSTASH_CURRENT_SIGNING_KEY: z.string().min(1, "QSTASH_CURRENT_SIGNING_KEY is empty").optional(),
   QSTASH_NEXT_SIGNING_KEY: z.string().min(1, "QSTASH_NEXT_SIGNING_KEY is empty").optional(),
+  // Each call to QStash (a batch publish, a cancel), its retry included: a delete answers only
+  // after its cancel, so a QStash that hangs must not hold it (src/dispatch/qstash.ts).
+  DQ_QSTASH_TIMEOUT_MS: whole("DQ_QSTASH_TIMEOUT_MS", 100, 120_000, 5000),
   // Payment accounts (DESIGN §4): JSON objects keyed by account name, parsed by
   // src/payments/accounts.ts (which names the variable and account in its errors).
   DQ_ALIPAY_ACCOUNTS: z.string().optional(),

@@ -232,9 +232,10 @@ function qstashOf(config: ServiceConfig): QStash | undefined {
     QSTASH_TOKEN: token,
     QSTASH_CURRENT_SIGNING_KEY: currentSigningKey,
     QSTASH_NEXT_SIGNING_KEY: nextSigningKey,
+    DQ_QSTASH_TIMEOUT_MS: timeoutMs,
   } = config;
   if (!url || !token || !currentSigningKey || !nextSigningKey) return undefined;
-  return createQStash({ url, token, currentSigningKey, nextSigningKey });
+  return createQStash({ url, token, currentSigningKey, nextSigningKey, timeoutMs });
 }
 
 /** The REST URL and token; NodeEnvSchema only lets them be missing when REDIS_URL is set. */

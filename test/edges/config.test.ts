@@ -90,6 +90,16 @@ describe("DQ_REDIS_TIMEOUT_MS", () => {
   });
 });
 
+describe("DQ_QSTASH_TIMEOUT_MS", () => {
+  it("defaults to 5 s and takes 100 ms to 2 min", () => {
+    expect(parseConfig(base).DQ_QSTASH_TIMEOUT_MS).toBe(5000);
+    expect(parseConfig({ ...base, DQ_QSTASH_TIMEOUT_MS: "250" }).DQ_QSTASH_TIMEOUT_MS).toBe(250);
+    expect(failure({ ...base, DQ_QSTASH_TIMEOUT_MS: "99" }).message).toMatch(
+      /DQ_QSTASH_TIMEOUT_MS must be at least 100/,
+    );
+  });
+});
+
 describe("whole-number settings", () => {
   it("take an empty value (a compose file's NAME=) as no value: the default, never 0", () => {
     const empty = parseConfig({ ...base, DQ_MIN_POLL_MS: "", DQ_RETENTION_SECONDS: " " });
