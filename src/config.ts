@@ -2,6 +2,12 @@
 import { z } from "zod";
 import { PRIVATE_PUSH_SETTINGS } from "./domain/destinations";
 import { DelayqError } from "./domain/errors";
+import {
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_RETENTION_SECONDS,
+  DEFAULT_TTR_SECONDS,
+} from "./queue/options";
 import { redisUrlProblem, restUrlProblem } from "./redis/urls";
 
 /** A whole-number setting; an empty value (a compose file's `NAME=`) is no value: the default. */
@@ -41,10 +47,10 @@ const common = {
     .string()
     .regex(/^[A-Za-z0-9_.:-]{1,64}$/, "DQ_PREFIX must be 1-64 characters of A-Z a-z 0-9 _ . : -")
     .default("dq"),
-  DQ_RETENTION_SECONDS: whole("DQ_RETENTION_SECONDS", 1, 30 * 86400, 3600),
-  DQ_DEFAULT_TTR: whole("DQ_DEFAULT_TTR", 1, 86400, 60),
-  DQ_DEFAULT_MAX_ATTEMPTS: whole("DQ_DEFAULT_MAX_ATTEMPTS", 1, 1000, 10),
-  DQ_MAX_BODY_BYTES: whole("DQ_MAX_BODY_BYTES", 1, 8 * 1024 * 1024, 256 * 1024),
+  DQ_RETENTION_SECONDS: whole("DQ_RETENTION_SECONDS", 1, 30 * 86400, DEFAULT_RETENTION_SECONDS),
+  DQ_DEFAULT_TTR: whole("DQ_DEFAULT_TTR", 1, 86400, DEFAULT_TTR_SECONDS),
+  DQ_DEFAULT_MAX_ATTEMPTS: whole("DQ_DEFAULT_MAX_ATTEMPTS", 1, 1000, DEFAULT_MAX_ATTEMPTS),
+  DQ_MAX_BODY_BYTES: whole("DQ_MAX_BODY_BYTES", 1, 8 * 1024 * 1024, DEFAULT_MAX_BODY_BYTES),
   DQ_MAX_REQUEST_BYTES: whole("DQ_MAX_REQUEST_BYTES", 1024, 100 * 1024 * 1024, 10 * 1024 * 1024),
   DQ_POLL_INTERVAL_MS: whole("DQ_POLL_INTERVAL_MS", 50, 20_000, 1000),
   DQ_TICK_BUDGET_MS: whole("DQ_TICK_BUDGET_MS", 100, 14 * 60_000, 20_000),

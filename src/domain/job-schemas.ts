@@ -1,6 +1,17 @@
 // zod schemas of jobs: an add's fields and input, the states, and the job as answered.
 import { z } from "zod";
-import { Attempts, Backoff, NewJobId, Seconds, Timestamp, TopicName, Ttr } from "./value-schemas";
+import {
+  Attempts,
+  Backoff,
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_TTR_SECONDS,
+  NewJobId,
+  Seconds,
+  Timestamp,
+  TopicName,
+  Ttr,
+} from "./value-schemas";
 
 /** The fields of an add, shared by `POST /v1/jobs` and the command protocol's `add`. */
 export const AddJobFields = {
@@ -21,7 +32,8 @@ export const AddJobFields = {
     .optional()
     .meta({
       description:
-        "Any JSON value, up to `DQ_MAX_BODY_BYTES` (256 KiB); returned byte for byte as sent.",
+        `Any JSON value, up to \`DQ_MAX_BODY_BYTES\` (${DEFAULT_MAX_BODY_BYTES / 1024} KiB); ` +
+        "returned byte for byte as sent.",
       example: { order: "1042", provider: "wechatpay" },
     }),
   delay: Seconds.optional().meta({
@@ -35,13 +47,13 @@ export const AddJobFields = {
   ttr: Ttr.optional().meta({
     description:
       "Time to run, seconds: how long a consumer holds the job after pop before it comes back. " +
-      "Default: the topic's, else `DQ_DEFAULT_TTR` (60).",
+      `Default: the topic's, else \`DQ_DEFAULT_TTR\` (${DEFAULT_TTR_SECONDS}).`,
     example: 60,
   }),
   maxAttempts: Attempts.optional().meta({
     description:
       "Reservations allowed before the job dies. Default: the topic's, else " +
-      "`DQ_DEFAULT_MAX_ATTEMPTS` (10).",
+      `\`DQ_DEFAULT_MAX_ATTEMPTS\` (${DEFAULT_MAX_ATTEMPTS}).`,
     example: 8,
   }),
   backoff: Backoff.optional().meta({

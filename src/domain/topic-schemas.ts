@@ -1,15 +1,19 @@
 // zod schemas of topics: job defaults, the config (whole and as a patch) and the stats.
 import { z } from "zod";
 import { PushConfig } from "./push";
-import { Attempts, Backoff, Ttr } from "./value-schemas";
+import { Attempts, Backoff, DEFAULT_MAX_ATTEMPTS, DEFAULT_TTR_SECONDS, Ttr } from "./value-schemas";
 
 export const JobDefaults = z.strictObject({
   ttr: Ttr.optional().meta({
-    description: "Time to run of the topic's new jobs, seconds (else `DQ_DEFAULT_TTR`, 60).",
+    description:
+      "Time to run of the topic's new jobs, seconds " +
+      `(else \`DQ_DEFAULT_TTR\`, ${DEFAULT_TTR_SECONDS}).`,
     example: 30,
   }),
   maxAttempts: Attempts.optional().meta({
-    description: "Attempts of the topic's new jobs (else `DQ_DEFAULT_MAX_ATTEMPTS`, 10).",
+    description:
+      "Attempts of the topic's new jobs " +
+      `(else \`DQ_DEFAULT_MAX_ATTEMPTS\`, ${DEFAULT_MAX_ATTEMPTS}).`,
     example: 8,
   }),
   backoff: Backoff.optional().meta({

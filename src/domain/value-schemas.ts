@@ -16,6 +16,18 @@ export const MAX_PAGE = 1000;
  */
 export const MAX_TIMESTAMP = 99_999_999_999_999;
 
+// The queue's defaults: DelayQueue's options (queue/options.ts), the service's environment
+// (config.ts: DQ_DEFAULT_TTR, DQ_DEFAULT_MAX_ATTEMPTS, DQ_RETENTION_SECONDS, DQ_MAX_BODY_BYTES)
+// and the API's descriptions all read them from here.
+/** Time-to-run of a job whose topic sets none. */
+export const DEFAULT_TTR_SECONDS = 60;
+/** Attempts of a job whose topic sets none. */
+export const DEFAULT_MAX_ATTEMPTS = 10;
+/** How long finished and deleted records are kept. */
+export const DEFAULT_RETENTION_SECONDS = 3600;
+/** Largest job body, in bytes of JSON text (256 KiB). */
+export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
+
 /**
  * Named retry schedules, in seconds. Each is the list of waits between attempts; past its end the
  * last step repeats until `maxAttempts` or `deadline` stops the job.

@@ -2,6 +2,12 @@
 import { parseInput } from "../domain/errors";
 import { type Backoff, Backoff as BackoffSchema } from "../domain/schemas";
 import type { TopicScope } from "../domain/scope";
+import {
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_RETENTION_SECONDS,
+  DEFAULT_TTR_SECONDS,
+} from "../domain/value-schemas";
 import { type Keys, keys } from "../redis/keys";
 import { createScriptRunner, type RedisClient, type ScriptRunner } from "../redis/runner";
 import type { PushedTopic } from "./add-batch";
@@ -14,11 +20,14 @@ export type DelayQueueOptions = {
   prefix?: string;
   /** The clock, unix ms. Every script gets `now` from it. @default Date.now */
   clock?: () => number;
-  /** How long finished and deleted records are kept, in seconds. @default 3600 */
+  /** How long finished and deleted records are kept, seconds. @default DEFAULT_RETENTION_SECONDS */
   retention?: number;
-  /** Defaults for jobs whose topic config does not set them. @default ttr 60 s, 10 attempts, no backoff */
+  /**
+   * Defaults for jobs whose topic config does not set them.
+   * @default ttr DEFAULT_TTR_SECONDS, maxAttempts DEFAULT_MAX_ATTEMPTS, no backoff
+   */
   defaults?: { ttr?: number; maxAttempts?: number; backoff?: Backoff };
-  /** Largest job body, in bytes of JSON text. @default 262144 (256 KiB) */
+  /** Largest job body, in bytes of JSON text. @default DEFAULT_MAX_BODY_BYTES */
   maxBodyBytes?: number;
   /**
    * How often a long-polling pop checks the topic's change counter (one GET) while it waits,
@@ -50,10 +59,13 @@ export type DelayQueueOptions = {
   scope?: TopicScope;
 };
 
-export const DEFAULT_TTR_SECONDS = 60;
-export const DEFAULT_MAX_ATTEMPTS = 10;
-export const DEFAULT_RETENTION_SECONDS = 3600;
-export const DEFAULT_MAX_BODY_BYTES = 256 * 1024;
+// The defaults are the API's too (its descriptions state them): defined beside its limits.
+export {
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_RETENTION_SECONDS,
+  DEFAULT_TTR_SECONDS,
+};
 
 /** What every scoped view of one queue shares: the client, the scripts, the long-poll wakeups. */
 export type Shared = {
