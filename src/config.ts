@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { PRIVATE_PUSH_SETTINGS } from "./domain/destinations";
 import { DelayqError } from "./domain/errors";
+import { DEFAULT_MAX_REQUEST_BYTES } from "./http/body";
 import {
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_MAX_BODY_BYTES,
@@ -51,7 +52,12 @@ const common = {
   DQ_DEFAULT_TTR: whole("DQ_DEFAULT_TTR", 1, 86400, DEFAULT_TTR_SECONDS),
   DQ_DEFAULT_MAX_ATTEMPTS: whole("DQ_DEFAULT_MAX_ATTEMPTS", 1, 1000, DEFAULT_MAX_ATTEMPTS),
   DQ_MAX_BODY_BYTES: whole("DQ_MAX_BODY_BYTES", 1, 8 * 1024 * 1024, DEFAULT_MAX_BODY_BYTES),
-  DQ_MAX_REQUEST_BYTES: whole("DQ_MAX_REQUEST_BYTES", 1024, 100 * 1024 * 1024, 10 * 1024 * 1024),
+  DQ_MAX_REQUEST_BYTES: whole(
+    "DQ_MAX_REQUEST_BYTES",
+    1024,
+    100 * 1024 * 1024,
+    DEFAULT_MAX_REQUEST_BYTES,
+  ),
   DQ_POLL_INTERVAL_MS: whole("DQ_POLL_INTERVAL_MS", 50, 20_000, 1000),
   DQ_TICK_BUDGET_MS: whole("DQ_TICK_BUDGET_MS", 100, 14 * 60_000, 20_000),
   // The most topics one /metrics scrape reads (metrics/collect.ts: DEFAULT_METRICS_MAX_TOPICS).

@@ -5,7 +5,7 @@ import { jsonLogger, type Logger } from "../log";
 import type { Counters } from "../metrics/counters";
 import type { DelayQueue } from "../queue";
 import { bearerAuth, type TokenSet } from "./auth";
-import { jsonBodies } from "./body";
+import { DEFAULT_MAX_REQUEST_BYTES, jsonBodies } from "./body";
 import type { AppEnv } from "./context";
 import { errorResponse, handleError, validationHook } from "./errors";
 import type { PaymentWatchSource } from "./pages/payments";
@@ -25,7 +25,7 @@ export type AppOptions = {
   queue: DelayQueue;
   /** The accepted bearer tokens (parseTokens(DQ_TOKENS)). */
   tokens: TokenSet;
-  /** Largest request body, bytes. @default 10 MiB */
+  /** Largest request body, bytes. @default DEFAULT_MAX_REQUEST_BYTES */
   maxRequestBytes?: number;
   /** Where errors are logged. @default one JSON line on stderr */
   log?: Logger;
@@ -64,7 +64,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     bearerAuth(options.tokens, options.queue, options.push && pushSoon(options.push)),
   );
   app.use("/v1/*", knownQueryOnly(app));
-  app.use("/v1/*", jsonBodies(options.maxRequestBytes ?? 10 * 1024 * 1024));
+  app.use("/v1/*", jsonBodies(options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES));
 
   systemRoutes(app, options.queue, log);
   jobRoutes(app);

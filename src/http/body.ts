@@ -4,6 +4,9 @@ import { DelayqError } from "../domain/errors";
 import type { AppEnv } from "./context";
 import { closingQuote, keepRawBodies } from "./raw-bodies";
 
+/** Largest request body, bytes, unless DQ_MAX_REQUEST_BYTES says otherwise: Upstash's own limit. */
+export const DEFAULT_MAX_REQUEST_BYTES = 10 * 1024 * 1024;
+
 /**
  * Reads the body with a size limit (413 payload_too_large beyond it), rejects text that is not
  * JSON with a message saying where it broke, and hands the validators a request whose

@@ -13,7 +13,7 @@ import {
 } from "../../protocols/ouqiang";
 import type { DelayQueue } from "../../queue";
 import type { TokenSet } from "../auth";
-import { cappedText, parseJsonText } from "../body";
+import { cappedText, DEFAULT_MAX_REQUEST_BYTES, parseJsonText } from "../body";
 import type { AppEnv } from "../context";
 import { BUG_MESSAGE, logBug } from "../errors";
 import { type PushOptions, pushSoon } from "./push";
@@ -21,7 +21,7 @@ import { type PushOptions, pushSoon } from "./push";
 export type CompatOptions = {
   queue: DelayQueue;
   tokens: TokenSet;
-  /** Largest request body, bytes. @default 10 MiB */
+  /** Largest request body, bytes. @default DEFAULT_MAX_REQUEST_BYTES */
   maxRequestBytes?: number;
   /** Where bugs are logged (never with the token). @default one JSON line on stderr */
   log?: Logger;
@@ -38,7 +38,7 @@ export const OUQIANG_BASE = "/compat/ouqiang";
  */
 export function compatRoutes(app: OpenAPIHono<AppEnv>, options: CompatOptions): void {
   const log = options.log ?? jsonLogger;
-  const maxBytes = options.maxRequestBytes ?? 10 * 1024 * 1024;
+  const maxBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
   for (const endpoint of OUQIANG_ENDPOINTS) {
     const route = `${OUQIANG_BASE}/:token/${endpoint}`;
     app.post(route, async (c) => {
