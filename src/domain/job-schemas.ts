@@ -1,5 +1,6 @@
 // zod schemas of jobs: an add's fields and input, the states, and the job as answered.
 import { z } from "zod";
+import { WATCH_JOB_PREFIX } from "../redis/keys";
 import {
   Attempts,
   Backoff,
@@ -22,8 +23,8 @@ export const AddJobFields = {
   id: NewJobId.optional().meta({
     description:
       "Your id, unique in the deployment; adding it again returns the stored job. Made by the " +
-      "server when absent (give one if you may retry the add). Ids starting with `pay:` are " +
-      "delayq's own (payment watches).",
+      "server when absent (give one if you may retry the add). " +
+      `Ids starting with \`${WATCH_JOB_PREFIX}\` are delayq's own (payment watches).`,
     example: "order-1042",
   }),
   /** Any JSON value, stored as its JSON text and returned as such. */

@@ -1,5 +1,6 @@
 // Limits, and the value schemas the others build on: names, ids, durations, times, backoff.
 import { z } from "zod";
+import { WATCH_JOB_PREFIX } from "../redis/keys";
 
 /** One year: the longest delay, like QStash's paid plans. */
 export const MAX_DELAY_SECONDS = 365 * 24 * 3600;
@@ -59,12 +60,13 @@ export const JobId = z
   );
 /**
  * The id a caller gives a job it adds: a JobId, but not one of delayq's own. Payment watches' poll
- * jobs are `pay:<watch>` and their outcomes `pay:<watch>:<n>`, and watch ids are derived from the
- * order: a caller who took such an id first would swallow another's outcome.
+ * jobs and outcomes start with WATCH_JOB_PREFIX (redis/keys.ts), and watch ids are derived from
+ * the order: a caller who took such an id first would swallow another's outcome.
  */
 export const NewJobId = JobId.refine(
-  (id) => !id.startsWith("pay:"),
-  "must not start with \"pay:\", which is delayq's own (payment watches' polls and outcomes)",
+  (id) => !id.startsWith(WATCH_JOB_PREFIX),
+  `must not start with "${WATCH_JOB_PREFIX}", which is delayq's own ` +
+    "(payment watches' polls and outcomes)",
 );
 export const Receipt = z.string().min(1).max(100);
 

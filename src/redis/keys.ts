@@ -95,7 +95,7 @@ export const KEY_LAYOUT = {
   cursorSecret: "secret:cursors",
   /**
    * hash: a payment watch (spec, state, polls, lastAnswer, outcome, ...); its polls are a job of
-   * the internal topic \`__payments\` with the id \`pay:<watch id>\`.
+   * the internal topic \`__payments\` with the id WATCH_JOB_PREFIX + watch id (below).
    */
   watch: "pay:<id>",
   /** zset: payment watches (their ids) by when they started, ms, for the dashboard's listing. */
@@ -105,6 +105,24 @@ export const KEY_LAYOUT = {
 } as const;
 
 export type KeyName = keyof typeof KEY_LAYOUT;
+
+/**
+ * Job ids of delayq's own start with this: a payment watch's poll job is `pay:<watch id>` (in the
+ * internal topic `__payments`), its outcome `pay:<watch id>:<n>` in each notify topic. Callers may
+ * not add such ids (domain/value-schemas.ts: NewJobId). The scripts (scripts/payments.ts) read it
+ * too, interpolated.
+ */
+export const WATCH_JOB_PREFIX = "pay:";
+
+/** The id of a watch's poll job. */
+export function watchJobId(watchId: string): string {
+  return WATCH_JOB_PREFIX + watchId;
+}
+
+/** The watch a poll job polls for, from the job's id (one that watchJobId made). */
+export function watchIdOfJob(jobId: string): string {
+  return jobId.slice(WATCH_JOB_PREFIX.length);
+}
 
 /** The key base for a prefix: the prefix as a hash tag, then a colon. */
 export function keyBase(prefix: string): string {

@@ -1,6 +1,7 @@
 // watchStart, watchRead, watchPolled, watchStop: the transitions of a payment watch. A watch is a
 // hash (keys.ts: watch); its polls are a job of the internal push topic __payments, claimed and
 // delivered to the poller like a push job; its outcome is a job added to each notify topic.
+import { WATCH_JOB_PREFIX } from "../../keys";
 import { asArray, defineScript, jsonText } from "../script";
 
 /** The internal topic whose jobs are payment polls. */
@@ -43,7 +44,7 @@ const READ = `
 local function readWatch(watchId)
   local stored = rcall("HGETALL", key.watch(watchId))
   local nextAt = -1
-  local meta = load("pay:" .. watchId)
+  local meta = load("${WATCH_JOB_PREFIX}" .. watchId)
   -- A poll claimed ahead of its due time (the dispatcher's lookahead) is still the next one.
   if meta and (meta.state == "waiting" or (meta.state == "reserved" and meta.due > NOW)) then
     nextAt = meta.due
@@ -64,7 +65,7 @@ export const watchStart = defineScript<{ created: boolean; watch: WatchRecord }>
   topics, a JSON array   ARGV[10] metadata, JSON text kept byte for byte (Lua never parses it)
   ARGV[11] the internal topic's config JSON (set once)
   A watch that exists is answered as it is. A new one is the hash (state polling, polls 0)
-  and its poll job pay:<id> in __payments, due at the first poll.
+  and its poll job ${WATCH_JOB_PREFIX}<id> in __payments, due at the first poll.
   Returns {1 if created else 0, then what watchRead returns}.
   Cost: EXISTS; when new HSET, ZADD (the listing's index), GET, ZRANGE, EXISTS x2, SET (its
   sweep; ZREM for a gone watch), and the poll job's add (SET NX, GET, ZADD, ZADD LT x2, ZADD NX,
@@ -105,7 +106,7 @@ if rcall("EXISTS", key.watch(watchId)) == 0 then
   -- The sweep goes first: the new entry, the last in start order, would always lie ahead of it.
   sweepWatches()
   rcall("ZADD", key.watches, NOW, watchId)
-  addJob("pay:" .. watchId, "${PAYMENTS_TOPIC}", tonumber(ARGV[7]), ARGV[5], 60000, 1000000,
+  addJob("${WATCH_JOB_PREFIX}" .. watchId, "${PAYMENTS_TOPIC}", tonumber(ARGV[7]), ARGV[5], 60000, 1000000,
     ARGV[8], {})
   created = 1
 end
@@ -212,7 +213,7 @@ export const watchPolled = defineScript<{ applied: boolean; state: string }>({
   next step (at the deadline at the latest); transient: soon (5 s, doubling, at most 60 s, and
   never later than the schedule's next step);
   outcome: the state and outcome are stored, the poll job finishes and each notify topic gets
-  the outcome as the job pay:<watch id>:<n> (exactly once: the same atomic step).
+  the outcome as the job ${WATCH_JOB_PREFIX}<watch id>:<n> (exactly once: the same atomic step).
   Returns {1, new state} or {0, state as it was} when nothing applied.
   Cost: HMGET; for a poll, GET (the job); HSET; pending/transient: the release's commands;
   outcome: the job's finish, per topic the add's, PEXPIRE.
@@ -223,7 +224,7 @@ local state, notify, deadline, metadata = unpack(rcall("HMGET", wkey, "state", "
   "deadline", "metadata"))
 if not state then return {0, ""} end
 if state ~= "polling" then return {0, state} end
-local jobId = "pay:" .. watchId
+local jobId = "${WATCH_JOB_PREFIX}" .. watchId
 local meta, body, code = nil, nil, CODE.ok
 if receipt ~= "" then
   meta, body, code = held(jobId, receipt, "")
@@ -285,7 +286,7 @@ if not state then return {0, ""} end
 if state == "polling" then
   state = "stopped"
   rcall("HSET", wkey, "state", state, "endedAt", NOW)
-  local jobId = "pay:" .. ARGV[4]
+  local jobId = "${WATCH_JOB_PREFIX}" .. ARGV[4]
   local meta, body = load(jobId)
   if meta and meta.state ~= "deleted" and meta.state ~= "finished" then
     unindex(jobId, meta)
