@@ -62,8 +62,8 @@ export const KEY_LAYOUT = {
   pushTopics: "push:topics",
   /**
    * zset: push topics with waiting jobs, scored by the earliest time one of them may need
-   * claiming (a lower bound). The schedule holds the sentinel `~push` at that time minus the
-   * claim lookahead, so that an idle tick finds push work without a command of its own.
+   * claiming (a lower bound). The schedule holds the sentinel SCHEDULE_MARKERS.push at that time
+   * minus the claim lookahead, so that an idle tick finds push work without a command of its own.
    */
   claims: "push:claims",
   /**
@@ -105,6 +105,14 @@ export const KEY_LAYOUT = {
 } as const;
 
 export type KeyName = keyof typeof KEY_LAYOUT;
+
+/**
+ * The schedule's members that are not topics (no topic name holds "~"): each says that work other
+ * than a topic's is due then, and the tick reports it instead of visiting it. `push`: push jobs
+ * need claiming (claims, above; lib/transitions.ts: claimable); `notices`: failure notices wait to
+ * be sent (scripts/push.ts: notices). The scripts interpolate them.
+ */
+export const SCHEDULE_MARKERS = { push: "~push", notices: "~notices" } as const;
 
 /**
  * Job ids of delayq's own start with this: a payment watch's poll job is `pay:<watch id>` (in the

@@ -1,5 +1,6 @@
 // Lua: the moves a job makes between indexes, shared by the scripts (lib/index.ts orders them).
 import { BACKOFF_SCHEDULES, MAX_DELAY_SECONDS } from "../../../domain/schemas";
+import { SCHEDULE_MARKERS } from "../../keys";
 
 /**
  * How far ahead of their due time push jobs are claimed, ms: a tick claims what falls due before
@@ -30,11 +31,11 @@ local function isPush(topic)
 end
 
 -- A push topic has a waiting job that may be claimed from \`at\` on: the claims index and the
--- schedule's \`~push\` sentinel (CLAIM_AHEAD earlier, so that the tick sees it in time) keep
+-- schedule's \`${SCHEDULE_MARKERS.push}\` sentinel (CLAIM_AHEAD earlier, so that the tick sees it in time) keep
 -- lower bounds.
 local function claimable(topic, at)
   rcall("ZADD", key.claims, "LT", at, topic)
-  rcall("ZADD", key.schedule, "LT", at - CLAIM_AHEAD, "~push")
+  rcall("ZADD", key.schedule, "LT", at - CLAIM_AHEAD, "${SCHEDULE_MARKERS.push}")
 end
 
 local function ms(seconds) return math.floor(seconds * 1000 + 0.5) end
@@ -161,7 +162,7 @@ local function kill(id, meta, body, reason)
   if isPush(meta.topic) then
     rcall("RPUSH", key.topicNotices(meta.topic), NOW .. "|" .. id)
     rcall("ZADD", key.noticing, "LT", NOW, meta.topic)
-    rcall("ZADD", key.schedule, "LT", NOW, "~notices")
+    rcall("ZADD", key.schedule, "LT", NOW, "${SCHEDULE_MARKERS.notices}")
   end
   return save(id, meta, body)
 end
@@ -312,14 +313,14 @@ local function claim(topic, horizon, limit, nonce, out)
   end
 end
 
--- Sets the schedule's \`~push\` sentinel from the claims index: CLAIM_AHEAD before the earliest
+-- Sets the schedule's \`${SCHEDULE_MARKERS.push}\` sentinel from the claims index: CLAIM_AHEAD before the earliest
 -- time a push topic may need claiming, or none.
 local function rearmClaims()
   local head = rcall("ZRANGE", key.claims, 0, 0, "WITHSCORES")
   if head[2] then
-    rcall("ZADD", key.schedule, tonumber(head[2]) - CLAIM_AHEAD, "~push")
+    rcall("ZADD", key.schedule, tonumber(head[2]) - CLAIM_AHEAD, "${SCHEDULE_MARKERS.push}")
   else
-    rcall("ZREM", key.schedule, "~push")
+    rcall("ZREM", key.schedule, "${SCHEDULE_MARKERS.push}")
   end
 end
 

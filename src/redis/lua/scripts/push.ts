@@ -1,6 +1,7 @@
 // claim, settle, published, stillHeld, notices, renotice: the scripts of push delivery
 // (src/dispatch drives them).
 import { type CodeName, codeName } from "../../codes";
+import { SCHEDULE_MARKERS } from "../../keys";
 import { asArray, defineScript, jsonText, record } from "../script";
 
 /** Claimed jobs of one push topic, with the topic's config (its push settings). */
@@ -200,7 +201,7 @@ export const notices = defineScript<Notice[]>({
   JSON, and when its sending first failed ("" for a new one, "x" when that was ARGV[5] ago or
   more: it is dropped, not to be sent). A notice that cannot be sent goes back on its topic's
   retry list (renotice), so it is sent at least once unless the sender dies with it.
-  The schedule's ~notices entry follows the first turn in key.noticing, and goes when none waits.
+  The schedule's ${SCHEDULE_MARKERS.notices} entry follows the first turn in key.noticing, and goes when none waits.
   Cost: EXISTS, ZRANGE twice, ZADD or ZREM; per topic served (again only when it used all of its
   part) MGET (its config), LRANGE twice (+ LTRIM once or twice; EXISTS, LINDEX when a list gave
   a whole part), ZADD or ZREM, or for a topic without failureUrl DEL and ZREM; per notice GET.
@@ -330,11 +331,11 @@ while room > 0 and #open > 0 do
 end
 local first = rcall("ZRANGE", key.noticing, 0, 0, "WITHSCORES")
 if legacy then
-  rcall("ZADD", key.schedule, NOW, "~notices")
+  rcall("ZADD", key.schedule, NOW, "${SCHEDULE_MARKERS.notices}")
 elseif first[1] then
-  rcall("ZADD", key.schedule, first[2], "~notices")
+  rcall("ZADD", key.schedule, first[2], "${SCHEDULE_MARKERS.notices}")
 else
-  rcall("ZREM", key.schedule, "~notices")
+  rcall("ZREM", key.schedule, "${SCHEDULE_MARKERS.notices}")
 end
 return out
 `,
@@ -377,7 +378,7 @@ while i <= #ARGV do
   rcall("ZADD", key.noticing, "LT", due, topic)
   i = i + 2 + n
 end
-if #ARGV >= 4 then rcall("ZADD", key.schedule, "LT", due, "~notices") end
+if #ARGV >= 4 then rcall("ZADD", key.schedule, "LT", due, "${SCHEDULE_MARKERS.notices}") end
 return 1
 `,
   parse: () => undefined,

@@ -1,5 +1,6 @@
 // tick: the scheduler's work for one slice.
 import type { TickSlice } from "../../../domain/results";
+import { SCHEDULE_MARKERS } from "../../keys";
 import { asArray, defineScript } from "../script";
 
 export const tick = defineScript<TickSlice>({
@@ -9,13 +10,13 @@ export const tick = defineScript<TickSlice>({
   ids of its open slots, promote its due jobs and take back its expired reservations, then set
   when to look at it next.
   ARGV[4] most jobs to move in this call (≤ 1000)   ARGV[5] most topics to visit
-  The schedule's \`~push\` entry is not a topic: it says push jobs need claiming soon
+  The schedule's \`${SCHEDULE_MARKERS.push}\` entry is not a topic: it says push jobs need claiming soon
   (lib/transitions.ts: claimable); it is reported, and left for the claim script. So is
-  \`~notices\` (failure notices to send; scripts/push.ts: notices).
+  \`${SCHEDULE_MARKERS.notices}\` (failure notices to send; scripts/push.ts: notices).
   Returns {promoted, expired, died, topics visited, 1 if more is due now else 0, 1 if push
   jobs need claiming else 0, 1 if failure notices wait else 0}.
   Cost when idle: this EVALSHA and one ZRANGE, whatever the number of topics (with more due
-  than this call does: a ZSCORE each for \`~push\` and \`~notices\` not met on the page). Per topic
+  than this call does: a ZSCORE each for \`${SCHEDULE_MARKERS.push}\` and \`${SCHEDULE_MARKERS.notices}\` not met on the page). Per topic
   visited: MGET (its keys), migrate, promote and expire, three ZRANGEs for the next event, and
   SET (timing) + ZADD (or ZREM) to set it.
 ]]
@@ -43,9 +44,9 @@ local function visit(topic)
 end
 
 for _, topic in ipairs(topics) do
-  if topic == "~push" then
+  if topic == "${SCHEDULE_MARKERS.push}" then
     pushDue = 1
-  elseif topic == "~notices" then
+  elseif topic == "${SCHEDULE_MARKERS.notices}" then
     noticesDue = 1
   elseif budget <= 0 then
     more = 1
@@ -60,8 +61,8 @@ if more == 1 then
     local at = rcall("ZSCORE", key.schedule, entry)
     return at and tonumber(at) <= NOW
   end
-  if pushDue == 0 and due("~push") then pushDue = 1 end
-  if noticesDue == 0 and due("~notices") then noticesDue = 1 end
+  if pushDue == 0 and due("${SCHEDULE_MARKERS.push}") then pushDue = 1 end
+  if noticesDue == 0 and due("${SCHEDULE_MARKERS.notices}") then noticesDue = 1 end
 end
 return {promoted, expired, died, visited, more, pushDue, noticesDue}
 `,
