@@ -136,12 +136,26 @@ export const PushConfig = z
   .meta({ id: "PushConfig" });
 export type PushConfig = z.output<typeof PushConfig>;
 
+/**
+ * How a push delivery attempt ends: done finishes the job, bury moves it to the dead letter, retry
+ * (the receiver asked) and fail (it did not take the job) give it back. The settle script
+ * (redis/lua/scripts/push.ts) takes these names and tests for them.
+ */
+export const SETTLE_OUTCOMES = ["done", "retry", "bury", "fail"] as const;
+export type SettleOutcome = (typeof SETTLE_OUTCOMES)[number];
+
 /** What a push delivery's receiver answered, reduced to what settles the job. */
-export type Settlement =
-  | { outcome: "done" }
-  | { outcome: "retry"; delayMs?: number }
-  | { outcome: "bury" }
-  | { outcome: "fail"; delayMs?: number };
+export type Settlement = {
+  [O in SettleOutcome]: { outcome: O } & SettlementDetails[O];
+}[SettleOutcome];
+
+/** What each outcome carries besides its name (unknown: nothing): the wait asked for, if any. */
+type SettlementDetails = {
+  done: unknown;
+  retry: { delayMs?: number };
+  bury: unknown;
+  fail: { delayMs?: number };
+};
 
 /** A receiver's JSON answer, when it gives one: its status; `delay` is read on its own. */
 const Answer = z.object({ status: z.enum(["done", "retry", "bury"]) });

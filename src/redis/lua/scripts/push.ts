@@ -1,5 +1,6 @@
 // claim, settle, published, stillHeld, notices, renotice: the scripts of push delivery
 // (src/dispatch drives them).
+import { SETTLE_OUTCOMES, type SettleOutcome } from "../../../domain/push";
 import { type CodeName, codeName } from "../../codes";
 import { SCHEDULE_MARKERS } from "../../keys";
 import { asArray, defineScript, jsonText, record } from "../script";
@@ -66,8 +67,12 @@ return out
   },
 });
 
-/** How a delivery attempt ended, as the settle script takes it. */
-export type SettleOutcome = "done" | "retry" | "bury" | "fail";
+export type { SettleOutcome };
+
+/** Each outcome by its name, for the settle script's Lua: checked against the list when compiled. */
+const OUTCOME = Object.fromEntries(SETTLE_OUTCOMES.map((outcome) => [outcome, outcome])) as {
+  [O in SettleOutcome]: O;
+};
 
 /** CODE.ok and the record after the change, or why the answer came too late (it is dropped). */
 export type SettleReply = { code: CodeName; value: string };
@@ -76,7 +81,7 @@ export const settle = defineScript<SettleReply>({
   name: "settle",
   lua: `
 --[[ settle: applies a push receiver's answer to the reservation it was delivered under.
-  ARGV[4] id   ARGV[5] receipt of that reservation   ARGV[6] done | retry | bury | fail
+  ARGV[4] id   ARGV[5] receipt of that reservation   ARGV[6] ${SETTLE_OUTCOMES.join(" | ")}
   ARGV[7] wait before the next attempt, ms, or "" for the backoff step (retry, fail)
   ARGV[8] the HTTP status (0: no answer)   ARGV[9] the error, or ""
   done finishes the job; bury moves it to the dead letter; retry and fail give it back like a
@@ -96,13 +101,13 @@ meta.lastError = nil
 if ARGV[9] ~= "" then meta.lastError = ARGV[9] end
 rcall("ZREM", key.reserved(meta.topic), id)
 local counter = "delivered"
-if outcome == "fail" then counter = "failed" end
+if outcome == "${OUTCOME.fail}" then counter = "failed" end
 rcall("HINCRBY", key.stats(meta.topic), counter, 1)
 local raw
-if outcome == "done" then
+if outcome == "${OUTCOME.done}" then
   meta.state, meta.endedAt, meta.leaseEnd, meta.messageId = "finished", NOW, nil, nil
   raw = save(id, meta, body)
-elseif outcome == "bury" then
+elseif outcome == "${OUTCOME.bury}" then
   raw = kill(id, meta, body, "buried")
 else
   raw = retry(id, meta, body, wait)
