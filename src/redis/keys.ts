@@ -94,7 +94,7 @@ export const KEY_LAYOUT = {
   /** string: the deployment's random key for sealing topic cursors (scripts/topics.ts). */
   cursorSecret: "secret:cursors",
   /**
-   * hash: a payment watch (spec, state, polls, lastAnswer, outcome, ...); its polls are a job of
+   * hash: a payment watch (its fields: WATCH_FIELDS, scripts/payments.ts); its polls are a job of
    * the internal topic \`__payments\` with the id WATCH_JOB_PREFIX + watch id (below).
    */
   watch: "pay:<id>",

@@ -39,3 +39,15 @@ export function record(value: unknown, script: string): string {
   }
   return value;
 }
+
+/**
+ * Each name of a list as itself, for Lua text built from the list: `${byName(LIST).x}` writes
+ * "x", and fails to compile once the list has no `x`.
+ */
+export function byName<const Names extends readonly string[]>(
+  names: Names,
+): { readonly [N in Names[number]]: N } {
+  return Object.fromEntries(names.map((name) => [name, name])) as {
+    readonly [N in Names[number]]: N;
+  };
+}

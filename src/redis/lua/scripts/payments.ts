@@ -2,7 +2,7 @@
 // hash (keys.ts: watch); its polls are a job of the internal push topic __payments, claimed and
 // delivered to the poller like a push job; its outcome is a job added to each notify topic.
 import { WATCH_JOB_PREFIX } from "../../keys";
-import { asArray, defineScript, jsonText } from "../script";
+import { asArray, byName, defineScript, jsonText } from "../script";
 
 /** The internal topic whose jobs are payment polls. */
 export const PAYMENTS_TOPIC = "__payments";
@@ -25,9 +25,46 @@ local function ensurePaymentsTopic()
 end
 `;
 
+/**
+ * The fields of a watch's hash (keys.ts: watch), named once: the scripts below write them (by
+ * interpolation) and TypeScript reads them by these names (WatchRecord; payments/watch-records.ts).
+ */
+export const WATCH_FIELDS = [
+  /**
+   * The watch's spec, JSON (provider, account, outTradeNo, schedule, deadline, closeOnDeadline,
+   * notify, createdAt); its poll job's body too.
+   */
+  "spec",
+  /** The notify topics, a JSON array. */
+  "notify",
+  /** The caller's metadata, JSON text kept byte for byte. */
+  "metadata",
+  /** polling, then stopped or the outcome's state (paid, closed, failed, expired). */
+  "state",
+  /** Polls answered so far. */
+  "polls",
+  /** When the watch started, ms. */
+  "createdAt",
+  /** When polling ends, ms. */
+  "deadline",
+  /** The last answer, JSON: {tradeState, at}. */
+  "lastAnswer",
+  /** Transient answers in a row (their retries double); none after a pending one. */
+  "streak",
+  /** The outcome job's body, once there is one. */
+  "outcome",
+  /** When the watch reached its outcome or was stopped, ms. */
+  "endedAt",
+] as const;
+
+export type WatchField = (typeof WATCH_FIELDS)[number];
+
+/** The fields by name, for the Lua below. */
+const FIELD = byName(WATCH_FIELDS);
+
 /** A watch as stored: its hash's fields, and when its next poll is due. */
 export type WatchRecord = {
-  fields: Record<string, string>;
+  fields: Partial<Record<WatchField, string>>;
   nextPollAt?: number;
 };
 
@@ -101,8 +138,8 @@ local watchId = ARGV[4]
 local created = 0
 if rcall("EXISTS", key.watch(watchId)) == 0 then
   ensurePaymentsTopic()
-  rcall("HSET", key.watch(watchId), "spec", ARGV[5], "notify", ARGV[9], "metadata", ARGV[10],
-    "state", "polling", "polls", 0, "createdAt", NOW, "deadline", ARGV[6])
+  rcall("HSET", key.watch(watchId), "${FIELD.spec}", ARGV[5], "${FIELD.notify}", ARGV[9], "${FIELD.metadata}", ARGV[10],
+    "${FIELD.state}", "polling", "${FIELD.polls}", 0, "${FIELD.createdAt}", NOW, "${FIELD.deadline}", ARGV[6])
   -- The sweep goes first: the new entry, the last in start order, would always lie ahead of it.
   sweepWatches()
   rcall("ZADD", key.watches, NOW, watchId)
@@ -220,8 +257,8 @@ export const watchPolled = defineScript<{ applied: boolean; state: string }>({
 ]]
 local watchId, receipt, kind = ARGV[4], ARGV[5], ARGV[6]
 local wkey = key.watch(watchId)
-local state, notify, deadline, metadata = unpack(rcall("HMGET", wkey, "state", "notify",
-  "deadline", "metadata"))
+local state, notify, deadline, metadata = unpack(rcall("HMGET", wkey, "${FIELD.state}", "${FIELD.notify}",
+  "${FIELD.deadline}", "${FIELD.metadata}"))
 if not state then return {0, ""} end
 if state ~= "polling" then return {0, state} end
 local jobId = "${WATCH_JOB_PREFIX}" .. watchId
@@ -229,9 +266,9 @@ local meta, body, code = nil, nil, CODE.ok
 if receipt ~= "" then
   meta, body, code = held(jobId, receipt, "")
   if code ~= CODE.ok then return {0, state} end
-  rcall("HINCRBY", wkey, "polls", 1)
+  rcall("HINCRBY", wkey, "${FIELD.polls}", 1)
 end
-rcall("HSET", wkey, "lastAnswer", cjson.encode({tradeState = ARGV[7], at = NOW}))
+rcall("HSET", wkey, "${FIELD.lastAnswer}", cjson.encode({tradeState = ARGV[7], at = NOW}))
 if kind ~= "outcome" then
   if receipt == "" then return {1, state} end
   rcall("ZREM", key.reserved(meta.topic), jobId)
@@ -240,10 +277,10 @@ if kind ~= "outcome" then
   local step = backoff(meta.backoff, meta.attempts + 1)
   local wait = step
   if kind == "transient" then
-    local streak = rcall("HINCRBY", wkey, "streak", 1)
+    local streak = rcall("HINCRBY", wkey, "${FIELD.streak}", 1)
     wait = math.min(5000 * 2 ^ (streak - 1), 60000, step)
   else
-    rcall("HDEL", wkey, "streak")
+    rcall("HDEL", wkey, "${FIELD.streak}")
   end
   wait = math.max(0, math.min(wait, tonumber(deadline) - NOW))
   retry(jobId, meta, body, wait)
@@ -251,7 +288,7 @@ if kind ~= "outcome" then
 end
 -- An outcome: the watch ends, its poll job with it, and each notify topic is told once.
 local outcome = ARGV[9] .. (metadata or "null") .. "}"
-rcall("HSET", wkey, "state", ARGV[8], "outcome", outcome, "endedAt", NOW)
+rcall("HSET", wkey, "${FIELD.state}", ARGV[8], "${FIELD.outcome}", outcome, "${FIELD.endedAt}", NOW)
 if not meta then meta, body = load(jobId) end
 if meta and meta.state ~= "finished" and meta.state ~= "deleted" then
   unindex(jobId, meta)
@@ -281,11 +318,11 @@ export const watchStop = defineScript<{ found: boolean; state: string }>({
   Cost: HGET, GET; for a polling watch HSET, the job's unindex and SET; PEXPIRE (x2).
 ]]
 local wkey = key.watch(ARGV[4])
-local state = rcall("HGET", wkey, "state")
+local state = rcall("HGET", wkey, "${FIELD.state}")
 if not state then return {0, ""} end
 if state == "polling" then
   state = "stopped"
-  rcall("HSET", wkey, "state", state, "endedAt", NOW)
+  rcall("HSET", wkey, "${FIELD.state}", state, "${FIELD.endedAt}", NOW)
   local jobId = "${WATCH_JOB_PREFIX}" .. ARGV[4]
   local meta, body = load(jobId)
   if meta and meta.state ~= "deleted" and meta.state ~= "finished" then

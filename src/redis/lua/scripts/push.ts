@@ -3,7 +3,7 @@
 import { SETTLE_OUTCOMES, type SettleOutcome } from "../../../domain/push";
 import { type CodeName, codeName } from "../../codes";
 import { SCHEDULE_MARKERS } from "../../keys";
-import { asArray, defineScript, jsonText, record } from "../script";
+import { asArray, byName, defineScript, jsonText, record } from "../script";
 
 /** Claimed jobs of one push topic, with the topic's config (its push settings). */
 export type ClaimedTopic = { topic: string; config: string; records: string[] };
@@ -70,9 +70,7 @@ return out
 export type { SettleOutcome };
 
 /** Each outcome by its name, for the settle script's Lua: checked against the list when compiled. */
-const OUTCOME = Object.fromEntries(SETTLE_OUTCOMES.map((outcome) => [outcome, outcome])) as {
-  [O in SettleOutcome]: O;
-};
+const OUTCOME = byName(SETTLE_OUTCOMES);
 
 /** CODE.ok and the record after the change, or why the answer came too late (it is dropped). */
 export type SettleReply = { code: CodeName; value: string };
