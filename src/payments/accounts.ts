@@ -4,7 +4,7 @@
 
 import { z } from "zod";
 import { certificates, privateKeyToPkcs8, publicKeyToSpki } from "./keys";
-import { PaymentsError } from "./provider";
+import { PAYMENTS_ERROR_CODE, PaymentsError } from "./provider";
 
 export const ALIPAY_ACCOUNTS_VARIABLE = "DQ_ALIPAY_ACCOUNTS";
 export const WECHATPAY_ACCOUNTS_VARIABLE = "DQ_WECHATPAY_ACCOUNTS";
@@ -108,7 +108,7 @@ function readVariable(variable: string, value: unknown): Record<string, unknown>
     } catch {
       // JSON.parse's own message quotes the text, which holds keys: say only where to look.
       throw new PaymentsError(
-        "invalid_accounts",
+        PAYMENTS_ERROR_CODE.invalidAccounts,
         `${variable} is not valid JSON: give an object keyed by account name`,
       );
     }
@@ -117,7 +117,7 @@ function readVariable(variable: string, value: unknown): Record<string, unknown>
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     throw new PaymentsError(
-      "invalid_accounts",
+      PAYMENTS_ERROR_CODE.invalidAccounts,
       `${variable} must be a JSON object keyed by account name, e.g. {"shop": {...}}`,
     );
   }
@@ -159,7 +159,7 @@ function parseAccounts<S extends z.ZodType>(
   for (const [name, raw] of Object.entries(readVariable(variable, value))) {
     if (!ACCOUNT_NAME.test(name)) {
       throw new PaymentsError(
-        "invalid_accounts",
+        PAYMENTS_ERROR_CODE.invalidAccounts,
         `${variable}: account names must be 1-64 characters of A-Z a-z 0-9 _ . - (starting with a letter or digit)`,
       );
     }
@@ -167,20 +167,23 @@ function parseAccounts<S extends z.ZodType>(
     const result = schema.safeParse(raw, { reportInput: true });
     if (!result.success) {
       const problems = result.error.issues.map(describe).join("; ");
-      throw new PaymentsError("invalid_accounts", `${variable}: account "${name}": ${problems}`);
+      throw new PaymentsError(
+        PAYMENTS_ERROR_CODE.invalidAccounts,
+        `${variable}: account "${name}": ${problems}`,
+      );
     }
     out.set(name, result.data);
   }
   return out;
 }
 
-/** DQ_ALIPAY_ACCOUNTS → accounts by name. Unset or empty → none. Throws `invalid_accounts`. */
+/** DQ_ALIPAY_ACCOUNTS → accounts by name. Unset or empty → none. Throws invalidAccounts. */
 export function parseAlipayAccounts(value: unknown): Map<string, AlipayAccount> {
   const parsed = parseAccounts(ALIPAY_ACCOUNTS_VARIABLE, value, AlipayAccountSchema);
   return new Map([...parsed].map(([name, account]) => [name, { ...account, name }]));
 }
 
-/** DQ_WECHATPAY_ACCOUNTS → accounts by name. Unset or empty → none. Throws `invalid_accounts`. */
+/** DQ_WECHATPAY_ACCOUNTS → accounts by name. Unset or empty → none. Throws invalidAccounts. */
 export function parseWechatPayAccounts(value: unknown): Map<string, WechatPayAccount> {
   const parsed = parseAccounts(WECHATPAY_ACCOUNTS_VARIABLE, value, WechatPayAccountSchema);
   return new Map(

@@ -4,7 +4,7 @@
 import type { CryptoKey } from "../domain/bytes";
 import { randomHex } from "../domain/bytes";
 import { base64ToBytes, bytesToBase64, privateKeyToPkcs8, publicKeyToSpki } from "./keys";
-import { PaymentsError } from "./provider";
+import { PAYMENTS_ERROR_CODE, PaymentsError } from "./provider";
 
 export type { CryptoKey };
 
@@ -18,7 +18,10 @@ export async function importPrivateKey(pemOrBase64: string): Promise<CryptoKey> 
   try {
     return await crypto.subtle.importKey("pkcs8", der, RSA, false, ["sign"]);
   } catch {
-    throw new PaymentsError("invalid_key", "the private key could not be imported as RSA");
+    throw new PaymentsError(
+      PAYMENTS_ERROR_CODE.invalidKey,
+      "the private key could not be imported as RSA",
+    );
   }
 }
 
@@ -28,7 +31,10 @@ export async function importPublicKey(pemOrBase64OrCert: string): Promise<Crypto
   try {
     return await crypto.subtle.importKey("spki", der, RSA, false, ["verify"]);
   } catch {
-    throw new PaymentsError("invalid_key", "the public key could not be imported as RSA");
+    throw new PaymentsError(
+      PAYMENTS_ERROR_CODE.invalidKey,
+      "the public key could not be imported as RSA",
+    );
   }
 }
 
@@ -89,7 +95,7 @@ export async function verifyRsaSha256(
 /**
  * AES-256-GCM decryption as WeChat Pay uses it: key = the APIv3 key's 32 bytes, iv = `nonce`,
  * additional data = `associatedData`, input = base64 of ciphertext‖16-byte tag. Throws
- * `decrypt_failed` when the key is not 32 bytes or the tag does not check.
+ * PaymentsError (decryptFailed) when the key is not 32 bytes or the tag does not check.
  */
 export async function aesGcmDecrypt(
   keyText: string,
@@ -99,15 +105,17 @@ export async function aesGcmDecrypt(
 ): Promise<string> {
   const keyBytes = encoder.encode(keyText);
   if (keyBytes.length !== 32) {
-    throw new PaymentsError("decrypt_failed", "the APIv3 key must be 32 bytes");
+    throw new PaymentsError(PAYMENTS_ERROR_CODE.decryptFailed, "the APIv3 key must be 32 bytes");
   }
   let input: Uint8Array;
   try {
     input = base64ToBytes(ciphertextBase64);
   } catch {
-    throw new PaymentsError("decrypt_failed", "the ciphertext is not base64");
+    throw new PaymentsError(PAYMENTS_ERROR_CODE.decryptFailed, "the ciphertext is not base64");
   }
-  if (input.length < 16) throw new PaymentsError("decrypt_failed", "the ciphertext is too short");
+  if (input.length < 16) {
+    throw new PaymentsError(PAYMENTS_ERROR_CODE.decryptFailed, "the ciphertext is too short");
+  }
   try {
     const key = await crypto.subtle.importKey("raw", keyBytes, "AES-GCM", false, ["decrypt"]);
     const plain = await crypto.subtle.decrypt(
@@ -122,7 +130,10 @@ export async function aesGcmDecrypt(
     );
     return decoder.decode(plain);
   } catch {
-    throw new PaymentsError("decrypt_failed", "the resource did not decrypt (key, nonce or tag)");
+    throw new PaymentsError(
+      PAYMENTS_ERROR_CODE.decryptFailed,
+      "the resource did not decrypt (key, nonce or tag)",
+    );
   }
 }
 

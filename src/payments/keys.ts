@@ -3,7 +3,7 @@
 // certificates (whose SPKI and serial are read out). Errors never quote the key.
 
 import { sameBytes, toHex } from "../domain/bytes";
-import { PaymentsError } from "./provider";
+import { PAYMENTS_ERROR_CODE, PaymentsError } from "./provider";
 
 const SEQUENCE = 0x30;
 const INTEGER = 0x02;
@@ -24,7 +24,7 @@ const RSA_OID = RSA_ALGORITHM.subarray(4, 13);
 export type CertificateInfo = { spki: Uint8Array; serial: string };
 
 function fail(message: string): never {
-  throw new PaymentsError("invalid_key", message);
+  throw new PaymentsError(PAYMENTS_ERROR_CODE.invalidKey, message);
 }
 
 type Tlv = { tag: number; start: number; contentStart: number; end: number };

@@ -55,10 +55,27 @@ export type NotificationResult =
   | { ok: true; outTradeNo: string; answer: ProviderAnswer & { kind: "trade" } }
   | { ok: false; reason: string };
 
+/**
+ * PaymentsError's codes, each written here only. None reaches an HTTP answer: a bad accounts
+ * variable stops the service with internal_error (service.ts: accountsOf), and a key or resource
+ * that fails becomes the reason a poll or notification failed (its message, never the code). So
+ * they are not ErrorCodes (domain/errors.ts); tests read them.
+ */
+export const PAYMENTS_ERROR_CODE = {
+  /** DQ_ALIPAY_ACCOUNTS or DQ_WECHATPAY_ACCOUNTS: not JSON, not an object, or a bad account. */
+  invalidAccounts: "invalid_accounts",
+  /** A key or certificate does not parse or import. */
+  invalidKey: "invalid_key",
+  /** A WeChat Pay notification's resource does not decrypt (or the APIv3 key is not 32 bytes). */
+  decryptFailed: "decrypt_failed",
+} as const;
+
+export type PaymentsErrorCode = (typeof PAYMENTS_ERROR_CODE)[keyof typeof PAYMENTS_ERROR_CODE];
+
 /** An error with a stable code; its message never carries key material or bodies. */
 export class PaymentsError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
+  readonly code: PaymentsErrorCode;
+  constructor(code: PaymentsErrorCode, message: string) {
     super(message);
     this.name = "PaymentsError";
     this.code = code;
