@@ -57,12 +57,19 @@ export type Post = (url: string, init: RequestInit) => Promise<Response>;
 export type Route = { fetch?: Post; refused?: undefined } | { refused: string; fetch?: undefined };
 
 /**
- * POSTs the delivery (unless `refused` says why it may not go) and reads the answer (within the topic's timeout, body included) into a
- * settlement. A network error or a timeout is a failed attempt with status 0.
+ * POSTs the delivery (unless `refused` says why it may not go) and reads the answer (within the
+ * topic's timeout, body included) into a settlement. A network error or a timeout is a failed
+ * attempt with status 0; a connection lost before any answer is first tried again at once.
  */
 export async function deliverDirect(
   parcel: Parcel,
-  options: { fetch?: Post; now: () => number; refused?: string },
+  options: {
+    fetch?: Post;
+    now: () => number;
+    refused?: string;
+    /** Asked before a lost connection's retry (false: the budget cannot pay for it). @default yes */
+    mayRetry?: () => boolean;
+  },
 ): Promise<Attempt> {
   // Not sent: the destination is not one this topic may push to (DQ_PRIVATE_PUSH).
   if (options.refused) {
@@ -73,13 +80,18 @@ export async function deliverDirect(
   const headers = await deliveryHeaders(parcel, raw, options.now());
   const signal = AbortSignal.timeout(parcel.push.timeout * 1000);
   try {
-    const res = await post(parcel.push.url, {
-      method: "POST",
-      headers: { ...headers, "content-type": "application/json" },
-      body: raw,
-      signal,
-      redirect: "manual",
-    });
+    const res = await postReconnecting(
+      post,
+      parcel.push.url,
+      {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/json" },
+        body: raw,
+        signal,
+        redirect: "manual",
+      },
+      options.mayRetry,
+    );
     const text = await readLimited(res, MAX_ANSWER_BYTES);
     const settlement = settlementOf(
       res.status,
@@ -113,24 +125,29 @@ export async function sendNotice(
   push: PushConfig,
   meta: RecordMeta,
   body: string,
-  options: { fetch?: Post; now: () => number },
+  options: { fetch?: Post; now: () => number; mayRetry?: () => boolean },
 ): Promise<boolean> {
   const post = options.fetch ?? fetch;
   const raw = noticeBody(meta, body);
   try {
-    const res = await post(url, {
-      method: "POST",
-      headers: {
-        ...ownHeaders(push.headers),
-        "content-type": "application/json",
-        "delayq-id": meta.id,
-        "delayq-topic": meta.topic,
-        [SIGNATURE_HEADER]: await signWebhook(push.secret ?? "", raw, options.now()),
+    const res = await postReconnecting(
+      post,
+      url,
+      {
+        method: "POST",
+        headers: {
+          ...ownHeaders(push.headers),
+          "content-type": "application/json",
+          "delayq-id": meta.id,
+          "delayq-topic": meta.topic,
+          [SIGNATURE_HEADER]: await signWebhook(push.secret ?? "", raw, options.now()),
+        },
+        body: raw,
+        signal: AbortSignal.timeout(push.timeout * 1000),
+        redirect: "manual",
       },
-      body: raw,
-      signal: AbortSignal.timeout(push.timeout * 1000),
-      redirect: "manual",
-    });
+      options.mayRetry,
+    );
     await res.body?.cancel();
     return res.ok;
   } catch {
@@ -147,6 +164,53 @@ export function retryAfterFrom(
   const entry = Object.entries(headers).find(([name]) => name.toLowerCase() === "retry-after");
   const value = Array.isArray(entry?.[1]) ? entry?.[1][0] : entry?.[1];
   return retryAfterMs(value, now);
+}
+
+/**
+ * POSTs, and when the connection is lost before any answer, POSTs once more at once, under the
+ * same deadline (`init.signal`), before the caller counts a failed attempt. Both runtimes reuse
+ * idle connections, and receivers close idle ones all the time: a request sent on one the
+ * receiver closed meanwhile fails (measured: undici's `other side closed` or ECONNRESET on Node,
+ * `Network connection lost.` in workerd). Each runtime drops the failed connection, so the retry
+ * takes a new one, or another idle one if any is pooled. workerd says the same of a refused
+ * connection, tried twice there. At-least-once: a receiver that dropped the connection while it
+ * worked on the request gets it twice (same `delayq-id` and `delayq-attempt`).
+ */
+async function postReconnecting(
+  post: Post,
+  url: string,
+  init: RequestInit & { signal: AbortSignal },
+  mayRetry: () => boolean = () => true,
+): Promise<Response> {
+  try {
+    return await post(url, init);
+  } catch (error) {
+    if (init.signal.aborted || !connectionLost(error) || !mayRetry()) throw error;
+    try {
+      return await post(url, init);
+    } catch (again) {
+      throw new Error(`${describe(again)}, also on an immediate retry`);
+    }
+  }
+}
+
+/** Codes of a connection the other side closed or reset (Node: undici, node:http, sockets). */
+const LOST_CODES = new Set(["ECONNRESET", "EPIPE"]);
+
+/**
+ * Whether an error means the connection was lost before an answer: workerd's `Network connection
+ * lost.`; undici's SocketError (`other side closed`, `closed`), ECONNRESET (`socket hang up` too)
+ * or EPIPE, on the error or its causes. Not a refused connection, a DNS failure, a timeout or a
+ * malformed answer (undici's `bad response`).
+ */
+function connectionLost(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && LOST_CODES.has(code)) return true;
+    if (code === "UND_ERR_SOCKET" && /^(other side )?closed$/.test(e.message)) return true;
+    if (/^Network connection lost\b/.test(e.message)) return true;
+  }
+  return false;
 }
 
 async function readLimited(res: Response, limit: number): Promise<string> {

@@ -200,6 +200,21 @@ describe("checkPushHistory", () => {
     expect(rules([pushAdd("a"), got("a", 2, 1000)], { a: finished(1) })).toContain("phantom");
   });
 
+  it("allows one immediate retry of a delivery whose connection was dropped, and no more", () => {
+    const dropped = got("a", 1, 1000, "reset", 1000, 1000);
+    expect(rules([pushAdd("a"), dropped, got("a", 1, 1001)], { a: finished(1) })).toEqual([]);
+    expect(
+      rules([pushAdd("a"), dropped, got("a", 1, 1001, "reset", 1000, 1001), got("a", 1, 1002)], {
+        a: finished(1),
+      }),
+    ).toContain("doubled");
+    // A retry holds the reservation as its first delivery did.
+    const retryHung = got("a", 1, 1001, "hang", 1000, 3000);
+    expect(
+      rules([pushAdd("a"), dropped, retryHung, got("a", 2, 1500, "ok", 1400)], { a: finished(2) }),
+    ).toContain("overlap");
+  });
+
   it("catches a redelivery while the previous reservation was still held", () => {
     // Attempt 1 hung until 3000, its lease (ttr 1000) ran until at least 2000.
     const hung = got("a", 1, 1000, "hang", 1000, 3000);

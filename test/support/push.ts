@@ -12,7 +12,14 @@ import { type TestApp, testApp } from "./app";
 import { testRedis } from "./redis";
 
 /** One request a receiver got. */
-export type Received = { at: number; path: string; headers: IncomingHttpHeaders; body: string };
+export type Received = {
+  at: number;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** Its place on its connection: 1 for a connection's first request, 2 when reused once… */
+  onConnection: number;
+};
 
 /** How a receiver answers a request: status, body, headers; or "hang" / "reset". */
 export type Answer =
@@ -34,16 +41,20 @@ export async function startReceiver(): Promise<Receiver> {
   const received: Received[] = [];
   let respond: (request: Received) => Answer = () => ({ status: 204 });
   const sockets = new Set<Socket>();
+  const requestsOn = new WeakMap<Socket, number>();
   const hanging = new Set<ServerResponse>();
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
+      const onConnection = (requestsOn.get(req.socket) ?? 0) + 1;
+      requestsOn.set(req.socket, onConnection);
       const request: Received = {
         at: Date.now(),
         path: req.url ?? "/",
         headers: req.headers,
         body: Buffer.concat(chunks).toString("utf8"),
+        onConnection,
       };
       received.push(request);
       const answer = respond(request);

@@ -234,7 +234,8 @@ const isOk = (d: PushDelivery) => d.answer === "ok" || d.answer === "slow";
  *   at and sent, or about to be) is the one exception, counted as inFlightAtDelete;
  * - phantom: no delivery under a reservation the job's record does not count (attempt above
  *   the record's attempts);
- * - doubled: no reservation delivered twice (at-least-once means once per reservation);
+ * - doubled: no reservation delivered twice (at-least-once means once per reservation), but for
+ *   one immediate retry after the receiver dropped the connection of its first delivery;
  * - overlap: no reservation delivered before the one before it let go (its answer ended, or its
  *   lease, at least its due time + ttr, ran out);
  * - stale-settlement: a job ends finished only when the receiver said 2xx under its last
@@ -325,13 +326,16 @@ export function checkPushHistory(
     for (let i = 1; i < delivered.length; i++) {
       const previous = delivered[i - 1] as PushDelivery;
       const next = delivered[i] as PushDelivery;
-      if (next.attempt === previous.attempt) {
+      if (next.attempt !== previous.attempt) continue;
+      const retried = i >= 2 && (delivered[i - 2] as PushDelivery).attempt === next.attempt;
+      if (previous.answer !== "reset" || retried) {
         flag("doubled", id, `attempt ${next.attempt} delivered at ${previous.at} and ${next.at}`);
       }
     }
-    // overlap: the next reservation's delivery waits for the previous one to let go
+    // overlap: the next reservation's delivery waits for the previous one to let go (its last
+    // delivery: the retry, when there was one)
     for (const next of delivered) {
-      const previous = delivered.find((d) => d.attempt === next.attempt - 1);
+      const previous = delivered.filter((d) => d.attempt === next.attempt - 1).at(-1);
       if (!previous) continue;
       const letGo = Math.min(
         previous.endedAt ?? Number.POSITIVE_INFINITY,
