@@ -21,6 +21,7 @@ export default defineConfig({
           QSTASH_NEXT_SIGNING_KEY: "sig_workerd_next_key",
           DQ_PUBLIC_URL: "http://delayq.test",
           RECEIVER_URL: inject("receiverUrl"),
+          CLOSING_RECEIVER_URL: inject("closingReceiverUrl"),
         },
       },
     })),

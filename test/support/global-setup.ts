@@ -1,7 +1,7 @@
 // vitest globalSetup: one redis-server and one Upstash-REST bridge for the whole run, and a
 // webhook receiver that code inside workerd can deliver to and read back.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
 import type { TestProject } from "vitest/node";
 import { startBridge } from "../../dev/bridge";
 import { startRedisServer } from "../../dev/redis-server";
@@ -16,13 +16,34 @@ declare module "vitest" {
     redisPort: number;
     /** POST anything to it; GET /__received?id=<delayq-id> answers what arrived for that id. */
     receiverUrl: string;
+    /**
+     * The same recorder on its own port, with receiverUrl's /__received, answering only a
+     * connection's first request: it drops the connection when another comes on it (as a receiver
+     * closing an idle connection just then), and every request to /drop.
+     */
+    closingReceiverUrl: string;
   }
 }
 
-/** Records every request; answers 204, or what GET /__received asks for. */
-async function startRecorder(): Promise<{ url: string; close(): Promise<void> }> {
-  const received: { id: string; at: number; headers: Record<string, unknown>; body: string }[] = [];
-  const server = createServer((req, res) => {
+/**
+ * Records every request; answers 204, or what GET /__received asks for. The closing server records
+ * into the same list, each request with its place on its connection and whether it was dropped.
+ */
+async function startRecorder(): Promise<{
+  url: string;
+  closingUrl: string;
+  close(): Promise<void>;
+}> {
+  const received: {
+    id: string;
+    at: number;
+    headers: Record<string, unknown>;
+    body: string;
+    onConnection: number;
+    dropped: boolean;
+  }[] = [];
+  const requestsOn = new WeakMap<Socket, number>();
+  const handler = (closing: boolean) => (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
@@ -33,22 +54,46 @@ async function startRecorder(): Promise<{ url: string; close(): Promise<void> }>
         res.end(JSON.stringify(received.filter((r) => r.id === id)));
         return;
       }
-      const id = String(req.headers["delayq-id"] ?? "");
+      const onConnection = (requestsOn.get(req.socket) ?? 0) + 1;
+      requestsOn.set(req.socket, onConnection);
+      const dropped = closing && (onConnection > 1 || url.pathname === "/drop");
       received.push({
-        id,
+        id: String(req.headers["delayq-id"] ?? ""),
         at: Date.now(),
         headers: req.headers,
         body: Buffer.concat(chunks).toString(),
+        onConnection,
+        dropped,
       });
+      if (dropped) {
+        req.socket.destroy();
+        return;
+      }
       res.writeHead(204);
       res.end();
     });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
+  };
+  const servers = [createServer(handler(false)), createServer(handler(true))];
+  const urls = await Promise.all(
+    servers.map(async (server) => {
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    }),
+  );
   return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    url: urls[0] as string,
+    closingUrl: urls[1] as string,
+    close: async () => {
+      await Promise.all(
+        servers.map(
+          (server) =>
+            new Promise<void>((resolve) => {
+              server.closeAllConnections();
+              server.close(() => resolve());
+            }),
+        ),
+      );
+    },
   };
 }
 
@@ -71,6 +116,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide("redisPort", redis.port);
   const recorder = await startRecorder();
   project.provide("receiverUrl", recorder.url);
+  project.provide("closingReceiverUrl", recorder.closingUrl);
   return async () => {
     await recorder.close();
     await bridge.close();
