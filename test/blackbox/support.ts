@@ -318,6 +318,10 @@ export async function startReceiver(): Promise<Receiver> {
       } else respond(res, answer);
     });
   });
+  // Idle connections closed after ~2 s (1 s plus Node's grace), as receivers do: workerd reuses
+  // them whatever the Keep-Alive hint says, and one sent on as the receiver closes it is lost
+  // ("Network connection lost."); delayq sends such a delivery again at once, so no case here
+  // depends on missing that moment (test/workers/closed-connection.test.ts forces it).
   server.keepAliveTimeout = 1000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
