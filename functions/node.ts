@@ -64,8 +64,20 @@ try {
   process.exit(1);
 }
 
-const { app, scheduler, log } = service;
-const server = serve({ fetch: app.fetch, port, hostname: host }, () => {
+const { app, scheduler, log, runs } = service;
+// Work that outlives its invocation (deliveries waiting for their due times, a request's
+// background work): shutdown waits for it. Each run logs its own failures.
+const deferred = new Set<Promise<unknown>>();
+const keep = (work: Promise<unknown>) => {
+  deferred.add(work);
+  void work.finally(() => deferred.delete(work));
+};
+// Each request is one run, as on Workers.
+const fetchRun = (request: Request) =>
+  app.fetch(request, {
+    run: runs.request({ path: new URL(request.url).pathname, waitUntil: keep }),
+  });
+const server = serve({ fetch: fetchRun, port, hostname: host }, () => {
   const redis = tcp ? "tcp" : "rest";
   log({ level: "info", event: "listening", url: `http://${host}:${port}`, redis });
 });
@@ -87,21 +99,12 @@ server.once("error", (error: NodeJS.ErrnoException) => {
 // Push deliveries wait for their due times after the tick returns; shutdown waits for them.
 let ticking: Promise<unknown> = Promise.resolve();
 let busy = false;
-const deliveries = new Set<Promise<unknown>>();
-// A rejection nobody handles ends a Node process: deferred work that fails is logged instead.
-const defer = (work: Promise<unknown>) => {
-  const settled = work.then(undefined, (error: unknown) => {
-    log({ level: "error", event: "deferred_work_failed", message: messageOf(error) });
-  });
-  deliveries.add(settled);
-  void settled.finally(() => deliveries.delete(settled));
-};
 const ticker = setInterval(() => {
   if (busy) return;
   busy = true;
-  // Each tick is one invocation, as on Workers: the scheduler gives it one subrequest budget.
+  // Each tick is one invocation, as on Workers: one run, with one subrequest budget.
   ticking = scheduler
-    .tick({ defer })
+    .tick(runs.tick({ waitUntil: keep }))
     .catch((error: unknown) => {
       log({ level: "error", event: "tick_failed", message: messageOf(error) });
     })
@@ -121,7 +124,7 @@ async function stop(): Promise<void> {
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5000))]);
     clearInterval(idle);
     await ticking;
-    await Promise.allSettled([...deliveries]);
+    while (deferred.size > 0) await Promise.allSettled([...deferred]);
     await tcp?.quit();
   } finally {
     process.exit(0);

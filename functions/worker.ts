@@ -1,14 +1,24 @@
 // The Cloudflare Worker: the HTTP API (fetch) and the scheduler tick (scheduled, every minute).
+// Each invocation is one run (src/run): its clock, subrequest budget, waitUntil and logger.
+import type {
+  ExecutionContext,
+  ExportedHandler,
+  ScheduledController,
+} from "@cloudflare/workers-types";
 import { Redis } from "@upstash/redis/cloudflare";
+import type { z } from "zod";
+import type { EnvSchema } from "../src/config";
 import { DelayqError } from "../src/domain/errors";
 import { buildService, type Service } from "../src/service";
 
-type Env = Record<string, unknown>;
-/** The parts of workerd's handler arguments this entry uses. */
-type ScheduledController = { readonly scheduledTime: number; readonly cron: string };
-type ExecutionContext = { waitUntil(promise: Promise<unknown>): void };
+/**
+ * The Worker's bindings: its variables and secrets (wrangler.toml's [vars], `wrangler secret
+ * put`), parsed with zod by buildService (src/config.ts: EnvSchema), which names any that is
+ * missing or wrong.
+ */
+export type Env = { [K in keyof z.input<typeof EnvSchema>]?: string };
 
-/** Built once per isolate from its env (parsed with zod), rebuilt only if the env changes. */
+/** Built once per isolate from its env, rebuilt only if the env changes. */
 let cached: { env: Env; service: Service } | undefined;
 
 function service(env: Env): Service {
@@ -41,23 +51,29 @@ function misconfigured(error: unknown): Response {
 }
 
 export default {
-  async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-    let app: Service["app"];
+  async fetch(request, env, ctx: ExecutionContext) {
+    let built: Service;
     try {
-      app = service(env).app;
+      built = service(env);
     } catch (error) {
       return misconfigured(error);
     }
-    return app.fetch(request, env, ctx as never);
+    const run = built.runs.request({
+      path: new URL(request.url).pathname,
+      waitUntil: (work) => ctx.waitUntil(work),
+    });
+    return built.app.fetch(request, { run }, ctx);
   },
 
   // A misconfigured cron throws, so that the invocation shows as failed with the message.
-  async scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext) {
-    // Push deliveries wait for their due times (up to a minute) in waitUntil. Each tick has one
-    // subrequest budget (the scheduler's), shared by everything it defers.
-    await service(env).scheduler.tick({
-      now: controller.scheduledTime,
-      defer: (work) => ctx.waitUntil(work),
+  async scheduled(controller: ScheduledController, env, ctx: ExecutionContext) {
+    const built = service(env);
+    // Push deliveries wait for their due times (up to a minute) in waitUntil; the tick's run has
+    // one subrequest budget, shared by everything it defers.
+    const run = built.runs.tick({
+      startedAt: controller.scheduledTime,
+      waitUntil: (work) => ctx.waitUntil(work),
     });
+    await built.scheduler.tick(run);
   },
-};
+} satisfies ExportedHandler<Env>;

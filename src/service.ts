@@ -1,23 +1,23 @@
-// Wires the service from its environment: config, Redis client, queue, scheduler, app. Used by
+// Wires the service from its environment: config, Redis client, script runner, payments,
+// dispatcher, queue, app, scheduler, and the runs the entry points make per invocation. Used by
 // both entry points, so the Worker and Node run the same thing.
 
 import { parseConfig, type ServiceConfig } from "./config";
 import type { Post } from "./dispatch/delivery";
-import { createDispatcher, DIRECT_WINDOW_MS } from "./dispatch/dispatcher";
+import { createDispatcher, type Dispatcher } from "./dispatch/dispatcher";
 import { createQStash, type QStash } from "./dispatch/qstash";
 import { destinationPolicy } from "./domain/destinations";
 import { DelayqError } from "./domain/errors";
+import { CLAIM_AHEAD_MS } from "./domain/push";
 import { createApp } from "./http/app";
 import { parseTokens } from "./http/auth";
-import { inBackground } from "./http/background";
 import { jsonLogger, type Logger, messageOf } from "./log";
 import { type Counters, countedStep, createCounters } from "./metrics/counters";
 import { parseAlipayAccounts, parseWechatPayAccounts } from "./payments/accounts";
-import { POLL_SUBREQUESTS } from "./payments/watch-types";
 import { createPayments, type Payments } from "./payments/watches";
 import { DelayQueue } from "./queue";
-import { PAYMENTS_TOPIC } from "./redis/lua/scripts/payments";
 import { createScriptRunner, REDIS_CLIENT_OPTIONS, type RedisClient } from "./redis/runner";
+import { createRun, type Run } from "./run/run";
 import { createScheduler, drainStep, type Scheduler } from "./scheduler";
 import { pushStep } from "./scheduler/push";
 
@@ -51,16 +51,29 @@ export type Service = {
   log: Logger;
   /** The process's counters: /metrics shows them; push delivery and polling count into them. */
   counters: Counters;
-  /** Payment watches (start, read, stop, list, and the poller the dispatcher hands polls to). */
+  /** Payment watches (start, read, stop, list, notifications, and the poller). */
   payments: Payments;
+  /** Push delivery, payment polls and failure notices, drained within a run. */
+  dispatcher: Dispatcher;
+  /** Makes the run of each invocation (the entry points do, and hand it down). */
+  runs: Runs;
+};
+
+/** The runs of one service: one per request, one per tick, each with DQ_SUBREQUESTS. */
+export type Runs = {
+  /** A request's: `waitUntil` is its platform's (a Worker's ctx.waitUntil; none on Node). */
+  request(options: { path: string; waitUntil?: (work: Promise<unknown>) => void }): Run;
+  /** A tick's: `startedAt` is the cron's scheduledTime. */
+  tick(options: { startedAt?: number; waitUntil?: (work: Promise<unknown>) => void }): Run;
 };
 
 /**
  * Builds the service. `makeRedis` constructs the REST client for the runtime (`@upstash/redis` on
  * Node, `@upstash/redis/cloudflare` in Workers); on Node a config with REDIS_URL (NodeEnvSchema)
  * uses `makeTcpRedis` instead (`connectRedis` from src/redis/tcp.ts, which Workers cannot load).
- * The rest is the same everywhere. Throws an `internal_error` naming the variable when the
- * environment is incomplete or invalid.
+ * The rest is the same everywhere: one script runner, then payments (whose poller the dispatcher
+ * runs), the dispatcher, the queue, the app and the scheduler, each given what it needs. Throws
+ * an `internal_error` naming the variable when the environment is incomplete or invalid.
  */
 export function buildService(
   env: Record<string, unknown>,
@@ -77,85 +90,38 @@ export function buildService(
   } = {},
 ): Service {
   const config = options.config ?? parseConfig(env);
+  const log = options.log ?? jsonLogger;
   const tokens = parseTokens(config.DQ_TOKENS);
   const destinations = destinationPolicy(config.DQ_PRIVATE_PUSH, tokens.limitedScopes);
-  const log = options.log ?? jsonLogger;
-  const tcpUrl = "REDIS_URL" in config ? config.REDIS_URL : undefined;
-  const redis =
-    tcpUrl === undefined
-      ? misconfiguredIfThrows(() =>
-          makeRedis({
-            ...restSettings(config),
-            timeoutMs: config.DQ_REDIS_TIMEOUT_MS,
-            // One retry on a network error: an API caller would rather get a fast 503 than wait.
-            options: {
-              ...REDIS_CLIENT_OPTIONS,
-              retry: { retries: 1 },
-              signal: () => AbortSignal.timeout(config.DQ_REDIS_TIMEOUT_MS),
-            },
-          }),
-        )
-      : tcpRedisOf(options.makeTcpRedis, {
-          url: tcpUrl,
-          commandTimeoutMs: config.DQ_REDIS_TIMEOUT_MS,
-          log,
-        });
+  const redis = redisOf(config, makeRedis, options.makeTcpRedis, log);
+  const scripts = createScriptRunner(redis, config.DQ_PREFIX, config.DQ_RETENTION_SECONDS * 1000);
   const counters = createCounters();
   const accounts = accountsOf(config);
-  // Payment polls are jobs of an internal push topic, handed by the dispatcher to the poller.
-  let payments: Payments | undefined;
-  const dispatcher = createDispatcher({
-    internal: {
-      "internal:payments": {
-        subrequests: POLL_SUBREQUESTS,
-        run: (meta, body, budget) => (payments as Payments).poll(meta, body, budget),
-      },
-    },
-    redis,
-    prefix: config.DQ_PREFIX,
-    retentionMs: config.DQ_RETENTION_SECONDS * 1000,
-    qstash: qstashOf(config),
-    publicUrl: config.DQ_PUBLIC_URL,
-    log,
-    count: (_name, labels) =>
-      counters.inc("delayq_deliveries_total", {
-        topic: labels.topic ?? "",
-        outcome: labels.outcome === "fail" ? "failed" : (labels.outcome ?? ""),
-      }),
-    subrequests: config.DQ_SUBREQUESTS,
-    destinations: { policy: destinations, fetch: options.publicFetch },
-  });
-  // A request's background work (polls after a start, pushes after an add, an outcome, a
-  // callback's follow-up) has the request's budget, less the few calls the request made itself.
-  const requestBudget = () => {
-    const budget = dispatcher.budget();
-    budget.take(REQUEST_OWN_SUBREQUESTS);
-    return budget;
-  };
-  payments = createPayments({
-    scripts: createScriptRunner(redis, config.DQ_PREFIX, config.DQ_RETENTION_SECONDS * 1000),
-    clock: Date.now,
+  const payments = createPayments({
+    scripts,
     alipay: accounts.alipay,
     wechatpay: accounts.wechatpay,
     defaults: { ttrMs: config.DQ_DEFAULT_TTR * 1000, maxAttempts: config.DQ_DEFAULT_MAX_ATTEMPTS },
     minPollMs: config.DQ_MIN_POLL_MS,
-    log,
     count: (provider, outcome) => counters.inc("delayq_polls_total", { provider, outcome }),
-    // From the budget of the run whose poll asks (the tick's, the request's), never a new one.
-    pollSoon: (budget) => dispatcher.soon(PAYMENTS_TOPIC, DIRECT_WINDOW_MS, budget),
-    // Outcomes to push topics go out at once, not at the next tick, from the same budget (a
-    // notification's: its request's).
-    onOutcome: (topics, budget = requestBudget()) =>
-      Promise.all(
-        [...new Set(topics)].map((topic) =>
-          dispatcher.run({ now: Date.now(), topic, budget }).catch((error: unknown) => {
-            log({ level: "error", event: "push_failed", topic, message: messageOf(error) });
-          }),
-        ),
-      ),
+  });
+  const dispatcher = createDispatcher({
+    scripts,
+    log,
+    qstash: qstashOf(config),
+    publicUrl: config.DQ_PUBLIC_URL,
+    count: (topic, outcome) =>
+      counters.inc("delayq_deliveries_total", {
+        topic,
+        outcome: outcome === "fail" ? "failed" : outcome,
+      }),
+    handlers: { payments: payments.poller },
+    subrequests: config.DQ_SUBREQUESTS,
+    destinations: { policy: destinations, fetch: options.publicFetch },
   });
   const queue = new DelayQueue({
     redis,
+    scripts,
     prefix: config.DQ_PREFIX,
     // A push job published to QStash is cancelled there before its delete is answered.
     cancelDelivery: (messageId) => dispatcher.cancel(messageId),
@@ -166,6 +132,7 @@ export function buildService(
     // The API answers job bodies as the text they were sent as.
     rawBodies: true,
   });
+  const runs = runsOf(config.DQ_SUBREQUESTS, log);
   const app = createApp({
     queue,
     tokens,
@@ -174,37 +141,28 @@ export function buildService(
     log,
     counters,
     metricsMaxTopics: config.DQ_METRICS_MAX_TOPICS,
-    paymentWatches: { list: (options) => (payments as Payments).list(options) },
+    paymentWatches: { list: (page) => payments.list(page) },
     payments: {
-      payments: { ...payments, pollSoon: () => (payments as Payments).pollSoon(requestBudget()) },
-      background: inBackground(log),
+      payments,
+      dispatcher,
       alipayAccounts: accounts.alipay,
       wechatpayAccounts: accounts.wechatpay,
       log,
     },
     push: {
-      dispatcher: {
-        ...dispatcher,
-        run: (args) => dispatcher.run({ budget: requestBudget(), ...args }),
-        settle: (id, receipt, attempt, defer, budget = requestBudget()) =>
-          dispatcher.settle(id, receipt, attempt, defer, budget),
-      },
+      dispatcher,
       publicUrl: config.DQ_PUBLIC_URL,
-      qstashReady: dispatcher.qstash !== undefined && config.DQ_PUBLIC_URL !== undefined,
-      background: inBackground(log),
+      qstashReady: dispatcher.qstash !== undefined,
       log,
     },
+    newRun: (request) => runs.request(request),
   });
   const scheduler = createScheduler({
-    steps: [
-      countedStep(drainStep(queue), counters),
-      countedStep(pushStep(dispatcher, log), counters),
-    ],
+    steps: [countedStep(drainStep(queue), counters), countedStep(pushStep(dispatcher), counters)],
     budgetMs: config.DQ_TICK_BUDGET_MS,
-    budget: dispatcher.budget,
     log,
   });
-  return { config, queue, app, scheduler, log, counters, payments };
+  return { config, queue, app, scheduler, log, counters, payments, dispatcher, runs };
 }
 
 /**
@@ -212,6 +170,67 @@ export function buildService(
  * write, a settle, a watch's read and transition), kept out of that work's budget.
  */
 const REQUEST_OWN_SUBREQUESTS = 3;
+/** How long a request's run may start new work: a Worker's waitUntil ends 30 s after the answer. */
+const REQUEST_RUN_MS = 30_000;
+/**
+ * How long a tick's run may start new work: it claims what falls due before the next tick, and
+ * follows up on those deliveries (a cron invocation may run 15 minutes).
+ */
+const TICK_RUN_MS = CLAIM_AHEAD_MS + 60_000;
+
+function runsOf(subrequests: number, log: Logger): Runs {
+  return {
+    request({ path, waitUntil }) {
+      const run = createRun({
+        subrequests,
+        lifetimeMs: REQUEST_RUN_MS,
+        log,
+        waitUntil,
+        label: { path },
+      });
+      run.budget.take(REQUEST_OWN_SUBREQUESTS);
+      return run;
+    },
+    tick: ({ startedAt, waitUntil }) =>
+      createRun({
+        startedAt,
+        subrequests,
+        lifetimeMs: TICK_RUN_MS,
+        log,
+        waitUntil,
+        label: { run: "tick" },
+      }),
+  };
+}
+
+/** The Redis client: Upstash over REST, or (Node, REDIS_URL) TCP. */
+function redisOf(
+  config: ServiceConfig,
+  makeRedis: (settings: RedisSettings) => RedisClient,
+  makeTcpRedis: ((settings: TcpRedisSettings) => RedisClient) | undefined,
+  log: Logger,
+): RedisClient {
+  const tcpUrl = "REDIS_URL" in config ? config.REDIS_URL : undefined;
+  if (tcpUrl !== undefined) {
+    return tcpRedisOf(makeTcpRedis, {
+      url: tcpUrl,
+      commandTimeoutMs: config.DQ_REDIS_TIMEOUT_MS,
+      log,
+    });
+  }
+  return misconfiguredIfThrows(() =>
+    makeRedis({
+      ...restSettings(config),
+      timeoutMs: config.DQ_REDIS_TIMEOUT_MS,
+      // One retry on a network error: an API caller would rather get a fast 503 than wait.
+      options: {
+        ...REDIS_CLIENT_OPTIONS,
+        retry: { retries: 1 },
+        signal: () => AbortSignal.timeout(config.DQ_REDIS_TIMEOUT_MS),
+      },
+    }),
+  );
+}
 
 /** The payment accounts; a bad value stops the service with a message naming the variable. */
 function accountsOf(config: ServiceConfig) {

@@ -111,7 +111,7 @@ export async function openServiceStack<Peers>(
       { config: parseConfig(env, NodeEnvSchema), log },
     );
     const app = built.app;
-    const scheduler = built.scheduler;
+    const { scheduler, runs } = built;
     return {
       counter,
       bridge,
@@ -130,13 +130,11 @@ export async function openServiceStack<Peers>(
           ),
         ),
       async tick(tally) {
-        const deferred: Promise<unknown>[] = [];
         const started = performance.now();
-        const report = await fetches.run(tally, () =>
-          scheduler.tick({ now: Date.now(), defer: (work) => deferred.push(work) }),
-        );
+        const run = runs.tick({});
+        const report = await fetches.run(tally, () => scheduler.tick(run));
         const tickMs = performance.now() - started;
-        await Promise.allSettled(deferred);
+        await run.settled();
         return { report, tickMs, invocationMs: performance.now() - started };
       },
       close,

@@ -1,42 +1,142 @@
-// The push dispatcher: claims due push jobs, delivers them (directly, or by publishing to QStash)
-// at their due times, settles each by its receiver's answer, and tells failureUrls about deaths.
+// The push dispatcher: claims due push jobs and delivers them (directly, or by publishing to
+// QStash) at their due times, settles each by its receiver's answer, runs the jobs of delayq's own
+// push topics through their handlers (payment polls), and tells failureUrls about deaths, all
+// within one run's budget (src/dispatch/loop.ts).
+import type { DestinationPolicy } from "../domain/destinations";
 import { nonPublicUrl, restrictionNote } from "../domain/destinations";
-import { messageOf } from "../log";
-import { CLAIM_AHEAD_MS } from "../redis/lua/lib/transitions";
-import { published, settle, stillHeld } from "../redis/lua/scripts/push";
-import { type RecordMeta, recordText, splitRecord } from "../redis/record";
-import { createScriptRunner } from "../redis/runner";
-import { type Budget, createBudget } from "./budget";
-import { type Claimed, claimDue } from "./claims";
-import { type Attempt, deliverDirect, type Parcel, type Route } from "./delivery";
-import type { Dispatcher, DispatcherOptions, DispatchReport, RunOptions } from "./dispatcher-types";
-import { sendNotices } from "./notices";
+import { CLAIM_AHEAD_MS } from "../domain/push";
+import type { Logger } from "../log";
+import type { ScriptRunner } from "../redis/runner";
+import type { Run } from "../run/run";
+import type { Work } from "../run/work";
+import { worstJobCost } from "./claims";
+import type { Attempt, Post, Route } from "./delivery";
+import type { DispatchDeps, DrainReport, JobHandler } from "./deps";
+import { type HandOff, qstashHandOff } from "./hand-off";
+import { RunLoop } from "./loop";
+import { noticeRounds } from "./notice-rounds";
 import type { QStash } from "./qstash";
-import { coalesced } from "./soon";
-import { until } from "./until";
+import { settleDelivery } from "./settle";
 
-export type { Budget } from "./budget";
-export { createBudget } from "./budget";
-export type { InternalHandler } from "./claims";
-export type {
-  Dispatcher,
-  DispatcherOptions,
-  DispatchReport,
-  RunOptions,
-} from "./dispatcher-types";
+export type { ClaimedJob, DrainReport, Handled, JobHandler } from "./deps";
 
-/** A direct job due this soon after the request that wrote it is delivered by that request. */
-export const DIRECT_WINDOW_MS = 25_000;
-/** Runs one delivery may start for jobs its receivers gave back due soon, one after another. */
-const MAX_FOLLOW_UPS = 5;
-/** What a direct job not sent after its look gives back: its POST and its settle. */
-const COST_AFTER_LOOK = 2;
-/** How long a failed look before sending waits before it is tried again, ms. */
-const LOOK_RETRY_MS = 1000;
+export type DispatcherOptions = {
+  /** The service's one script runner. */
+  scripts: ScriptRunner;
+  log: Logger;
+  /** For `via: "qstash"` topics; without it they are delivered directly (and a warning logged). */
+  qstash?: QStash;
+  /** The service's own public URL, for QStash callbacks and hand-offs. */
+  publicUrl?: string;
+  /** The fetch deliveries and notices go out with. @default the global fetch */
+  fetch?: Post;
+  /**
+   * Which topics deliver to public addresses only (DQ_PRIVATE_PUSH), and the fetch that connects
+   * to public addresses only for them (Node: publicFetch). Without that fetch only the URL as
+   * written is checked: the Worker has none, Cloudflare's network reaching no private one.
+   * @default none restricted
+   */
+  destinations?: { policy: DestinationPolicy; fetch?: Post };
+  /** Counts settled deliveries: `delayq_deliveries_total{topic,outcome}`. */
+  count?: (topic: string, outcome: string) => void;
+  /** Handlers of delayq's own push topics by kind (push url `internal:<kind>`): payment polls. */
+  handlers?: Record<string, JobHandler>;
+  /**
+   * Subrequests one invocation may make (DQ_SUBREQUESTS): what a run a hand-off asks for can
+   * take. Hand-offs need QStash and the public URL. @default no hand-offs
+   */
+  subrequests?: number;
+  /** Most jobs one claim takes. @default 500 */
+  batch?: number;
+  /** Notice requests this process keeps open at once, rounds together. @default 200 */
+  maxOpenNotices?: number;
+};
 
-/** The earliest lease end of claimed jobs (a claim writes it into each record). */
-function leaseEndOf(parcels: readonly Parcel[]): number {
-  return Math.min(...parcels.map((parcel) => parcel.meta.leaseEnd ?? parcel.meta.due));
+export type Dispatcher = {
+  /**
+   * Drains `work` and what it leads to within `run`: claims (as many jobs as the run's budget
+   * pays for), deliveries at their due times, handlers, follow-ups, failure notices. Resolves
+   * once the run's loop is idle, every claimed job delivered, published or handed to its handler.
+   */
+  drain(run: Run, work: readonly Work[]): Promise<DrainReport>;
+  /**
+   * Settles one delivery QStash reported (its callback); `settled` is false when the reservation
+   * had ended (ignored). `work`: what follows (a job given back due before the next tick, a death).
+   */
+  settle(
+    run: Run,
+    delivery: { id: string; receipt: string; attempt: Attempt },
+  ): Promise<{ settled: boolean; work: Work[] }>;
+  /** Cancels a job's QStash message (a delete does, before it answers). */
+  cancel(messageId: string): Promise<void>;
+  /** QStash, when topics may push through it (QStash and DQ_PUBLIC_URL are both set). */
+  readonly qstash?: QStash;
+  /** Hand-offs, when this service can ask QStash for fresh runs. */
+  readonly handOff?: HandOff;
+};
+
+export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  const { scripts, log } = options;
+  const handlers = options.handlers ?? {};
+  const qstash =
+    options.qstash && options.publicUrl !== undefined
+      ? { client: options.qstash, publicUrl: options.publicUrl }
+      : undefined;
+  const deps: DispatchDeps = {
+    scripts,
+    log,
+    qstash,
+    route: (topic, url) => routeOf(options, topic, url),
+    count: options.count,
+    handlers,
+    batch: options.batch ?? 500,
+    noticeRounds: noticeRounds(options.maxOpenNotices),
+    handOff:
+      qstash && options.subrequests !== undefined
+        ? qstashHandOff({
+            scripts,
+            qstash: qstash.client,
+            publicUrl: qstash.publicUrl,
+            perRun: runCapacity(options.subrequests, worstJobCost(handlers)),
+          })
+        : undefined,
+    warnNoQStash: once(() =>
+      log({
+        level: "warn",
+        event: "qstash_not_configured",
+        message:
+          "A topic pushes via QStash, but QSTASH_URL, QSTASH_TOKEN, the signing keys or " +
+          "DQ_PUBLIC_URL are not set: delivering directly",
+      }),
+    ),
+  };
+  const loops = new WeakMap<Run, RunLoop>();
+  const loopOf = (run: Run) => {
+    let loop = loops.get(run);
+    if (!loop) {
+      loop = new RunLoop(run, deps);
+      loops.set(run, loop);
+    }
+    return loop;
+  };
+  return {
+    drain: (run, work) => loopOf(run).drain(work),
+    async settle(run, { id, receipt, attempt }) {
+      // A QStash answer: the job may be due again before the next tick.
+      const settled = await settleDelivery(deps, run, {
+        id,
+        receipt,
+        attempt,
+        windowMs: CLAIM_AHEAD_MS,
+      });
+      return { settled: settled.meta !== undefined, work: settled.work };
+    },
+    async cancel(messageId) {
+      await options.qstash?.cancel(messageId);
+    },
+    qstash: qstash?.client,
+    handOff: deps.handOff,
+  };
 }
 
 /**
@@ -55,252 +155,19 @@ function routeOf(
   return { fetch: destinations.fetch ?? options.fetch };
 }
 
-export function createDispatcher(options: DispatcherOptions): Dispatcher {
-  const clock = options.clock ?? Date.now;
-  const scripts = createScriptRunner(options.redis, options.prefix, options.retentionMs);
-  const limit = options.subrequests ?? 1000;
-  const newBudget = () => createBudget(limit);
-  const batch = options.batch ?? 500;
-  const { log } = options;
-  let warnedNoQStash = false;
-  const warnNoQStash = () => {
-    if (warnedNoQStash) return;
-    warnedNoQStash = true;
-    log({
-      level: "warn",
-      event: "qstash_not_configured",
-      message:
-        "A topic pushes via QStash, but QSTASH_URL, QSTASH_TOKEN, the signing keys or " +
-        "DQ_PUBLIC_URL are not set: delivering directly",
-    });
-  };
+/**
+ * Jobs a fresh run takes: its budget, less what a request keeps for itself and its claims'
+ * own calls, at the worst cost of a job.
+ */
+function runCapacity(subrequests: number, worst: number): number {
+  return Math.max(1, Math.floor((subrequests - 10) / worst));
+}
 
-  /** Settles a delivery; answers the job's record after it, or undefined (reservation over). */
-  async function settleOne(
-    id: string,
-    receipt: string,
-    attempt: Attempt,
-  ): Promise<RecordMeta | undefined> {
-    const { settlement } = attempt;
-    const reply = await scripts.run(settle, clock(), [
-      id,
-      receipt,
-      settlement.outcome,
-      "delayMs" in settlement && settlement.delayMs !== undefined ? settlement.delayMs : "",
-      attempt.status,
-      recordText(attempt.error ?? ""),
-    ]);
-    if (reply.code !== "ok") return undefined;
-    const { meta } = splitRecord(reply.value);
-    options.count?.("delayq_deliveries_total", { topic: meta.topic, outcome: settlement.outcome });
-    return meta;
-  }
-
-  /**
-   * A job its receiver gave back (retry) due within `window` is claimed again by the run that
-   * settled it, from the same budget, not left for the next tick; at most MAX_FOLLOW_UPS such
-   * runs in a chain.
-   */
-  function followUp(meta: RecordMeta | undefined, window: number, depth: number, budget: Budget) {
-    if (meta?.state !== "waiting" || depth >= MAX_FOLLOW_UPS) return undefined;
-    const now = clock();
-    if (meta.due > now + window) return undefined;
-    return runDispatch({ now, horizon: now + window, topic: meta.topic, budget }, depth + 1).catch(
-      (error: unknown) => {
-        log({ level: "error", event: "push_failed", topic: meta.topic, message: messageOf(error) });
-      },
-    );
-  }
-
-  /** Runs an internal job at its due time (never before), giving back what it did not spend. */
-  async function runInternal(job: Claimed["internal"][number], budget: Budget): Promise<void> {
-    await until(job.meta.due, clock);
-    try {
-      const used = await job.handler.run(job.meta, job.body, budget);
-      budget.giveBack(job.handler.subrequests - used);
-    } catch (error) {
-      log({
-        level: "error",
-        event: "internal_job_failed",
-        id: job.meta.id,
-        message: messageOf(error),
-      });
-    }
-  }
-
-  /**
-   * Delivers the parcels due at `due` (never before). A claim made ahead of the due time is looked
-   * at again once it comes, in one call for the group: a job deleted (or settled) meanwhile is
-   * not sent, so a delete acknowledged before the due time always wins. Each parcel took a look
-   * from the budget: the group gives back all but the one it made.
-   */
-  async function deliverGroup(
-    due: number,
-    parcels: Parcel[],
-    report: DispatchReport,
-    depth: number,
-    budget: Budget,
-  ) {
-    let send = parcels;
-    if (due > clock()) {
-      budget.giveBack(parcels.length - 1);
-      await until(due, clock);
-      const pairs = parcels.flatMap((parcel) => [parcel.meta.id, parcel.meta.receipt ?? ""]);
-      const held = await lookAgain(pairs, leaseEndOf(parcels), budget);
-      send = parcels.filter((_, i) => held[i]);
-      budget.giveBack(COST_AFTER_LOOK * (parcels.length - send.length));
-    } else {
-      budget.giveBack(parcels.length);
-    }
-    await Promise.all(
-      send.map((parcel) =>
-        deliver(parcel, report, depth, budget).catch((error: unknown) => {
-          log({
-            level: "error",
-            event: "push_settle_failed",
-            id: parcel.meta.id,
-            message: messageOf(error),
-          });
-        }),
-      ),
-    );
-  }
-
-  /**
-   * stillHeld for jobs about to be sent. A failure (Redis down for a moment) is tried again every
-   * LOOK_RETRY_MS while the leases last and the budget pays, so a short outage delays the jobs
-   * by about its length rather than by their TTR (their leases would bring them back, an attempt
-   * spent and never sent).
-   */
-  async function lookAgain(pairs: string[], leaseEnd: number, budget: Budget): Promise<boolean[]> {
-    for (;;) {
-      try {
-        return await scripts.run(stillHeld, clock(), pairs);
-      } catch (error) {
-        if (clock() + LOOK_RETRY_MS >= leaseEnd || !budget.take(1)) throw error;
-        log({ level: "warn", event: "push_check_retried", message: messageOf(error) });
-        await until(clock() + LOOK_RETRY_MS, clock);
-      }
-    }
-  }
-
-  async function deliver(
-    parcel: Parcel,
-    report: DispatchReport,
-    depth: number,
-    budget: Budget,
-  ): Promise<void> {
-    const route = routeOf(options, parcel.meta.topic, parcel.push.url);
-    const attempt = await deliverDirect(parcel, { ...route, now: clock });
-    if (attempt.settlement.outcome === "fail") {
-      report.failed += 1;
-      log({
-        level: "warn",
-        event: "push_failed",
-        topic: parcel.meta.topic,
-        id: parcel.meta.id,
-        status: attempt.status,
-        error: attempt.error,
-      });
-    } else {
-      report.delivered += 1;
-    }
-    const meta = await settleOne(parcel.meta.id, parcel.meta.receipt ?? "", attempt);
-    await followUp(meta, DIRECT_WINDOW_MS, depth, budget);
-  }
-
-  /** Publishes the QStash jobs (their cost taken at the claim) and records their message ids. */
-  async function publish(parcels: Parcel[], report: DispatchReport, budget: Budget) {
-    const qstash = options.qstash as QStash;
-    const ids = await qstash.publish(parcels, options.publicUrl as string, clock());
-    report.published += ids.length;
-    const triples = parcels.flatMap((parcel, i) => [
-      parcel.meta.id,
-      parcel.meta.receipt ?? "",
-      ids[i] ?? "",
-    ]);
-    const stale = await scripts.run(published, clock(), triples);
-    for (const messageId of stale) {
-      // Rare (the job ended while it was published): a cancel the budget cannot pay for is not
-      // made; the message's delivery is then answered to a reservation that is over (ignored).
-      if (budget.take(1)) await qstash.cancel(messageId);
-      else
-        log({ level: "warn", event: "qstash_cancel_skipped", message: "subrequest budget spent" });
-    }
-  }
-
-  async function runDispatch(
-    { now, horizon = now + CLAIM_AHEAD_MS, topic, budget = newBudget() }: RunOptions,
-    depth: number,
-    onClaimed?: () => void,
-  ): Promise<DispatchReport> {
-    const claimed = await claimDue(
-      {
-        scripts,
-        budget,
-        batch,
-        internal: options.internal,
-        qstash: options.qstash !== undefined && options.publicUrl !== undefined,
-        refused: (topic, url) => routeOf(options, topic, url).refused !== undefined,
-        log,
-        warnNoQStash,
-      },
-      { now, horizon, topic },
-    ).finally(() => onClaimed?.());
-    const report: DispatchReport = {
-      claimed: claimed.claimed,
-      delivered: 0,
-      failed: 0,
-      published: 0,
-      more: claimed.more,
-    };
-    const byDue = new Map<number, Parcel[]>();
-    for (const parcel of claimed.direct) {
-      const group = byDue.get(parcel.meta.due);
-      if (group) group.push(parcel);
-      else byDue.set(parcel.meta.due, [parcel]);
-    }
-    const work: Promise<void>[] = [...byDue].map(([due, parcels]) =>
-      deliverGroup(due, parcels, report, depth, budget).catch((error: unknown) => {
-        // Not looked at again (Redis failed): not sent; the leases bring the jobs back.
-        log({ level: "error", event: "push_check_failed", message: messageOf(error) });
-      }),
-    );
-    if (claimed.viaQStash.length > 0) {
-      work.push(
-        publish(claimed.viaQStash, report, budget).catch((error: unknown) => {
-          // Not published (or not recorded): the leases bring the jobs back for another try.
-          log({ level: "error", event: "qstash_publish_failed", message: messageOf(error) });
-        }),
-      );
-    }
-    for (const job of claimed.internal) work.push(runInternal(job, budget));
-    await Promise.all(work);
-    return report;
-  }
-
-  const soon = coalesced((topic, windowMs, budget, claimed) => {
-    const now = clock();
-    return runDispatch({ now, horizon: now + windowMs, topic, budget }, 0, claimed);
-  });
-
-  return {
-    qstash: options.qstash,
-    run: (args) => runDispatch(args, 0, args.onClaimed),
-    soon: (topic, windowMs, budget = newBudget()) => soon(topic, windowMs, budget),
-    async settle(id, receipt, attempt, defer, budget = newBudget()) {
-      const meta = await settleOne(id, receipt, attempt);
-      // A QStash answer: the job may be due again before the next tick.
-      const again = followUp(meta, CLAIM_AHEAD_MS, 0, budget);
-      if (again !== undefined && defer) defer(again);
-      else await again;
-      return meta !== undefined;
-    },
-    sendNotices: (most = 50, budget = newBudget()) =>
-      sendNotices(scripts, clock, (topic, url) => routeOf(options, topic, url), log, most, budget),
-    async cancel(messageId) {
-      await options.qstash?.cancel(messageId);
-    },
-    budget: newBudget,
+function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
   };
 }

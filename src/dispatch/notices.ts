@@ -3,34 +3,23 @@
 // that URL. Each round shares its room between the topics with notices waiting (scripts/push.ts:
 // notices).
 import type { PushConfig } from "../domain/push";
-import type { Logger } from "../log";
-import {
-  NOTICE_RETRY_MS,
-  notices,
-  renotice,
-  renoticeArgs,
-  type Unsent,
-} from "../redis/lua/scripts/push";
 import { splitRecord } from "../redis/record";
-import type { ScriptRunner } from "../redis/runner";
-import type { Budget } from "./budget";
-import { type Route, sendNotice } from "./delivery";
+import { NOTICE_RETRY_MS, renoticeArgs, type Unsent } from "../redis/replies";
+import type { Run } from "../run/run";
+import { sendNotice } from "./delivery";
+import type { DispatchDeps } from "./deps";
 
 /**
- * Sends up to `limit` queued failure notices, as many as `budget` pays for (the take, a POST each,
- * and the giving back of those not sent); answers how many went out.
+ * Sends up to `limit` queued failure notices, as many as the run's budget pays for (the take, a
+ * POST each, and the giving back of those not sent); answers how many went out. Its budget is
+ * taken at once, before the first await.
  */
-export async function sendNotices(
-  scripts: ScriptRunner,
-  clock: () => number,
-  routeOf: (topic: string, url: string) => Route,
-  log: Logger,
-  limit: number,
-  budget: Budget,
-): Promise<number> {
+export async function sendNotices(run: Run, deps: DispatchDeps, limit: number): Promise<number> {
+  const { budget, clock, log } = run;
+  const { scripts } = deps;
   const most = Math.min(limit, budget.left() - 2);
   if (most <= 0 || !budget.take(most + 2)) return 0;
-  const taken = await scripts.run(notices, clock(), [most, NOTICE_RETRY_MS]);
+  const taken = await scripts.run("notices", clock(), [most, NOTICE_RETRY_MS]);
   const failedAt = clock();
   const unsent: Unsent = new Map();
   let sent = 0;
@@ -51,7 +40,7 @@ export async function sendNotices(
       const { meta, body } = splitRecord(notice.record);
       const push = (JSON.parse(notice.config || "{}") as { push?: PushConfig }).push;
       if (!push?.failureUrl || meta.state !== "dead") return;
-      const route = routeOf(meta.topic, push.failureUrl);
+      const route = deps.route(meta.topic, push.failureUrl);
       if (route.refused) {
         // Sending it again would be refused again: dropped, and said once.
         log({
@@ -78,7 +67,7 @@ export async function sendNotices(
     }),
   );
   budget.giveBack(most - posted);
-  if (unsent.size > 0) await scripts.run(renotice, clock(), renoticeArgs(unsent));
+  if (unsent.size > 0) await scripts.run("renotice", clock(), renoticeArgs(unsent));
   else budget.giveBack(1);
   return sent;
 }

@@ -23,6 +23,14 @@ export type QStashSettings = {
   timeoutMs?: number;
 };
 
+/** Where QStash starts a run a hand-off asked for: delayq's own route (src/dispatch/hand-off.ts). */
+export function continueUrl(publicUrl: string): string {
+  return `${publicUrl.replace(/\/+$/, "")}/v1/qstash/continue`;
+}
+
+/** The body of a hand-off's message: the topic its run claims (null: every push topic). */
+export type ContinueBody = { topic: string | null };
+
 /** Where QStash reports an answer: delayq's own callback route, naming the reservation. */
 export function callbackUrl(publicUrl: string, id: string, receipt: string): string {
   const base = publicUrl.replace(/\/+$/, "");
@@ -32,6 +40,16 @@ export function callbackUrl(publicUrl: string, id: string, receipt: string): str
 export type QStash = {
   /** Publishes claimed jobs, each at its due second (rounded up); answers their message ids. */
   publish(parcels: readonly Parcel[], publicUrl: string, now: number): Promise<string[]>;
+  /**
+   * Asks QStash for `runs` fresh invocations of delayq (POST /v1/qstash/continue), at
+   * `notBefore` (unix ms) or now, each to claim `topic`'s jobs (or every push topic's).
+   */
+  publishRuns(request: {
+    publicUrl: string;
+    runs: number;
+    topic?: string;
+    notBefore?: number;
+  }): Promise<void>;
   /** Cancels a message not yet delivered; one already gone is fine. */
   cancel(messageId: string): Promise<void>;
   /** Whether a callback's `Upstash-Signature` signs its raw body for that URL. */
@@ -85,6 +103,20 @@ export function createQStash(settings: QStashSettings): QStash {
         }
       }
       return ids;
+    },
+    async publishRuns({ publicUrl, runs, topic, notBefore }) {
+      const body: ContinueBody = { topic: topic ?? null };
+      const message = {
+        url: continueUrl(publicUrl),
+        body: JSON.stringify(body),
+        headers: { "content-type": "application/json" },
+        // Early is fine (the run waits for each job's due time): rounded down.
+        ...(notBefore === undefined ? {} : { notBefore: Math.floor(notBefore / 1000) }),
+        retries: 2,
+      };
+      for (let i = 0; i < runs; i += QSTASH_BATCH) {
+        await client.batch(Array.from({ length: Math.min(QSTASH_BATCH, runs - i) }, () => message));
+      }
     },
     async cancel(messageId) {
       // QStash's own `DELETE /v2/messages/{id}`, not the SDK's messages.delete: the SDK writes

@@ -9,6 +9,17 @@ export const DEFAULT_PUSH_TIMEOUT_SECONDS = 15;
 export const MAX_RETRY_AFTER_SECONDS = 86_400;
 /** Headers a push config may add to each delivery. */
 export const MAX_PUSH_HEADERS = 10;
+/**
+ * How far ahead of their due time push jobs are claimed, ms: a tick claims what falls due before
+ * the next one (the cron comes every minute), and delivers it at its due time, never before.
+ */
+export const CLAIM_AHEAD_MS = 65_000;
+/**
+ * How far ahead a run that is not a tick (a request, a QStash callback or hand-off) claims, ms: a
+ * direct job due this soon after the request that wrote it is delivered by that request. A
+ * Worker keeps a request's deferred work for 30 s after its answer.
+ */
+export const DIRECT_WINDOW_MS = 25_000;
 
 const HttpUrl = z
   .string()

@@ -1,9 +1,11 @@
 // The Hono app: the v1 API, the command protocol, auth, health and the OpenAPI document.
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import type { DestinationPolicy } from "../domain/destinations";
 import { jsonLogger, type Logger } from "../log";
 import type { Counters } from "../metrics/counters";
 import type { DelayQueue } from "../queue";
+import { createRun, type Run } from "../run/run";
 import { bearerAuth, type TokenSet } from "./auth";
 import { DEFAULT_MAX_REQUEST_BYTES, jsonBodies } from "./body";
 import type { AppEnv } from "./context";
@@ -41,6 +43,12 @@ export type AppOptions = {
   payments?: PaymentRouteOptions;
   /** Which topics push to public addresses only (DQ_PRIVATE_PUSH). @default none */
   destinations?: DestinationPolicy;
+  /**
+   * Makes the run of a request its entry point did not give one (`app.request()`, an embedding
+   * app): `waitUntil` is the request's ExecutionContext's, when it has one.
+   * @default a run of 1000 subrequests, for 30 s
+   */
+  newRun?: (request: { path: string; waitUntil?: (work: Promise<unknown>) => void }) => Run;
 };
 
 /** Builds the app from its dependencies; it holds no state of its own. */
@@ -56,6 +64,20 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     ),
   );
 
+  const newRun =
+    options.newRun ??
+    ((request) =>
+      createRun({
+        subrequests: 1000,
+        lifetimeMs: 30_000,
+        log,
+        waitUntil: request.waitUntil,
+        label: { path: request.path },
+      }));
+  app.use("*", async (c, next) => {
+    c.set("run", c.env?.run ?? newRun({ path: c.req.path, waitUntil: waitUntilOf(c) }));
+    await next();
+  });
   // Before the bearer auth: QStash authenticates its callbacks with their signature.
   if (options.push) pushRoutes(app, options.push);
   if (options.payments) notifyRoutes(app, options.payments);
@@ -78,4 +100,14 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   opsRoutes(app, { ...options, log });
   compatRoutes(app, { ...options, log });
   return app;
+}
+
+/** The request's ExecutionContext's waitUntil (a Worker's); none on Node. */
+function waitUntilOf(c: Context<AppEnv>): ((work: Promise<unknown>) => void) | undefined {
+  try {
+    const ctx = c.executionCtx;
+    return (work) => ctx.waitUntil(work);
+  } catch {
+    return undefined; // Node: no ExecutionContext, and none is needed
+  }
 }

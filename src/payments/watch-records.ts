@@ -3,7 +3,7 @@
 import { DelayqError } from "../domain/errors";
 import type { Payment } from "../domain/payments";
 import { RawJson } from "../domain/raw-json";
-import type { WatchRecord } from "../redis/lua/scripts/payments";
+import type { WatchRecord } from "../redis/replies";
 import type { Spec } from "./watch-types";
 
 /** A watch's id: 26 base32 characters of SHA-256 over (provider, account, out_trade_no). */

@@ -1,16 +1,16 @@
 // Shapes shared by the payment watch files: the service's options, a watch's spec, a conclusion.
 
-import type { Budget } from "../dispatch/budget";
 import type { ProviderName } from "../domain/payments";
 import type { Backoff } from "../domain/schemas";
-import type { Logger } from "../log";
 import type { ScriptRunner } from "../redis/runner";
 import type { AlipayAccount, WechatPayAccount } from "./accounts";
 import type { ProviderAnswer, ProviderOptions } from "./provider";
 
 export type PaymentsOptions = {
+  /** The service's one script runner. */
   scripts: ScriptRunner;
-  clock: () => number;
+  /** The clock of reads (a watch, the listing). Starts, polls and notifications use their run's. */
+  clock?: () => number;
   alipay: ReadonlyMap<string, AlipayAccount>;
   wechatpay: ReadonlyMap<string, WechatPayAccount>;
   /** How providers are called (a fetch of tests, a timeout). */
@@ -19,23 +19,8 @@ export type PaymentsOptions = {
   minPollMs?: number;
   /** Defaults of outcome jobs in topics that set none. */
   defaults: { ttrMs: number; maxAttempts: number };
-  log: Logger;
   /** Counts polls: `delayq_polls_total{provider,outcome}`. */
   count?: (provider: string, outcome: string) => void;
-  /**
-   * Called with the notify topics after an outcome, to deliver push topics at once. The work it
-   * answers is awaited by a poll (which runs inside an invocation's waitUntil already) and handed
-   * to a notification's `defer` (the request's waitUntil), so a Worker does not cut it off. It
-   * spends from `budget`, the invocation's (a fresh one when the caller has none).
-   */
-  onOutcome?: (topics: readonly string[], budget?: Budget) => Promise<unknown>;
-  /**
-   * Claims and runs the polls due within the next seconds (the dispatcher, for __payments):
-   * called after a watch starts and after a poll that did not end it, so that a poll due before
-   * the next tick still comes on time. A poll passes the budget of the run that handed it over,
-   * so the polls it leads to are paid from the same invocation's subrequests.
-   */
-  pollSoon?: (budget?: Budget) => Promise<unknown>;
 };
 
 /**

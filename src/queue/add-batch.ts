@@ -3,8 +3,8 @@ import { DelayqError, parseInput } from "../domain/errors";
 import { RawJson } from "../domain/raw-json";
 import type { AddResult, BatchItemResult } from "../domain/results";
 import { AddJobInput, MAX_DELAY_SECONDS } from "../domain/schemas";
-import { type AddReply, add } from "../redis/lua/scripts/add";
 import { decodeRecord } from "../redis/record";
+import type { AddReply } from "../redis/replies";
 import type { ScriptRunner } from "../redis/runner";
 import { scriptError } from "./errors";
 
@@ -133,7 +133,7 @@ export async function runAdds(
   const pushed: PushedTopic[] = [];
   for (const request of requests) {
     const replies = await Promise.all(
-      request.map((slice) => scripts.run(add, now, addArgs(defaults, slice))),
+      request.map((slice) => scripts.run("add", now, addArgs(defaults, slice))),
     );
     for (const reply of replies) {
       for (const { code, record } of reply.jobs) {

@@ -26,9 +26,6 @@ import {
 } from "../domain/schemas";
 import { scopeAllows, scopeToLua, type TopicScope } from "../domain/scope";
 import { messageOf } from "../log";
-import { deleteDead, kick } from "../redis/lua/scripts/dead-letter";
-import { deleteJob } from "../redis/lua/scripts/delete";
-import { tick } from "../redis/lua/scripts/tick";
 import { redisError } from "../redis/runner";
 import { prepareAdd, prepareBatch, runAdds } from "./add-batch";
 import { type HeldVerb, scriptError } from "./errors";
@@ -264,7 +261,7 @@ export class DelayQueue {
   /** Deletes a job in any state; it is never handed out afterwards. */
   async delete(id: string): Promise<void> {
     parseInput(JobId, id, "job id");
-    const { code, messageId } = await this.shared.scripts.run(deleteJob, this.shared.clock(), [
+    const { code, messageId } = await this.shared.scripts.run("delete", this.shared.clock(), [
       id,
       this.luaScope,
     ]);
@@ -285,7 +282,7 @@ export class DelayQueue {
 
   /** Moves dead jobs back to ready with attempts reset: the given ids, or the `count` oldest. */
   async kick(topic: string, options: { ids?: string[]; count?: number } = {}): Promise<number> {
-    const kicked = await this.deadLetter(kick, topic, options);
+    const kicked = await this.deadLetter("kick", topic, options);
     if (kicked > 0) this.shared.wakeups.offer(topic, kicked);
     return kicked;
   }
@@ -295,7 +292,7 @@ export class DelayQueue {
     topic: string,
     options: { ids?: string[]; count?: number } = {},
   ): Promise<number> {
-    return this.deadLetter(deleteDead, topic, options);
+    return this.deadLetter("deleteDead", topic, options);
   }
 
   /** A page of a topic's jobs in one state. Pass the returned cursor to get the next page. */
@@ -375,7 +372,7 @@ export class DelayQueue {
    * `more` says whether work is left. Safe to run concurrently: each slice is one atomic script.
    */
   async tickSlice(now: number = this.shared.clock()): Promise<TickSlice> {
-    return this.shared.scripts.run(tick, now, [TICK_SLICE.jobs, TICK_SLICE.topics]);
+    return this.shared.scripts.run("tick", now, [TICK_SLICE.jobs, TICK_SLICE.topics]);
   }
 
   /** Validates a topic name and checks this view may act on it. */
@@ -396,7 +393,7 @@ export class DelayQueue {
   }
 
   private async deadLetter(
-    script: typeof kick,
+    script: "kick" | "deleteDead",
     topic: string,
     options: { ids?: string[]; count?: number },
   ): Promise<number> {

@@ -2,8 +2,8 @@
 import { DelayqError, parseInput } from "../domain/errors";
 import type { FinishItemResult } from "../domain/results";
 import { FinishItem, type Job, JobId, MAX_POP } from "../domain/schemas";
-import { bury, finish, type HeldReply, release, touch } from "../redis/lua/scripts/held";
 import { decodeRecord } from "../redis/record";
+import type { HeldReply } from "../redis/replies";
 import { type HeldVerb, scriptError } from "./errors";
 import type { Shared } from "./options";
 
@@ -16,8 +16,7 @@ export async function runHeld(
 ): Promise<Job> {
   parseInput(JobId, id, "job id");
   const now = shared.clock();
-  const script = { touch, release, bury }[verb];
-  const reply: HeldReply = await shared.scripts.run(script, now, [id, ...args]);
+  const reply: HeldReply = await shared.scripts.run(verb, now, [id, ...args]);
   if (reply.code !== "ok") throw scriptError(reply.code, { id, state: reply.value, verb });
   return decodeRecord(reply.value, now, shared.rawBodies);
 }
@@ -30,7 +29,7 @@ export async function finishOne(
   receipt: string,
 ): Promise<void> {
   parseInput(JobId, id, "job id");
-  const [reply] = await shared.scripts.run(finish, shared.clock(), [scope, id, receipt]);
+  const [reply] = await shared.scripts.run("finish", shared.clock(), [scope, id, receipt]);
   if (reply && reply.code !== "ok") {
     throw scriptError(reply.code, { id, state: reply.value, verb: "finish" });
   }
@@ -48,7 +47,7 @@ export async function finishMany(
 ): Promise<FinishItemResult[]> {
   const list = finishList(scope, inputs);
   if (list.args.length === 1) return list.results;
-  return list.decided(await shared.scripts.run(finish, shared.clock(), list.args));
+  return list.decided(await shared.scripts.run("finish", shared.clock(), list.args));
 }
 
 /** Jobs to finish, checked: a script's arguments and how to read its answers (finish, pop). */

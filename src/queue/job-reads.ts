@@ -3,8 +3,6 @@ import { parseInput } from "../domain/errors";
 import type { JobPage } from "../domain/results";
 import { type Job, JobId, type ListableState, ListInput } from "../domain/schemas";
 import { scopeAllows, type TopicScope } from "../domain/scope";
-import { getJob } from "../redis/lua/scripts/get";
-import { list } from "../redis/lua/scripts/list";
 import { decodeRecord } from "../redis/record";
 import { notFound } from "./errors";
 import type { Shared } from "./options";
@@ -13,7 +11,7 @@ import type { Shared } from "./options";
 export async function readJob(shared: Shared, scope: TopicScope, id: string): Promise<Job> {
   parseInput(JobId, id, "job id");
   const now = shared.clock();
-  const raw = await shared.scripts.run(getJob, now, [id]);
+  const raw = await shared.scripts.run("get", now, [id]);
   if (raw === undefined) throw notFound(id);
   const job = decodeRecord(raw, now, shared.rawBodies);
   if (!scopeAllows(scope, job.topic)) throw notFound(id);
@@ -28,7 +26,7 @@ export async function readJobPage(
 ): Promise<JobPage> {
   const { state, cursor, limit } = parseInput(ListInput, options);
   const now = shared.clock();
-  const page = await shared.scripts.run(list, now, [topic, state, cursor ?? "", limit]);
+  const page = await shared.scripts.run("list", now, [topic, state, cursor ?? "", limit]);
   const jobs = page.records.map((raw) => decodeRecord(raw, now, shared.rawBodies));
   return page.cursor === undefined ? { jobs } : { jobs, cursor: page.cursor };
 }

@@ -1,7 +1,7 @@
 // Long-polling pop: waiting until a topic may have a job, cheaply, without a thundering herd, and
 // without one request ever resolving another's promise (Workers forbid it, issue 8.1).
 
-import { LISTEN_REFRESH_MS } from "../redis/lua/lib/topic";
+import { LISTEN_REFRESH_MS } from "../redis/replies";
 import type { RedisClient } from "../redis/runner";
 import { redisError } from "../redis/runner";
 

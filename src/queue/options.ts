@@ -16,6 +16,12 @@ import { Wakeups } from "./long-poll";
 export type DelayQueueOptions = {
   /** An `@upstash/redis` client (`Redis` from "@upstash/redis" or "@upstash/redis/cloudflare"). */
   redis: RedisClient;
+  /**
+   * The runner of delayq's scripts over `redis`, when the queue shares it with the rest of a
+   * service (the dispatcher, payment watches): one runner loads the scripts once for all.
+   * It must have the same prefix and retention. @default a runner of the queue's own
+   */
+  scripts?: ScriptRunner;
   /** Key prefix; every key lives under the Redis Cluster hash tag `{prefix}`. @default "dq" */
   prefix?: string;
   /** The clock, unix ms. Every script gets `now` from it. @default Date.now */
@@ -91,7 +97,8 @@ export function share(options: DelayQueueOptions): Shared {
   const retention = options.retention ?? DEFAULT_RETENTION_SECONDS;
   return {
     redis: options.redis,
-    scripts: createScriptRunner(options.redis, prefix, Math.round(retention * 1000)),
+    scripts:
+      options.scripts ?? createScriptRunner(options.redis, prefix, Math.round(retention * 1000)),
     keys: keys(prefix),
     clock: options.clock ?? Date.now,
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,

@@ -1,8 +1,7 @@
 // Popping: one pop script call per try, with the long-poll wait between tries.
 import type { Job } from "../domain/schemas";
-import type { HeldReply } from "../redis/lua/scripts/held";
-import { pop } from "../redis/lua/scripts/pop";
 import { decodeRecord } from "../redis/record";
+import type { HeldReply } from "../redis/replies";
 import { scriptError } from "./errors";
 import type { Drained } from "./long-poll";
 import type { Shared } from "./options";
@@ -52,7 +51,7 @@ export async function popJobs(
       const others = wakeups.waiting(topic) > 0 ? "1" : "";
       const snapshot = wakeups.snapshot(topic);
       const args = [topic, count, waitMs, others];
-      const reply = await scripts.run(pop, now, first ? [...args, ...finish] : args);
+      const reply = await scripts.run("pop", now, first ? [...args, ...finish] : args);
       if (first) finished = reply.finished;
       if ("pushTopic" in reply) throw scriptError("pushTopic", { id: topic });
       wakeups.popped(topic, "more" in reply && reply.more);

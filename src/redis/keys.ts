@@ -85,6 +85,12 @@ export const KEY_LAYOUT = {
    */
   noticing: "push:noticing",
   /**
+   * integer: how many push jobs the fresh runs asked for by hand-offs (scripts/push.ts: handOff)
+   * are still to take; each such run's first claim takes its share off. It expires a while after
+   * the last ask, so a run that never came is forgotten.
+   */
+  handOffs: "push:handoffs",
+  /**
    * list and list: where earlier versions kept every topic's notices and retries in one queue
    * (ids; `<due>|<first failure>|<id>`). The notices script moves what it finds there into the
    * topics' own lists, a round's room at a time.

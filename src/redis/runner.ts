@@ -47,13 +47,21 @@ export const REDIS_CLIENT_OPTIONS = {
   enableTelemetry: false,
 } as const;
 
+/** What the script `N` answers, parsed (its file documents it). */
+export type ReplyOf<N extends ScriptName> = (typeof SCRIPTS)[N] extends Script<infer R> ? R : never;
+
+/**
+ * The one way delayq runs its scripts: the queue, the dispatcher and payment watches share one
+ * runner per service, and name the script they run, so that nothing outside src/redis reaches
+ * into the Lua.
+ */
 export type ScriptRunner = {
-  /** Runs a script (EVALSHA, EVAL on NOSCRIPT) and parses its reply. */
-  run<Reply>(
-    script: Script<Reply>,
+  /** Runs script `name` (EVALSHA, EVAL on NOSCRIPT; or FCALL) and parses its reply. */
+  run<N extends ScriptName>(
+    name: N,
     now: number,
     args: readonly (string | number)[],
-  ): Promise<Reply>;
+  ): Promise<ReplyOf<N>>;
 };
 
 export function createScriptRunner(
@@ -90,9 +98,8 @@ export function createScriptRunner(
     return fns.call(fn, [k.schedule], argv);
   };
   return {
-    async run(script, now, args) {
+    async run(name, now, args) {
       const argv = [k.base, String(now), String(retentionMs), ...args.map(String)];
-      const name = script.name as ScriptName;
       let reply: unknown;
       let ran = false;
       try {
@@ -111,7 +118,7 @@ export function createScriptRunner(
       } catch (error) {
         throw redisError(error);
       }
-      return script.parse(reply);
+      return SCRIPTS[name].parse(reply) as ReplyOf<typeof name>;
     },
   };
 }

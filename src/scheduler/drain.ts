@@ -25,7 +25,8 @@ export type DrainReport = StepReport & {
 export function drainStep(queue: DelayQueue): SchedulerStep<DrainReport> {
   return {
     name: "drain",
-    async run({ now, until, budget }: StepContext): Promise<DrainReport> {
+    async run({ run, until }: StepContext): Promise<DrainReport> {
+      const { budget, startedAt: now } = run;
       const report: DrainReport = {
         promoted: 0,
         expired: 0,
@@ -36,7 +37,7 @@ export function drainStep(queue: DelayQueue): SchedulerStep<DrainReport> {
         noticesDue: false,
       };
       for (;;) {
-        if (budget && !budget.take(1)) {
+        if (!budget.take(1)) {
           report.more = true;
           return report;
         }

@@ -1,5 +1,7 @@
 // The scheduler room: createScheduler and its steps, and `tick` for embedding the library.
+import { silentLogger } from "../log";
 import type { DelayQueue } from "../queue";
+import { createRun } from "../run/run";
 import { type DrainReport, drainStep } from "./drain";
 
 export { type DrainReport, drainStep } from "./drain";
@@ -28,10 +30,14 @@ export type TickResult = DrainReport;
  * promote due jobs and take back expired leases until nothing is due or the budget is spent.
  */
 export async function tick(queue: DelayQueue, options: TickOptions = {}): Promise<TickResult> {
-  const now = options.now ?? queue.clock();
-  return drainStep(queue).run({
-    now,
-    until: Date.now() + (options.budgetMs ?? 20_000),
-    reports: {},
+  const budgetMs = options.budgetMs ?? 20_000;
+  // A run of its own: the embedding process has no subrequest limit.
+  const run = createRun({
+    clock: queue.clock,
+    startedAt: options.now ?? queue.clock(),
+    subrequests: Number.POSITIVE_INFINITY,
+    lifetimeMs: budgetMs,
+    log: silentLogger,
   });
+  return drainStep(queue).run({ run, until: Date.now() + budgetMs, reports: {} });
 }

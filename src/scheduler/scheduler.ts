@@ -1,27 +1,22 @@
-// The scheduler: what the cron does each tick, as steps sharing one time budget.
-import type { Budget } from "../dispatch/budget";
+// The scheduler: what the cron does each tick, as steps sharing one run (its clock, time and
+// subrequest budget).
 import { type Logger, messageOf, silentLogger } from "../log";
+import type { Run } from "../run/run";
 
 /** What a step reports: counts of what it did, and whether work was left when it stopped. */
 export type StepReport = { more: boolean; [count: string]: number | boolean };
 
 export type StepContext = {
-  /** The tick's time, unix ms (the cron's `scheduledTime`). */
-  now: number;
-  /** Stop starting new work after this moment (by Date.now()). */
+  /**
+   * The tick's run: its time (`startedAt`, the cron's `scheduledTime`), its subrequest budget
+   * shared by the steps and all the work they start, and `defer` for work that may outlive the
+   * tick (deliveries waiting for their due times).
+   */
+  run: Run;
+  /** Stop starting new slices after this moment (by Date.now()). */
   until: number;
   /** What the steps before this one reported in this tick. */
   reports: Readonly<Record<string, StepReport>>;
-  /**
-   * Hands work that may outlive the tick (deliveries waiting for their due times) to the
-   * runtime: a Worker's `waitUntil`. Without it the step awaits that work itself.
-   */
-  defer?: (work: Promise<unknown>) => void;
-  /**
-   * The invocation's subrequest budget, shared by the steps and all the work they start (the
-   * deferred included); what it cannot pay for stays due for the next tick. None: no limit.
-   */
-  budget?: Budget;
 };
 
 /** One kind of due work: draining delay buckets, delivering push jobs, polling payments. */
@@ -32,14 +27,10 @@ export type SchedulerStep<Report extends StepReport = StepReport> = {
 
 export type SchedulerOptions = {
   steps: readonly SchedulerStep[];
-  /** How long one tick may work, ms (shared by its steps, in order). @default 20000 */
+  /** How long one tick may start new slices, ms (shared by its steps, in order). @default 20000 */
   budgetMs?: number;
   /** @default silent */
   log?: Logger;
-  /** The clock when a tick is given no `now`. @default Date.now */
-  clock?: () => number;
-  /** Makes the budget of a tick that is given none (one invocation's). @default no limit */
-  budget?: () => Budget;
 };
 
 /** What a tick did, step by step. A step that failed reports `error` and the others still run. */
@@ -51,11 +42,8 @@ export type TickReport = {
 };
 
 export type Scheduler = {
-  tick(options?: {
-    now?: number;
-    defer?: StepContext["defer"];
-    budget?: StepContext["budget"];
-  }): Promise<TickReport>;
+  /** Runs the steps in `run`, the tick's invocation (its time is the run's `startedAt`). */
+  tick(run: Run): Promise<TickReport>;
 };
 
 /**
@@ -67,15 +55,14 @@ export type Scheduler = {
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const log = options.log ?? silentLogger;
   const budgetMs = options.budgetMs ?? 20_000;
-  const clock = options.clock ?? Date.now;
   return {
-    async tick({ now = clock(), defer, budget = options.budget?.() } = {}) {
+    async tick(run) {
       const until = Date.now() + budgetMs;
-      const report: TickReport = { now, steps: {}, more: false };
+      const report: TickReport = { now: run.startedAt, steps: {}, more: false };
       const reports: Record<string, StepReport> = {};
       for (const step of options.steps) {
         try {
-          const done = await step.run({ now, until, reports, defer, budget });
+          const done = await step.run({ run, until, reports });
           reports[step.name] = done;
           report.steps[step.name] = done;
           report.more ||= done.more;

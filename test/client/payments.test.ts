@@ -136,7 +136,7 @@ describe("payment watches", () => {
     let payment = await dq.getPayment("wechatpay", "sandbox", outTradeNo);
     while (payment.state === "polling" && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 250));
-      await service.scheduler.tick({ now: Date.now() });
+      await service.scheduler.tick(service.runs.tick({}));
       payment = await dq.getPayment("wechatpay", "sandbox", outTradeNo);
     }
     expect(payment).toMatchObject({

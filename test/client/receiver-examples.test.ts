@@ -103,7 +103,7 @@ describe.each(Object.keys(examples))("examples/%s", (file) => {
       body: `{"topic":"payments","id":"order-1042","body":${body}}`,
     });
     // Due now, so the add delivers it itself.
-    while (t.background.length > 0) await Promise.all(t.background.splice(0));
+    await t.settled();
     const { job } = (await t.call("GET", "/v1/jobs/order-1042")).json;
     expect(job).toMatchObject({ state: "finished", lastDelivery: { status: 200 } });
     expect(receiver.output()).toContain("job order-1042 of payments, attempt 1");

@@ -2,11 +2,9 @@
 // checked with node:crypto's HMAC, not with delayq's own verifier.
 import { createHmac } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { createBudget } from "../../src/dispatch/budget";
-import { createDispatcher } from "../../src/dispatch/dispatcher";
 import { DelayqError, tick } from "../../src/index";
-import { claim } from "../../src/redis/lua/scripts/push";
 import { createScriptRunner } from "../../src/redis/runner";
+import type { Run } from "../../src/run";
 import { pushStep } from "../../src/scheduler/push";
 import { type PushApp, type Receiver, startReceiver, testPushApp } from "../support/push";
 import { slotOf } from "../support/queue";
@@ -38,9 +36,7 @@ function expectSigned(header: string | string[] | undefined, body: string, secre
   expect(Math.abs(Number(t) - Date.now() / 1000)).toBeLessThan(120);
 }
 
-async function settled(app: PushApp) {
-  while (app.background.length > 0) await Promise.all(app.background.splice(0));
-}
+const settled = (app: PushApp) => app.settled();
 
 describe("direct delivery", () => {
   it("delivers jobs that waited in a pulled topic as soon as it is switched to push, not at the next tick", async () => {
@@ -200,12 +196,12 @@ describe("direct delivery", () => {
     stored.push.headers = { "X-Tenant": "a", "x-tenant": "b" };
     await app.redis.set(app.keys.config("p"), JSON.stringify(stored));
     await app.queue.add({ topic: "p", id: "h1" });
-    await app.dispatcher.run({ now: Date.now() });
+    await app.push();
     const [got] = await app.receiver.waitFor(1);
     expect(got?.headers["x-tenant"]).toBe("b");
   });
 
-  it("tells failureUrl, signed, when a job dies", async () => {
+  it("tells failureUrl, signed, from the run in which the job died, not a tick later", async () => {
     const failures = await startReceiver();
     receivers.push(failures);
     const app = await setup();
@@ -221,19 +217,19 @@ describe("direct delivery", () => {
     });
     app.receiver.answer(() => ({ status: 500 }));
     await app.call("POST", "/v1/jobs", { body: { topic: "p", id: "doomed", body: { n: 7 } } });
+    // The add's own run delivers the job, which dies, and tells failureUrl: no tick runs here.
     await settled(app);
     expect((await app.call("GET", "/v1/jobs/doomed")).json.job).toMatchObject({
       state: "dead",
       deadReason: "attempts",
     });
-    expect(await app.dispatcher.sendNotices()).toBe(1);
-    const [notice] = await failures.waitFor(1);
+    const [notice] = await failures.waitFor(1, 100);
     expect(notice?.body).toBe(
       '{"id":"doomed","topic":"p","body":{"n":7},"attempts":1,"reason":"attempts","lastStatus":500}',
     );
     expectSigned(notice?.headers["delayq-signature"], notice?.body as string);
     // Sent once: the queue of notices is empty now.
-    expect(await app.dispatcher.sendNotices()).toBe(0);
+    expect(await app.notices()).toBe(0);
   });
 
   it("keeps a notice for later when failureUrl is down", async () => {
@@ -245,12 +241,11 @@ describe("direct delivery", () => {
       body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url } },
     });
     await buryOne(app, "p", "n1");
-    expect(await app.dispatcher.sendNotices()).toBe(0);
+    expect(await app.notices()).toBe(0);
     failures.answer(() => ({ status: 200 }));
     // Tried again once its minute has passed, not before.
-    expect(await app.dispatcher.sendNotices()).toBe(0);
-    const minuteOn = dispatcherAt(app, 61_000);
-    expect(await minuteOn.sendNotices()).toBe(1);
+    expect(await app.notices()).toBe(0);
+    expect(await app.notices(undefined, { aheadMs: 61_000 })).toBe(1);
     expect(failures.received).toHaveLength(2);
   });
 
@@ -267,16 +262,15 @@ describe("direct delivery", () => {
     await configure("a", `${failing.url}/a`);
     await configure("b", `${working.url}/b`);
     const kill = (topic: string, id: string) => buryOne(app, topic, id);
-    const later = (ms: number) => dispatcherAt(app, ms);
     // Sent at once, so in any order.
     const sentTo = (receiver: Receiver) =>
       receiver.received.map((r) => JSON.parse(r.body).id as string).sort();
     for (const id of ["a1", "a2", "a3"]) await kill("a", id);
-    expect(await app.dispatcher.sendNotices(50)).toBe(0);
+    expect(await app.notices(50)).toBe(0);
     expect(sentTo(failing)).toEqual(["a1", "a2", "a3"]);
     // b's job dies after: its notice goes at once, a's wait out their minute.
     await kill("b", "b1");
-    expect(await app.dispatcher.sendNotices(50)).toBe(1);
+    expect(await app.notices(50)).toBe(1);
     expect(sentTo(working)).toEqual(["b1"]);
     expect(failing.received).toHaveLength(3);
     // Only retries wait: the ticks' sentinel waits with them, not every tick sooner.
@@ -285,13 +279,13 @@ describe("direct delivery", () => {
     // A minute on, with more new notices than room: b has waited longest and takes its part
     // (3 of 5) first, then a's due retries the rest.
     for (const id of ["b2", "b3", "b4", "b5", "b6"]) await kill("b", id);
-    expect(await later(61_000).sendNotices(5)).toBe(3);
+    expect(await app.notices(5, { aheadMs: 61_000 })).toBe(3);
     expect(sentTo(working)).toEqual(["b1", "b2", "b3", "b4"]);
     // Two of a's three retries (the first two that failed, in whatever order that was).
     expect(sentTo(failing)).toHaveLength(5);
     expect(new Set(sentTo(failing))).toEqual(new Set(["a1", "a2", "a3"]));
     // Three days after their first failure the failing ones are dropped, logged, not sent.
-    expect(await later(3 * 24 * 3600 * 1000).sendNotices(50)).toBe(2);
+    expect(await app.notices(50, { aheadMs: 3 * 24 * 3600 * 1000 })).toBe(2);
     expect(sentTo(working)).toEqual(["b1", "b2", "b3", "b4", "b5", "b6"]);
     expect(failing.received).toHaveLength(5);
     const expired = app.logs.filter((entry) => entry.event === "notice_expired");
@@ -326,11 +320,11 @@ describe("direct delivery", () => {
     // 30 of mass's jobs die, then one of calm's: a round of 10 sends calm's too.
     for (let i = 0; i < 30; i++) await kill("mass", `m${i}`);
     await kill("calm", "c1");
-    expect(await app.dispatcher.sendNotices(10)).toBe(1);
+    expect(await app.notices(10)).toBe(1);
     expect(quiet.received.map((r) => JSON.parse(r.body).id)).toEqual(["c1"]);
     expect(busy.received).toHaveLength(9);
     // The next round goes on with mass's new notices, not its retries (due in a minute).
-    expect(await app.dispatcher.sendNotices(10)).toBe(0);
+    expect(await app.notices(10)).toBe(0);
     expect(busy.received).toHaveLength(19);
     // A minute on, mass has 19 retries due and 11 new notices; calm's next notice failed once
     // too. calm's retry is sent in the first round, beside mass's.
@@ -340,14 +334,13 @@ describe("direct delivery", () => {
       },
     });
     await kill("calm", "c2");
-    expect(await app.dispatcher.sendNotices(10)).toBe(0);
+    expect(await app.notices(10)).toBe(0);
     const calmTries = () => busy.received.filter((r) => r.path === "/calm").length;
     expect(calmTries()).toBe(1);
     await app.call("PUT", "/v1/topics/calm", {
       body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: quiet.url } },
     });
-    const minuteOn = dispatcherAt(app, 61_000);
-    expect(await minuteOn.sendNotices(10)).toBe(1);
+    expect(await app.notices(10, { aheadMs: 61_000 })).toBe(1);
     expect(quiet.received.map((r) => JSON.parse(r.body).id)).toEqual(["c1", "c2"]);
   });
 
@@ -376,8 +369,8 @@ describe("direct delivery", () => {
         ]),
       );
     // Room for five: t5-t1 one each. Then t0, which waited, and t5-t2 in the order served.
-    expect(await app.dispatcher.sendNotices(5)).toBe(5);
-    expect(await app.dispatcher.sendNotices(5)).toBe(5);
+    expect(await app.notices(5)).toBe(5);
+    expect(await app.notices(5)).toBe(5);
     expect(sentOf()).toEqual({ t5: 2, t4: 2, t3: 2, t2: 2, t1: 1, t0: 1 });
   });
 
@@ -391,7 +384,7 @@ describe("direct delivery", () => {
     const kill = (topic: string, id: string) => buryOne(app, topic, id);
     for (let i = 0; i < 30; i++) await kill("quiet", `q${i}`);
     for (let i = 0; i < 12; i++) await kill("loud", `l${i}`);
-    expect(await app.dispatcher.sendNotices(10)).toBe(10);
+    expect(await app.notices(10)).toBe(10);
     expect(await app.redis.exists(app.keys.topicNotices("quiet"))).toBe(0);
     expect(await app.redis.zscore(app.keys.noticing, "quiet")).toBeNull();
   });
@@ -405,7 +398,6 @@ describe("direct delivery", () => {
       body: { push: { url: `${app.receiver.url}/hook`, secret: SECRET, failureUrl: failures.url } },
     });
     const kill = (id: string) => buryOne(app, "p", id);
-    const at = (ms: number) => dispatcherAt(app, ms);
     const ids = () => failures.received.map((r) => JSON.parse(r.body).id as string);
     // r1-r3 failed two minutes ago, so are due again since a minute (written as renotice would
     // have: the test's clock cannot go back). n1-n4 die now, after that.
@@ -420,10 +412,10 @@ describe("direct delivery", () => {
     }
     await app.redis.zadd(app.keys.noticing, { score: now - 60_000, member: "p" });
     for (const id of ["n1", "n2", "n3", "n4"]) await kill(id);
-    expect(await app.dispatcher.sendNotices(4)).toBe(0);
+    expect(await app.notices(4)).toBe(0);
     expect(ids().sort()).toEqual(["n1", "r1", "r2", "r3"]);
     // n2-n4 were queued before any retry is due again (n1 and the r's in a minute).
-    expect(await at(61_000).sendNotices(3)).toBe(0);
+    expect(await app.notices(3, { aheadMs: 61_000 })).toBe(0);
     expect(ids().slice(4).sort()).toEqual(["n2", "n3", "n4"]);
   });
 
@@ -440,8 +432,8 @@ describe("direct delivery", () => {
       await app.redis.rpush(app.keys.topicNoticeRetries("p"), `${now - 1}|${now - 60_000}|${id}`);
     }
     await app.redis.zadd(app.keys.noticing, { score: now - 1, member: "p" });
-    expect(await app.dispatcher.sendNotices(2)).toBe(2);
-    expect(await app.dispatcher.sendNotices(2)).toBe(2);
+    expect(await app.notices(2)).toBe(2);
+    expect(await app.notices(2)).toBe(2);
     expect(failures.received.map((r) => JSON.parse(r.body).id).sort()).toEqual(ids);
   });
 
@@ -462,28 +454,22 @@ describe("direct delivery", () => {
     await app.redis.rpush(`${base}push:notices`, "old1", "gone");
     await app.redis.rpush(`${base}push:notices:retry`, `${Date.now() - 1000}|${Date.now()}|old2`);
     await app.redis.del(app.keys.job("gone"));
-    expect(await app.dispatcher.sendNotices(50)).toBe(2);
+    expect(await app.notices(50)).toBe(2);
     expect(failures.received.map((r) => JSON.parse(r.body).id).sort()).toEqual(["old1", "old2"]);
     expect(await app.redis.exists(`${base}push:notices`, `${base}push:notices:retry`)).toBe(0);
     expect(await app.redis.zscore(app.keys.schedule, "~notices")).toBeNull();
   });
 });
 
-/** Adds a push job, claims it and buries it: it dies, and its failure notice is queued. */
+/**
+ * Adds a push job, claims it and buries it: it dies, and its failure notice is queued. The work
+ * the settle returns (telling failureUrl at once) is left undone, as by a run cut off there.
+ */
 async function buryOne(app: PushApp, topic: string, id: string) {
   const { receipt } = await claimOne(app, topic, id);
-  await app.dispatcher.settle(id, receipt, { settlement: { outcome: "bury" }, status: 200 });
-}
-
-/** A dispatcher on the app's Redis whose clock runs `ms` ahead; it logs into app.logs. */
-function dispatcherAt(app: PushApp, ms: number) {
-  return createDispatcher({
-    redis: app.redis,
-    prefix: app.keys.base.slice(1, -2),
-    retentionMs: 3_600_000,
-    log: (entry) => app.logs.push(entry),
-    clock: () => Date.now() + ms,
-  });
+  const bury = { settlement: { outcome: "bury" as const }, status: 200 };
+  const { work } = await app.dispatcher.settle(app.newRun(), { id, receipt, attempt: bury });
+  expect(work).toEqual([{ kind: "notices" }]);
 }
 
 /** Adds a push job due now and claims it with the claim script itself (no delivery). */
@@ -492,24 +478,17 @@ async function claimOne(app: PushApp, topic: string, id: string, ttrSeconds = 30
   await app.queue.add({ topic, id, ttr: ttrSeconds });
   await settled(app); // the add's own delivery attempt, if any
   const now = Date.now();
-  const claimed = await runner.run(claim, now, [now, 10, 10, "t", topic]);
+  const claimed = await runner.run("claim", now, [now, 10, 10, "t", topic, 0]);
   const job = await app.queue.get(id);
   return { claimed, receipt: job.receipt as string };
 }
 
 describe("the push step", () => {
-  const step = (
-    app: PushApp,
-    defer?: (work: Promise<unknown>) => void,
-    of = pushStep(app.dispatcher, (entry) => app.logs.push(entry)),
-  ) =>
-    of.run({
-      now: Date.now(),
-      until: Date.now() + 20_000,
-      reports: {},
-      budget: app.dispatcher.budget(),
-      defer,
-    });
+  /** A tick's push step in a run of its own; answers once the run's deferred work is done. */
+  const step = async (app: PushApp, run: Run = app.newRun()) => {
+    await pushStep(app.dispatcher).run({ run, until: Date.now() + 20_000, reports: {} });
+    await run.settled();
+  };
 
   it("claims before it sends failure notices: a failureUrl that hangs holds up no delivery", async () => {
     const slow = await startReceiver();
@@ -537,40 +516,33 @@ describe("the push step", () => {
     slow.answer(() => "hang");
     const app = await setup({ failureUrl: slow.url, timeout: 2 });
     const kill = (id: string) => buryOne(app, "p", id);
-    const tick = (ticks: ReturnType<typeof pushStep>, now = Date.now()) => {
-      const deferred: Promise<unknown>[] = [];
-      return ticks
-        .run({
-          now,
-          until: now + 20_000,
-          reports: {},
-          budget: app.dispatcher.budget(),
-          defer: (w) => deferred.push(w),
-        })
-        .then(() => deferred);
+    /** A tick of `dispatcher`'s push step, its clock `aheadMs` ahead; answers its run. */
+    const tick = async (dispatcher = app.dispatcher, aheadMs = 0) => {
+      const run = app.runAt(aheadMs);
+      await pushStep(dispatcher).run({ run, until: Date.now() + 20_000, reports: {} });
+      return run;
     };
     const ids = () => slow.received.map((r) => JSON.parse(r.body).id);
     // The default cap: a second round goes while the first waits on its hanging receiver.
-    const open = pushStep(app.dispatcher, (entry) => app.logs.push(entry));
     await kill("d1");
-    const first = await tick(open);
+    const first = await tick();
     await slow.waitFor(1);
     await kill("d2");
-    await tick(open);
+    await tick();
     await slow.waitFor(2);
-    // A cap of one open notice: no round while one waits, until that one is 70 s old (a Worker
-    // may have cut it off).
-    const capped = pushStep(app.dispatcher, (entry) => app.logs.push(entry), { maxOpenNotices: 1 });
+    // A cap of one open notice (per process: the dispatcher's): no round while one waits, until
+    // that one is 70 s old (a Worker may have cut it off).
+    const capped = app.otherDispatcher({ maxOpenNotices: 1 });
     await kill("d3");
     const held = await tick(capped);
     await slow.waitFor(3);
     await kill("d4");
-    await Promise.all(await tick(capped));
+    await (await tick(capped)).settled();
     expect(ids()).toEqual(["d1", "d2", "d3"]);
-    await tick(capped, Date.now() + 70_000);
+    await tick(capped, 70_000);
     await slow.waitFor(4);
     expect(ids()).toEqual(["d1", "d2", "d3", "d4"]);
-    await Promise.all([...first, ...held]);
+    await Promise.all([first.settled(), held.settled()]);
   });
 
   it("sends notices while a backlog of deliveries would spend the whole budget", async () => {
@@ -580,13 +552,7 @@ describe("the push step", () => {
     await buryOne(app, "p", "dead1");
     for (let i = 0; i < 30; i++) await app.queue.add({ topic: "p", id: `due${i}` });
     // A free plan's 45 subrequests: the claims alone would take 43 of them.
-    const now = Date.now();
-    await pushStep(app.dispatcher, (entry) => app.logs.push(entry)).run({
-      now,
-      until: now + 20_000,
-      reports: {},
-      budget: createBudget(45),
-    });
+    await step(app, app.newRun(45));
     expect(failures.received.map((r) => JSON.parse(r.body).id)).toEqual(["dead1"]);
     expect(app.receiver.received.length).toBeGreaterThan(0);
   });
@@ -623,7 +589,7 @@ describe("claiming", () => {
     const ids = Array.from({ length: 20 }, (_, n) => `c${n}`);
     // Added through the library: no prompt delivery, so the runs below are the only claimers.
     await app.queue.addBatch(ids.map((id, n) => ({ topic: "p", id, runAt: now + 800 + n * 20 })));
-    const runs = await Promise.all([1, 2, 3].map(() => app.dispatcher.run({ now: Date.now() })));
+    const runs = await Promise.all([1, 2, 3].map(() => app.push()));
     expect(runs.reduce((sum, run) => sum + run.claimed, 0)).toBe(20);
     const got = await app.receiver.waitFor(20);
     expect(new Set(got.map((r) => r.headers["delayq-id"])).size).toBe(20);
@@ -646,7 +612,7 @@ describe("claiming", () => {
     expect(Number(await app.redis.zscore(`${app.keys.base}schedule`, "~push"))).toBe(due - 65_000);
     const runner = createScriptRunner(app.redis, app.keys.base.slice(1, -2), 3_600_000);
     const at = due - 65_000;
-    await runner.run(claim, at, [at + 65_000, 10, 10, "t", ""]);
+    await runner.run("claim", at, [at + 65_000, 10, 10, "t", "", 0]);
     expect(await app.redis.zscore(app.keys.reserved("p"), "far")).not.toBeNull();
     expect(await app.redis.exists(`${app.keys.base}t:p:slots:${due}`)).toBe(0);
   });
@@ -658,8 +624,8 @@ describe("claiming", () => {
     expect((await app.call("PATCH", "/v1/topics/p", { body: { paused: true } })).status).toBe(200);
     await app.call("POST", "/v1/jobs", { body: { topic: "p", id: "held", body: 1 } });
     await settled(app);
-    expect((await app.dispatcher.run({ now: Date.now() })).claimed).toBe(0);
-    expect((await app.dispatcher.run({ now: Date.now(), topic: "p" })).claimed).toBe(0);
+    expect((await app.push()).claimed).toBe(0);
+    expect((await app.push({ topic: "p" })).claimed).toBe(0);
     await new Promise((r) => setTimeout(r, 300));
     expect(app.receiver.received).toHaveLength(0);
     expect((await app.queue.get("held")).state).toBe("ready");
@@ -714,12 +680,12 @@ describe("claiming", () => {
     await new Promise((r) => setTimeout(r, 1100));
     await tick(app.queue);
     expect((await app.queue.get("orphan")).state).toBe("ready");
-    const run = await app.dispatcher.run({ now: Date.now() });
+    const run = await app.push();
     expect(run.claimed).toBe(1);
     const [got] = await app.receiver.waitFor(1);
     expect(got?.headers["delayq-attempt"]).toBe("2");
     // The first reservation's late answer changes nothing.
-    const late = await app.dispatcher.settle("orphan", receipt, {
+    const late = await app.settle("orphan", receipt, {
       settlement: { outcome: "bury" },
       status: 200,
     });
@@ -731,10 +697,10 @@ describe("claiming", () => {
     const app = await setup();
     const { receipt } = await claimOne(app, "p", "dup");
     const done = { settlement: { outcome: "done" as const }, status: 200 };
-    expect(await app.dispatcher.settle("dup", receipt, done)).toBe(true);
-    expect(await app.dispatcher.settle("dup", receipt, done)).toBe(false);
+    expect(await app.settle("dup", receipt, done)).toBe(true);
+    expect(await app.settle("dup", receipt, done)).toBe(false);
     const retry = { settlement: { outcome: "retry" as const }, status: 200 };
-    expect(await app.dispatcher.settle("dup", receipt, retry)).toBe(false);
+    expect(await app.settle("dup", receipt, retry)).toBe(false);
     expect((await app.queue.get("dup")).state).toBe("finished");
   });
 
@@ -742,7 +708,7 @@ describe("claiming", () => {
     const app = await setup();
     await app.queue.add({ topic: "p", id: "gone", delay: 0.5 });
     await app.queue.delete("gone");
-    const run = await app.dispatcher.run({ now: Date.now() });
+    const run = await app.push();
     expect(run.claimed).toBe(0);
     await new Promise((r) => setTimeout(r, 700));
     expect(app.receiver.received).toHaveLength(0);
@@ -755,7 +721,7 @@ describe("claiming", () => {
     const app = await setup();
     await app.queue.add({ topic: "p", id: "gone", delay: 0.6 });
     await app.queue.add({ topic: "p", id: "kept", delay: 0.6 });
-    const run = app.dispatcher.run({ now: Date.now() });
+    const run = app.push();
     for (let i = 0; i < 100 && (await app.queue.get("gone")).state !== "reserved"; i++) {
       await new Promise((r) => setTimeout(r, 5));
     }

@@ -110,7 +110,7 @@ describe("push via QStash", () => {
       body: `{"topic":"q","id":"m1","delay":1.2,"body":${body}}`,
     });
     const { job } = (await res.json()) as { job: { dueAt: number } };
-    await Promise.all(app.background);
+    await app.settled();
     expect((await app.queue.get("m1")).state).toBe("reserved");
     const [got] = await app.receiver.waitFor(1);
     // notBefore is the due second rounded up: never early.
@@ -145,7 +145,7 @@ describe("push via QStash", () => {
     app.receiver.answer(() => ({ status: 503, headers: { "retry-after": "300" } }));
     const started = Date.now();
     await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "f1" } });
-    await Promise.all(app.background);
+    await app.settled();
     const waiting = await stateOf(app, "f1", "delayed");
     expect(waiting.lastDelivery).toMatchObject({ status: 503 });
     expect(waiting.dueAt - started).toBeGreaterThanOrEqual(299_000);
@@ -168,7 +168,7 @@ describe("push via QStash", () => {
         ],
       },
     });
-    await Promise.all(app.background);
+    await app.settled();
     const released = await stateOf(app, "r1", "delayed");
     expect(released.dueAt - Date.now()).toBeGreaterThan(80_000);
     expect((await stateOf(app, "b1", "dead")).deadReason).toBe("buried");
@@ -190,7 +190,7 @@ describe("push via QStash", () => {
   it("cancels the QStash message when the job is deleted before it is due", async () => {
     const app = await setup();
     await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "d1", delay: 1.5 } });
-    await Promise.all(app.background);
+    await app.settled();
     const messageId = await until("published", async () => {
       const deliveries = qstash.deliveries();
       return deliveries.length >= 0 ? findMessage(app, "d1") : undefined;
@@ -207,7 +207,7 @@ describe("push via QStash", () => {
     try {
       const app = await setup({ qstashUrl: proxy.url });
       await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "d2", delay: 2 } });
-      await Promise.all(app.background);
+      await app.settled();
       const messageId = await until("published", async () => findMessage(app, "d2"));
       proxy.faults.error5xx = 1;
       const refused = await app.call("DELETE", "/v1/jobs/d2");
@@ -230,7 +230,7 @@ describe("push via QStash", () => {
     const limitMs = 1000;
     const app = await setup({ timeoutMs: limitMs });
     await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "h1", delay: 5, body: [1] } });
-    await Promise.all(app.background);
+    await app.settled();
     const messageId = await until("published", async () => findMessage(app, "h1"));
     const before = (await app.call("GET", "/v1/jobs/h1")).json.job;
     qstash.hang(true);
@@ -263,9 +263,9 @@ describe("push via QStash", () => {
     const app = await setup({ timeoutMs: limitMs });
     await app.queue.add({ topic: "q", id: "p1", delay: 1, ttr: 1, backoff: 0 });
     qstash.hang(true);
-    let run: Awaited<ReturnType<typeof app.dispatcher.run>>;
+    let run: Awaited<ReturnType<typeof app.push>>;
     try {
-      run = await within(limitMs + 3000, "the run", app.dispatcher.run({ now: Date.now() }));
+      run = await within(limitMs + 3000, "the run", app.push());
     } finally {
       qstash.hang(false);
     }
@@ -279,7 +279,7 @@ describe("push via QStash", () => {
       await tick(app.queue);
       return (await app.queue.get("p1")).state === "ready" ? true : undefined;
     });
-    expect(await app.dispatcher.run({ now: Date.now() })).toMatchObject({ published: 1 });
+    expect(await app.push()).toMatchObject({ published: 1 });
     const [got] = await app.receiver.waitFor(1);
     expect(got?.headers["delayq-attempt"]).toBe("2");
     await stateOf(app, "p1", "finished");
@@ -340,7 +340,7 @@ describe("push via QStash", () => {
   it("settles once when the callback comes twice, and refuses a forged callback", async () => {
     const app = await setup();
     await app.call("POST", "/v1/jobs", { body: { topic: "q", id: "c1" } });
-    await Promise.all(app.background);
+    await app.settled();
     await stateOf(app, "c1", "finished");
     const callback = await until("the callback", async () =>
       qstash.deliveries().find((d) => d.kind === "callback" && d.destination.includes("id=c1")),
@@ -385,7 +385,7 @@ describe("push via QStash", () => {
     const spy = vi.spyOn(globalThis, "fetch");
     let batches: number;
     try {
-      const run = await app.dispatcher.run({ now: Date.now() });
+      const run = await app.push();
       expect(run).toMatchObject({ claimed: 250, published: 250 });
       batches = spy.mock.calls.filter(([input]) => String(input).includes("/v2/batch")).length;
     } finally {
@@ -408,9 +408,9 @@ describe("the subrequest budget", () => {
     );
     const spy = vi.spyOn(globalThis, "fetch");
     let publishes: number;
-    let first: Awaited<ReturnType<typeof app.dispatcher.run>>;
+    let first: Awaited<ReturnType<typeof app.push>>;
     try {
-      first = await app.dispatcher.run({ now: Date.now() });
+      first = await app.push();
       publishes = spy.mock.calls.filter(([input]) => String(input).includes("/v2/batch")).length;
     } finally {
       spy.mockRestore();
@@ -418,7 +418,7 @@ describe("the subrequest budget", () => {
     expect(first).toMatchObject({ claimed: 100, published: 100, more: true });
     expect(publishes).toBe(1);
     // The rest at the next run, which finds nothing more.
-    const second = await app.dispatcher.run({ now: Date.now() });
+    const second = await app.push();
     expect(second).toMatchObject({ claimed: 50, published: 50, more: false });
     for (let n = 0; n < 150; n++) await app.queue.delete(`s${n}`);
   });

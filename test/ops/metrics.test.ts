@@ -5,7 +5,7 @@ import { parseConfig } from "../../src/config";
 import { DelayqError } from "../../src/domain/errors";
 import { countedStep, createCounters } from "../../src/metrics/counters";
 import { createScheduler, drainStep } from "../../src/scheduler";
-import { ADMIN, SHOP_A, type TestApp, testApp } from "../support/app";
+import { ADMIN, SHOP_A, type TestApp, testApp, testRun } from "../support/app";
 import { parseMetrics } from "./prometheus-lint";
 
 async function scrape(t: TestApp, token: string | null = ADMIN) {
@@ -132,8 +132,8 @@ describe("GET /metrics", () => {
     await t.call("POST", "/v1/jobs", { body: { topic: "tick.t", delay: 1 } });
     t.clock.advance(1_000);
     const scheduler = createScheduler({ steps: [countedStep(drainStep(t.queue), counters)] });
-    await scheduler.tick({ now: t.clock.now });
-    await scheduler.tick({ now: t.clock.now });
+    await scheduler.tick(testRun({ startedAt: t.clock.now }));
+    await scheduler.tick(testRun({ startedAt: t.clock.now }));
     const metrics = parseMetrics((await scrape(t)).text);
     expect(metrics.value("delayq_tick_slices_total", { step: "drain" })).toBe(2);
     expect(metrics.value("delayq_tick_work_total", { step: "drain", kind: "promoted" })).toBe(1);

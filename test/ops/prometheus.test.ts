@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { countedStep, createCounters } from "../../src/metrics/counters";
 import { renderPrometheus } from "../../src/metrics/prometheus";
 import { createScheduler } from "../../src/scheduler";
+import { testRun } from "../support/app";
 import { parseMetrics } from "./prometheus-lint";
 
 describe("renderPrometheus", () => {
@@ -133,10 +134,10 @@ describe("counters", () => {
       counters,
     );
     const scheduler = createScheduler({ steps: [step] });
-    await scheduler.tick({ now: 1 });
-    await scheduler.tick({ now: 2 });
+    await scheduler.tick(testRun({ startedAt: 1 }));
+    await scheduler.tick(testRun({ startedAt: 2 }));
     fail = true;
-    const report = await scheduler.tick({ now: 3 });
+    const report = await scheduler.tick(testRun({ startedAt: 3 }));
     expect(report.steps.drain).toEqual({ error: "Redis down", more: true });
     const metrics = parseMetrics(renderPrometheus(counters.snapshot()));
     expect(metrics.value("delayq_tick_slices_total", { step: "drain" })).toBe(6);

@@ -99,15 +99,17 @@ describe("a start whose background polls fail", () => {
     expect(res.status, await res.clone().text()).toBe(201);
 
     const deadline = Date.now() + 5000;
-    while (!logs.some((entry) => entry.event === "background_failed") && Date.now() < deadline) {
+    // The run's loop logs the claim that failed, naming the invocation (its path) and the topic.
+    while (!logs.some((entry) => entry.event === "push_failed") && Date.now() < deadline) {
       await sleep(20);
     }
     // Unhandled rejections are reported on a later turn than the rejection: give them one.
     await sleep(100);
     expect(strays).toEqual([]);
-    const failed = logs.filter((entry) => entry.event === "background_failed");
+    const failed = logs.filter((entry) => entry.event === "push_failed");
     expect(failed).toHaveLength(1);
-    expect(failed[0]).toMatchObject({ level: "error", path: "/v1/payments" });
+    expect(failed[0]).toMatchObject({ level: "error", path: "/v1/payments", topic: "__payments" });
+    expect(logs.filter((entry) => entry.event === "background_failed")).toEqual([]);
     expect(String(failed[0]?.message)).toMatch(/Redis did not answer within DQ_REDIS_TIMEOUT_MS/);
     expect(JSON.stringify(failed)).not.toContain(TOKEN);
     expect((await payment(order)).polls).toBe(0);
@@ -115,7 +117,7 @@ describe("a start whose background polls fail", () => {
     // Redis answers again: the watch's poll, due already, is the next tick's.
     timingOut = false;
     const deferred: Promise<unknown>[] = [];
-    await service.scheduler.tick({ defer: (work) => deferred.push(work) });
+    await service.scheduler.tick(service.runs.tick({ waitUntil: (work) => deferred.push(work) }));
     await Promise.all(deferred);
     const after = await payment(order);
     expect(after.polls).toBe(1);

@@ -143,10 +143,7 @@ describe("payment polls and the subrequest budget", () => {
       const tally = fetches.tally(`tick ${n}`);
       invocations.push(tally);
       await fetches.run(tally, () =>
-        service.scheduler.tick({
-          now: Date.now(),
-          defer: (work) => deferred.push(work),
-        }),
+        service.scheduler.tick(service.runs.tick({ waitUntil: (work) => deferred.push(work) })),
       );
       await sleep(700);
     }

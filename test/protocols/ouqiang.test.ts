@@ -346,7 +346,7 @@ describe("on a push topic", () => {
       const job = { topic: "hooks", id: "h-1", delay: 0, ttr: 30, body: BODY };
       expect((await oq(t, "push", job)).code).toBe(0);
       // Delivered by the push request itself (due now), not by a later tick.
-      while (t.background.length > 0) await Promise.all(t.background.splice(0));
+      await t.settled();
       const [got] = await receiver.waitFor(1);
       expect(JSON.parse(got?.body ?? "")).toMatchObject({ id: "h-1", topic: "hooks", body: BODY });
       expect(await oq(t, "pop", { topic: "hooks", wait: 0 })).toMatchObject({

@@ -24,8 +24,9 @@ import { parseTokens } from "../../src/http/auth";
 import { createScheduler, DelayQueue, drainStep, REDIS_CLIENT_OPTIONS } from "../../src/index";
 import type { Logger } from "../../src/log";
 import { NodeRestRedis } from "../../src/redis/rest-node";
-import type { RedisClient } from "../../src/redis/runner";
+import { createScriptRunner, type RedisClient } from "../../src/redis/runner";
 import { connectRedis } from "../../src/redis/tcp";
+import { createRun } from "../../src/run";
 import { pushStep } from "../../src/scheduler/push";
 import {
   checkHistory,
@@ -141,9 +142,7 @@ describe("faults", () => {
       const sent = new Map<string, number[]>();
       const dispatcher = () =>
         createDispatcher({
-          redis: redisClient(),
-          prefix: TOPIC,
-          retentionMs: 3_600_000,
+          scripts: createScriptRunner(redisClient(), TOPIC, 3_600_000),
           log: pushLog,
           fetch: (url, init) => {
             const { id, attempt } = JSON.parse(String(init.body)) as {
@@ -169,9 +168,11 @@ describe("faults", () => {
         push: {
           dispatcher: dispatcher(),
           qstashReady: false,
-          background: (_c, work) => track(work),
           log: pushLog,
         },
+        // Each request is a run whose background work (deliveries) the test awaits at the end.
+        newRun: () =>
+          createRun({ subrequests: 1000, lifetimeMs: 30_000, log: pushLog, waitUntil: track }),
       });
       const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
       await new Promise((r) => server.once("listening", r));
@@ -322,12 +323,18 @@ describe("faults", () => {
       let ticks = 0;
       const schedulers = Array.from({ length: 3 }, async () => {
         const scheduler = createScheduler({
-          steps: [drainStep(queue()), pushStep(dispatcher(), pushLog)],
+          steps: [drainStep(queue()), pushStep(dispatcher())],
           log: pushLog,
         });
         while (ticking) {
           ticks++;
-          await scheduler.tick({ defer: track }).catch(() => undefined);
+          const run = createRun({
+            subrequests: 100_000,
+            lifetimeMs: 125_000,
+            log: pushLog,
+            waitUntil: track,
+          });
+          await scheduler.tick(run).catch(() => undefined);
           await sleep(50);
         }
       });

@@ -33,7 +33,7 @@ describe("bugs the reliability suite found", () => {
     expect((await app.call("GET", "/v1/jobs/j")).json.job.state).toBe("reserved");
     expect((await app.call("DELETE", "/v1/jobs/j")).status).toBe(200);
     const deletedAt = Date.now();
-    await Promise.all(app.background);
+    await app.settled();
     expect((await app.call("GET", "/v1/jobs/j")).json.job.state).toBe("deleted");
     expect(receiver.received.filter((r) => r.at > deletedAt)).toEqual([]);
   });

@@ -2,6 +2,8 @@
 
 import { type AppOptions, createApp } from "../../src/http/app";
 import { parseTokens } from "../../src/http/auth";
+import { silentLogger } from "../../src/log";
+import { createRun, type Run } from "../../src/run";
 import { type TestQueue, testQueue } from "./queue";
 
 export const ADMIN = "admin-token";
@@ -53,4 +55,17 @@ export function testApp(
       return { status: res.status, json, headers: res.headers };
     },
   };
+}
+
+/** A run as an entry point makes one, for tests that drive the scheduler or dispatcher directly. */
+export function testRun(
+  options: { startedAt?: number; clock?: () => number; subrequests?: number } = {},
+): Run {
+  return createRun({
+    clock: options.clock,
+    startedAt: options.startedAt,
+    subrequests: options.subrequests ?? 1000,
+    lifetimeMs: 120_000,
+    log: silentLogger,
+  });
 }

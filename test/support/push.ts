@@ -2,12 +2,15 @@
 // over the test's own Redis prefix, on the real clock (deliveries wait for real due times).
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { createDispatcher, type Dispatcher } from "../../src/dispatch/dispatcher";
+import type { Attempt } from "../../src/dispatch/delivery";
+import { createDispatcher, type Dispatcher, type DrainReport } from "../../src/dispatch/dispatcher";
 import type { QStash } from "../../src/dispatch/qstash";
+import { CLAIM_AHEAD_MS } from "../../src/domain/push";
 import type { Logger } from "../../src/log";
 import { DelayQueue } from "../../src/queue";
 import { keys } from "../../src/redis/keys";
-import type { RedisClient } from "../../src/redis/runner";
+import { createScriptRunner, type RedisClient } from "../../src/redis/runner";
+import { createRun, notices, type Run, type Work } from "../../src/run";
 import { type TestApp, testApp } from "./app";
 import { testRedis } from "./redis";
 
@@ -102,8 +105,31 @@ export async function startReceiver(): Promise<Receiver> {
 
 export type PushApp = TestApp & {
   dispatcher: Dispatcher;
-  /** Work the app started in the background (prompt deliveries): await it to settle. */
-  background: Promise<unknown>[];
+  /** A fresh run, as an entry point makes one per invocation (`subrequests`: the app's). */
+  newRun(subrequests?: number): Run;
+  /**
+   * A run of its own draining push work, as a tick does (by default every push topic's jobs due
+   * before the next tick): answers once they are delivered and their follow-ups done.
+   */
+  push(options?: {
+    topic?: string;
+    horizon?: number;
+    run?: Run;
+    notices?: boolean;
+  }): Promise<DrainReport>;
+  /**
+   * A run of its own sending up to `most` failure notices; answers how many went out. Its clock
+   * runs `aheadMs` ahead (a later invocation), and its dispatcher is `dispatcher` if given.
+   */
+  notices(most?: number, options?: { aheadMs?: number; dispatcher?: Dispatcher }): Promise<number>;
+  /** A run whose clock runs `aheadMs` ahead of the real one. */
+  runAt(aheadMs: number, subrequests?: number): Run;
+  /** Another dispatcher on the app's script runner and log (another process's, say). */
+  otherDispatcher(options: { maxOpenNotices?: number }): Dispatcher;
+  /** Settles a delivery as a QStash callback does, in a run of its own (its follow-ups awaited). */
+  settle(id: string, receipt: string, attempt: Attempt): Promise<boolean>;
+  /** Waits for the background work of every request so far (prompt deliveries, follow-ups). */
+  settled(): Promise<void>;
   /** Everything logged by the dispatcher and the app. */
   logs: Record<string, unknown>[];
 };
@@ -116,8 +142,11 @@ export function testPushApp(
   options: {
     qstash?: QStash;
     publicUrl?: string;
+    /** Each run's subrequests (DQ_SUBREQUESTS). @default 1000 */
     subrequests?: number;
     batch?: number;
+    /** Notice requests the process keeps open at once. @default 200 */
+    maxOpenNotices?: number;
     /** Wraps the dispatcher's Redis (to inject faults into its calls alone). */
     dispatcherRedis?: (redis: RedisClient) => RedisClient;
   } = {},
@@ -126,35 +155,72 @@ export function testPushApp(
   const prefix = redis.prefix.slice(0, -1);
   const logs: Record<string, unknown>[] = [];
   const log: Logger = (entry) => logs.push(entry);
+  const scripts = createScriptRunner(redis.redis, prefix, 3_600_000);
   const dispatcher = createDispatcher({
-    redis: options.dispatcherRedis ? options.dispatcherRedis(redis.redis) : redis.redis,
-    prefix,
-    retentionMs: 3_600_000,
+    scripts: options.dispatcherRedis
+      ? createScriptRunner(options.dispatcherRedis(redis.redis), prefix, 3_600_000)
+      : scripts,
     qstash: options.qstash,
     publicUrl: options.publicUrl,
     log,
     subrequests: options.subrequests,
     batch: options.batch,
+    maxOpenNotices: options.maxOpenNotices,
   });
   const queue = new DelayQueue({
     redis: redis.redis,
+    scripts,
     prefix,
     rawBodies: true,
     pollIntervalMs: 200,
     cancelDelivery: (messageId) => dispatcher.cancel(messageId),
   });
+  const subrequests = options.subrequests ?? 1000;
+  const newRun = (limit = subrequests) =>
+    createRun({ subrequests: limit, lifetimeMs: 120_000, log });
+  const runAt = (aheadMs: number, limit = subrequests) =>
+    createRun({ clock: () => Date.now() + aheadMs, subrequests: limit, lifetimeMs: 120_000, log });
+  const requests: Run[] = [];
   const clock = { now: Date.now(), advance: () => Date.now(), set: () => Date.now() };
-  const background: Promise<unknown>[] = [];
   const app = testApp({
     test: { ...redis, queue, clock, keys: keys(prefix) },
     log,
     push: {
       dispatcher,
       publicUrl: options.publicUrl,
-      qstashReady: options.qstash !== undefined && options.publicUrl !== undefined,
-      background: (_c, work) => background.push(work),
+      qstashReady: dispatcher.qstash !== undefined,
       log,
     },
+    newRun: () => {
+      const run = newRun();
+      requests.push(run);
+      return run;
+    },
   });
-  return { ...app, dispatcher, background, logs };
+  return {
+    ...app,
+    dispatcher,
+    logs,
+    newRun,
+    push({ topic, horizon, run = newRun(), notices: withNotices } = {}) {
+      const now = run.clock();
+      const work: Work[] = [{ kind: "claim", topic, horizon: horizon ?? now + CLAIM_AHEAD_MS }];
+      if (withNotices) work.push({ kind: "notices" });
+      return dispatcher.drain(run, work);
+    },
+    async notices(most, { aheadMs = 0, dispatcher: by = dispatcher } = {}) {
+      return (await by.drain(runAt(aheadMs), [notices(most)])).notices;
+    },
+    runAt,
+    otherDispatcher: (other) => createDispatcher({ scripts, log, ...other }),
+    async settle(id, receipt, attempt) {
+      const run = newRun();
+      const { settled, work } = await dispatcher.settle(run, { id, receipt, attempt });
+      await dispatcher.drain(run, work);
+      return settled;
+    },
+    async settled() {
+      while (requests.length > 0) await Promise.all(requests.splice(0).map((run) => run.settled()));
+    },
+  };
 }

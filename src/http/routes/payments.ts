@@ -2,12 +2,14 @@
 // asynchronous notifications (no token: their signature is the authentication).
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import type { Dispatcher } from "../../dispatch/dispatcher";
 import { clip } from "../../domain/errors";
 import type { ProviderName } from "../../domain/payments";
 import { Payment, ProviderField, WatchInput } from "../../domain/payments";
 import type { Access } from "../../domain/scope";
 import { type Logger, messageOf } from "../../log";
 import { verifyAlipayNotification } from "../../payments/alipay";
+import type { ProviderAnswer } from "../../payments/provider";
 import type { Payments } from "../../payments/watches";
 import { verifyWechatPayNotification } from "../../payments/wechatpay";
 import { cappedText, requestJson } from "../body";
@@ -15,14 +17,15 @@ import type { AppEnv } from "../context";
 import { jsonBody } from "../json";
 import { documentedRoute } from "../route";
 import { body, errors, json, SECURED } from "../schemas";
+import { drainAfter } from "./push";
 
 export type PaymentRouteOptions = {
   payments: Payments;
+  /** Drains what a start or a notification leads to (first polls, an outcome's pushes). */
+  dispatcher: Dispatcher;
   alipayAccounts: ReadonlyMap<string, unknown>;
   wechatpayAccounts: ReadonlyMap<string, unknown>;
   log: Logger;
-  /** Keeps work going after the answer (the first poll, when it is due within seconds). */
-  background?: (c: Context<AppEnv>, work: Promise<unknown>) => void;
 };
 
 const PaymentAnswer = z
@@ -77,10 +80,9 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
     }),
     async (c) => {
       const input = requestJson(c, c.req.valid("json"));
-      const result = await options.payments.start(input, accessOf(c));
-      if (result.created && options.background) {
-        options.background(c, options.payments.pollSoon());
-      }
+      const { work, ...result } = await options.payments.start(c.get("run"), input, accessOf(c));
+      // The polls due within seconds go out from this request, after its answer.
+      drainAfter(c, options.dispatcher, work);
       return result.created ? jsonBody(c, result, 201) : jsonBody(c, result, 200);
     },
   );
@@ -100,8 +102,7 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
       },
     }),
     async (c) => {
-      const { provider, account, outTradeNo } = c.req.valid("param");
-      const payment = await options.payments.get(provider, account, outTradeNo, accessOf(c));
+      const payment = await options.payments.get(c.req.valid("param"), accessOf(c));
       return jsonBody(c, { payment }, 200);
     },
   );
@@ -124,8 +125,7 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
       },
     }),
     async (c) => {
-      const { provider, account, outTradeNo } = c.req.valid("param");
-      await options.payments.stop(provider, account, outTradeNo, accessOf(c));
+      await options.payments.stop(c.req.valid("param"), accessOf(c));
       return c.json({ deleted: true as const }, 200);
     },
   );
@@ -145,13 +145,13 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
     provider: ProviderName,
     account: string,
     outTradeNo: string,
-    answer: Parameters<Payments["notified"]>[3],
+    answer: ProviderAnswer & { kind: "trade" },
   ) => {
-    // The outcome's pushes go out after the answer: the providers want one within seconds.
-    const background = options.background;
-    const defer = background && ((work: Promise<unknown>) => background(c, work));
     try {
-      await payments.notified(provider, account, outTradeNo, answer, defer);
+      const order = { provider, account, outTradeNo };
+      const { work } = await payments.notified(c.get("run"), order, answer);
+      // The outcome's pushes go out after the answer: the providers want one within seconds.
+      drainAfter(c, options.dispatcher, work);
       return true;
     } catch (error) {
       log({ level: "error", event: "notify_failed", provider, account, message: messageOf(error) });

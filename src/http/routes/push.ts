@@ -2,12 +2,13 @@
 // delivery of push jobs a request wrote that fall due before the next tick.
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { DIRECT_WINDOW_MS, type Dispatcher } from "../../dispatch/dispatcher";
-import { callbackAttempt } from "../../dispatch/qstash";
+import type { Dispatcher } from "../../dispatch/dispatcher";
+import { type ContinueBody, callbackAttempt } from "../../dispatch/qstash";
 import { DelayqError } from "../../domain/errors";
-import { type Logger, messageOf } from "../../log";
+import { CLAIM_AHEAD_MS, DIRECT_WINDOW_MS } from "../../domain/push";
+import type { Logger } from "../../log";
 import type { PushedTopic } from "../../queue/add-batch";
-import { CLAIM_AHEAD_MS } from "../../redis/lua/lib/transitions";
+import type { Work } from "../../run/work";
 import { cappedText } from "../body";
 import type { AppEnv } from "../context";
 import { ErrorBody, json } from "../schemas";
@@ -21,10 +22,15 @@ export type PushOptions = {
   publicUrl?: string;
   /** Whether topics may push via QStash (QSTASH_* and DQ_PUBLIC_URL are set). */
   qstashReady: boolean;
-  /** Keeps work going after the answer: a Worker's waitUntil, Node's tracked promises. */
-  background: (c: Context<AppEnv>, work: Promise<unknown>) => void;
   log: Logger;
 };
+
+/** Drains `work` after the answer, in the request's run (a Worker's waitUntil). */
+export function drainAfter(c: Context<AppEnv>, dispatcher: Dispatcher, work: readonly Work[]) {
+  if (work.length === 0) return;
+  const run = c.get("run");
+  run.defer(dispatcher.drain(run, work));
+}
 
 const Settled = z
   .object({
@@ -35,8 +41,77 @@ const Settled = z
   })
   .meta({ id: "CallbackAnswer" });
 
-/** Registers POST /v1/qstash/callback. Call before the /v1 bearer-auth middleware. */
+const Continued = z
+  .object({
+    started: z.literal(true).meta({
+      description: "The run claims what is due within its reach, after this answer.",
+    }),
+  })
+  .meta({ id: "ContinueAnswer" });
+
+/**
+ * Registers POST /v1/qstash/callback and /v1/qstash/continue. Call before the /v1 bearer-auth
+ * middleware: QStash authenticates them with their signature.
+ */
 export function pushRoutes(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
+  callbackRoute(app, options);
+  continueRoute(app, options);
+}
+
+function continueRoute(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/qstash/continue",
+      tags: ["push"],
+      summary: "QStash starts a run a hand-off asked for (signed by QStash; no bearer token)",
+      description:
+        "When an invocation's subrequest budget (DQ_SUBREQUESTS) stops it with push jobs left, " +
+        "it asks QStash for fresh invocations of this route, a little before the earliest job " +
+        "left is due. Each claims and delivers what is due within its reach, from a budget of " +
+        'its own. The body is `{"topic": <name> | null}`.',
+      responses: {
+        202: json(Continued, "Started"),
+        400: json(ErrorBody, "The body is not a hand-off's (`invalid_request`)"),
+        401: json(ErrorBody, "Signature does not verify"),
+      },
+    }),
+    async (c) => {
+      const raw = await verifiedBody(c, options);
+      if (raw === undefined) return unverified(c);
+      const { handOff } = options.dispatcher;
+      if (!handOff) {
+        throw new DelayqError(
+          "not_found",
+          "Hand-offs are off here: they need QStash, DQ_PUBLIC_URL and DQ_SUBREQUESTS",
+        );
+      }
+      const topic = continueTopic(raw);
+      drainAfter(c, options.dispatcher, [handOff.work(topic, c.get("run").clock())]);
+      return c.json({ started: true as const }, 202);
+    },
+  );
+}
+
+/** The topic of a hand-off's message (undefined: every push topic), or invalid_request. */
+function continueTopic(raw: string): string | undefined {
+  let body: Partial<ContinueBody> | undefined;
+  try {
+    body = JSON.parse(raw) as Partial<ContinueBody>;
+  } catch {
+    body = undefined;
+  }
+  const topic = body?.topic;
+  if (typeof body !== "object" || body === null || (topic !== null && typeof topic !== "string")) {
+    throw new DelayqError(
+      "invalid_request",
+      'A hand-off\'s body is {"topic": <name> | null}, as delayq publishes it',
+    );
+  }
+  return topic ?? undefined;
+}
+
+function callbackRoute(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
   app.openapi(
     createRoute({
       method: "post",
@@ -60,38 +135,16 @@ export function pushRoutes(app: OpenAPIHono<AppEnv>, options: PushOptions): void
       },
     }),
     async (c) => {
-      const { dispatcher, publicUrl } = options;
-      if (!dispatcher.qstash || !publicUrl) {
-        throw new DelayqError(
-          "not_found",
-          "QStash is not configured here: set QSTASH_URL, QSTASH_TOKEN, the two " +
-            "QSTASH_*_SIGNING_KEYs and DQ_PUBLIC_URL",
-        );
-      }
-      // Before any authentication: read no more than a callback can be.
-      const raw = await cappedText(c.req.raw, MAX_CALLBACK_BYTES);
-      const url = new URL(c.req.url);
-      const signedUrl = `${publicUrl.replace(/\/+$/, "")}${url.pathname}${url.search}`;
-      const signature = c.req.header("upstash-signature") ?? "";
-      if (!(await dispatcher.qstash.verify(signature, raw, signedUrl))) {
-        return c.json(
-          {
-            error: {
-              code: "unauthorized" as const,
-              message: "The Upstash-Signature does not verify",
-            },
-          },
-          401,
-        );
-      }
+      const raw = await verifiedBody(c, options);
+      if (raw === undefined) return unverified(c);
       const { id, receipt } = c.req.valid("query");
-      const attempt = callbackAttempt(raw, Date.now());
+      const run = c.get("run");
+      const attempt = callbackAttempt(raw, run.clock());
       if (!attempt)
         throw new DelayqError("invalid_request", "The callback body is not QStash's JSON");
-      // A job given back due soon is claimed again after the answer (the request's waitUntil).
-      const settled = await dispatcher.settle(id, receipt, attempt, (work) =>
-        options.background(c, work),
-      );
+      const { settled, work } = await options.dispatcher.settle(run, { id, receipt, attempt });
+      // A job given back due soon is claimed again after the answer, a death told at once.
+      drainAfter(c, options.dispatcher, work);
       return c.json({ settled }, 200);
     },
   );
@@ -104,16 +157,41 @@ export function pushRoutes(app: OpenAPIHono<AppEnv>, options: PushOptions): void
  */
 export function pushSoon(options: PushOptions) {
   return (c: Context<AppEnv>, pushed: PushedTopic[]): void => {
-    const now = Date.now();
+    const now = c.get("run").clock();
+    const work: Work[] = [];
     for (const { topic, via, dueAt } of pushed) {
       const window = via === "qstash" && options.qstashReady ? CLAIM_AHEAD_MS : DIRECT_WINDOW_MS;
-      if (dueAt > now + window) continue;
-      const work = options.dispatcher
-        .run({ now, horizon: now + window, topic })
-        .catch((error: unknown) => {
-          options.log({ level: "error", event: "push_failed", topic, message: messageOf(error) });
-        });
-      options.background(c, work);
+      if (dueAt <= now + window) work.push({ kind: "claim", topic, horizon: now + window });
     }
+    drainAfter(c, options.dispatcher, work);
   };
+}
+
+/**
+ * The raw body of a request QStash signed for this URL (read before any authentication, no more
+ * than a callback can be), or undefined when its Upstash-Signature does not verify.
+ */
+async function verifiedBody(c: Context<AppEnv>, options: PushOptions): Promise<string | undefined> {
+  const { dispatcher, publicUrl } = options;
+  if (!dispatcher.qstash || !publicUrl) {
+    throw new DelayqError(
+      "not_found",
+      "QStash is not configured here: set QSTASH_URL, QSTASH_TOKEN, the two " +
+        "QSTASH_*_SIGNING_KEYs and DQ_PUBLIC_URL",
+    );
+  }
+  const raw = await cappedText(c.req.raw, MAX_CALLBACK_BYTES);
+  const url = new URL(c.req.url);
+  const signedUrl = `${publicUrl.replace(/\/+$/, "")}${url.pathname}${url.search}`;
+  const signature = c.req.header("upstash-signature") ?? "";
+  return (await dispatcher.qstash.verify(signature, raw, signedUrl)) ? raw : undefined;
+}
+
+function unverified(c: Context<AppEnv>) {
+  return c.json(
+    {
+      error: { code: "unauthorized" as const, message: "The Upstash-Signature does not verify" },
+    },
+    401,
+  );
 }

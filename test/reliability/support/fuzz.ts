@@ -10,9 +10,10 @@ import { createApp } from "../../../src/http/app";
 import { parseTokens } from "../../../src/http/auth";
 import { DelayQueue, ERROR_STATUS, type ErrorCode } from "../../../src/index";
 import { type Counters, createCounters } from "../../../src/metrics/counters";
-import { claim, type SettleOutcome, settle } from "../../../src/redis/lua/scripts/push";
 import { splitRecord } from "../../../src/redis/record";
+import type { SettleOutcome } from "../../../src/redis/replies";
 import { createScriptRunner } from "../../../src/redis/runner";
+import { createRun } from "../../../src/run";
 import { parseMetrics } from "../../ops/prometheus-lint";
 import { type Receiver, startReceiver } from "../../support/push";
 import { type SignatureKind, signCallback } from "./qstash-signature";
@@ -146,9 +147,7 @@ export async function startTarget<S extends { receipts: Record<string, string> }
   const qstashUrl = `http://127.0.0.1:${await freePort()}`;
   const dispatcherOf = (withQStash: boolean): Dispatcher =>
     createDispatcher({
-      redis: stack.client(),
-      prefix: options.prefix,
-      retentionMs: 3_600_000,
+      scripts: createScriptRunner(stack.client(), options.prefix, 3_600_000),
       qstash: withQStash
         ? createQStash({
             url: qstashUrl,
@@ -161,11 +160,7 @@ export async function startTarget<S extends { receipts: Record<string, string> }
       // Fuzzed configs name any URL; every delivery goes to the local receiver instead (no DNS).
       fetch: (_url, init) => fetch(`${receiver.url}/deliveries`, init),
       log: (entry) => pushLogs.push(entry),
-      count: (_name, labels) =>
-        counters.inc("delayq_deliveries_total", {
-          topic: labels.topic ?? "",
-          outcome: labels.outcome ?? "",
-        }),
+      count: (topic, outcome) => counters.inc("delayq_deliveries_total", { topic, outcome }),
     });
   const dispatcher = dispatcherOf(true);
   const queue = new DelayQueue({
@@ -191,9 +186,17 @@ export async function startTarget<S extends { receipts: Record<string, string> }
         dispatcher: withQStash ? dispatcher : dispatcherOf(false),
         publicUrl: withQStash ? PUBLIC_URL : undefined,
         qstashReady: withQStash,
-        background: (_c, work) => background.push(work),
         log: (entry) => pushLogs.push(entry),
       },
+      // Each request's run hands its background work (deliveries) to the list the fuzzer awaits.
+      newRun: ({ path }) =>
+        createRun({
+          subrequests: 1000,
+          lifetimeMs: 30_000,
+          log: (entry) => pushLogs.push(entry),
+          waitUntil: (work) => background.push(work),
+          label: { path },
+        }),
     });
   const app = appOf(true);
   const appWithoutQStash = appOf(false);
@@ -202,7 +205,7 @@ export async function startTarget<S extends { receipts: Record<string, string> }
     receiverUrl: receiver.url,
     counters,
     async claim(topic) {
-      const groups = await scripts.run(claim, FIXED_NOW, [FIXED_NOW, 100, 10, "seed", topic]);
+      const groups = await scripts.run("claim", FIXED_NOW, [FIXED_NOW, 100, 10, "seed", topic, 0]);
       return groups.flatMap((group) =>
         group.records.map((raw) => {
           const { meta } = splitRecord(raw);
@@ -212,7 +215,7 @@ export async function startTarget<S extends { receipts: Record<string, string> }
     },
     async settle(id, receipt, outcome, status, delayMs) {
       const error = status >= 200 && status < 300 ? "" : `HTTP ${status}`;
-      const reply = await scripts.run(settle, FIXED_NOW, [
+      const reply = await scripts.run("settle", FIXED_NOW, [
         id,
         receipt,
         outcome,

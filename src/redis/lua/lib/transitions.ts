@@ -1,12 +1,7 @@
 // Lua: the moves a job makes between indexes, shared by the scripts (lib/index.ts orders them).
+import { CLAIM_AHEAD_MS } from "../../../domain/push";
 import { BACKOFF_SCHEDULES, MAX_DELAY_SECONDS } from "../../../domain/schemas";
 import { SCHEDULE_MARKERS } from "../../keys";
-
-/**
- * How far ahead of their due time push jobs are claimed, ms: a tick claims what falls due before
- * the next one (the cron comes every minute), and delivers it at its due time, never before.
- */
-export const CLAIM_AHEAD_MS = 65_000;
 
 const B36 = "0123456789abcdefghijklmnopqrstuvwxyz";
 const B36_PAIRS = Array.from({ length: 36 * 36 }, (_, n) => n.toString(36).padStart(2, "0")).join(

@@ -10,7 +10,7 @@ import { bury, finish, release, touch } from "./held";
 import { list } from "./list";
 import { watchList, watchPolled, watchRead, watchStart, watchStop } from "./payments";
 import { pop } from "./pop";
-import { claim, notices, published, renotice, settle, stillHeld } from "./push";
+import { claim, handOff, notices, published, renotice, settle, stillHeld } from "./push";
 import { tick } from "./tick";
 import { configure, cursorSecret, listTopics, topicStats } from "./topics";
 
@@ -32,6 +32,7 @@ export const SCRIPTS = {
   configure,
   tick,
   claim,
+  handOff,
   settle,
   published,
   stillHeld,

@@ -16,16 +16,22 @@ export const claim = defineScript<ClaimedTopic[]>({
   ARGV[5] most jobs   ARGV[6] most topics   ARGV[7] receipt nonce, unique per call
   ARGV[8] a topic, or "": only that topic (a request that just wrote a job due soon), else the
           push topics whose claims entry is due by the horizon, earliest first.
+  ARGV[9] jobs to take off key.handOffs (a run a hand-off asked for, its first claim), or 0.
   Each job is reserved with a lease from its due time (lib/transitions.ts: claim), so any number
   of ticks and requests may claim at once and a job is sent once per lease. Then the schedule's
   ~push sentinel is set from the claims index.
   Returns, per topic with jobs claimed: topic, its config JSON, the number of records, records.
   A paused topic is left out, and off the claims index until it resumes.
   Cost when nothing is near: ZRANGE (claims), ZRANGE (claims, for the sentinel), ZADD or ZREM.
-  Per topic: ZSCORE (push?), MGET (the topic's keys: its config), lib claim's.
+  Per topic: ZSCORE (push?), MGET (the topic's keys: its config), lib claim's. A hand-off's run:
+  GET, DECRBY (or DEL).
 ]]
 local horizon, most, maxTopics, nonce, only = tonumber(ARGV[4]), tonumber(ARGV[5]),
   tonumber(ARGV[6]), ARGV[7], ARGV[8]
+local consume = tonumber(ARGV[9]) or 0
+if consume > 0 and rcall("GET", key.handOffs) then
+  if rcall("DECRBY", key.handOffs, consume) <= 0 then rcall("DEL", key.handOffs) end
+end
 local topics = {only}
 if only == "" then
   topics = rcall("ZRANGE", key.claims, "-inf", horizon, "BYSCORE", "LIMIT", 0, maxTopics)
@@ -63,6 +69,66 @@ return out
       out.push({ topic, config, records });
       i += 3 + count;
     }
+    return out;
+  },
+});
+
+/** What a hand-off asks for: fresh runs, and the earliest due time of the jobs left (or none). */
+export type HandOffReply = { runs: number; firstDue?: number };
+
+export const handOff = defineScript<HandOffReply>({
+  name: "handOff",
+  lua: `
+--[[ handOff: how many fresh runs to ask for, for the push jobs a run's budget could not take.
+  ARGV[4] horizon, unix ms: waiting jobs due by then count
+  ARGV[5] jobs one fresh run takes   ARGV[6] most runs to ask for at once
+  ARGV[7] a topic, or "": only that topic, else the push topics whose claims entry is due by the
+          horizon (at most 100, earliest first)
+  ARGV[8] how long an ask is remembered, ms
+  ARGV[9] how far past the earliest job left a fresh run reaches, ms
+  The jobs left (ready, or delayed and due by the horizon and within a fresh run's reach of the
+  earliest) are counted, less those that runs asked for already are still to take
+  (key.handOffs); runs for the rest, up to ARGV[6], are asked for and added to key.handOffs,
+  which expires ARGV[8] after the last ask.
+  Returns: runs to ask for now, and the earliest time a job left may need claiming (-1: none).
+  Cost: ZRANGE (claims) or ZSCORE; per topic 2 ZCOUNT; GET; INCRBY and PEXPIRE when asking.
+]]
+local horizon, perRun, maxRuns, only, ttl, reach = tonumber(ARGV[4]), tonumber(ARGV[5]),
+  tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
+local scored = {}
+if only == "" then
+  scored = rcall("ZRANGE", key.claims, "-inf", horizon, "BYSCORE", "LIMIT", 0, 100, "WITHSCORES")
+else
+  local at = rcall("ZSCORE", key.claims, only)
+  if at then scored = {only, at} end
+end
+local first = -1
+for i = 2, #scored, 2 do
+  local at = tonumber(scored[i])
+  if first < 0 or at < first then first = at end
+end
+local upTo = horizon
+if first >= 0 and first + reach < upTo then upTo = first + reach end
+local left = 0
+for i = 1, #scored, 2 do
+  left = left + rcall("ZCOUNT", key.ready(scored[i]), "-inf", "+inf")
+    + rcall("ZCOUNT", key.delayed(scored[i]), "-inf", upTo)
+end
+local promised = tonumber(rcall("GET", key.handOffs) or "0")
+local runs = math.ceil((left - promised) / perRun)
+if runs > maxRuns then runs = maxRuns end
+if runs > 0 then
+  rcall("INCRBY", key.handOffs, runs * perRun)
+  rcall("PEXPIRE", key.handOffs, ttl)
+else
+  runs = 0
+end
+return {runs, first}
+`,
+  parse(reply) {
+    const [runs, first] = asArray(reply, "handOff").map(Number);
+    const out: HandOffReply = { runs: runs ?? 0 };
+    if (first !== undefined && first >= 0) out.firstDue = first;
     return out;
   },
 });

@@ -1,0 +1,72 @@
+// Hand-offs: when a run's subrequest budget stops its claims with push jobs left, fresh
+// invocations are asked for through QStash (each message a new invocation with a budget of its
+// own), timed a little before the earliest job left, as many as the jobs left need. On Workers
+// an invocation's subrequests are a hard limit; this is how a burst past one budget is still
+// delivered on time (docs/push.md: "Bursts past one invocation").
+import { DIRECT_WINDOW_MS } from "../domain/push";
+import type { ScriptRunner } from "../redis/runner";
+import type { Run } from "../run/run";
+import type { Work } from "../run/work";
+import type { QStash } from "./qstash";
+
+/** How long before the earliest job left a fresh run is asked to come, ms. */
+export const HAND_OFF_LEAD_MS = 5_000;
+/** Most runs one hand-off asks for (one QStash batch request). */
+const MAX_RUNS = 100;
+/** How long the runs asked for are counted as coming (then forgotten: the next tick goes on). */
+const PROMISE_MS = 60_000;
+
+export type HandOff = {
+  /** Subrequests one ask costs: the handOff script and the publish. */
+  readonly cost: number;
+  /**
+   * Asks for fresh runs for what `run` left of `scope` (jobs of `topic`, or of every push topic,
+   * due by `horizon`); answers how many it asked for. Takes its cost from the run's budget.
+   */
+  ask(run: Run, scope: { topic?: string; horizon: number }): Promise<number>;
+  /** The work of a run a hand-off asked for: claim what is due within its reach. */
+  work(topic: string | undefined, now: number): Work;
+};
+
+export type HandOffOptions = {
+  scripts: ScriptRunner;
+  qstash: QStash;
+  /** The service's public URL: QStash calls POST /v1/qstash/continue there. */
+  publicUrl: string;
+  /** Jobs one fresh run takes (from its budget and the worst cost of a job). */
+  perRun: number;
+};
+
+export function qstashHandOff(options: HandOffOptions): HandOff {
+  const { scripts, qstash, publicUrl, perRun } = options;
+  const reach = DIRECT_WINDOW_MS - HAND_OFF_LEAD_MS;
+  return {
+    cost: 2,
+    async ask(run, { topic, horizon }) {
+      if (!run.budget.take(2)) return 0;
+      const now = run.clock();
+      const { runs, firstDue } = await scripts.run("handOff", now, [
+        horizon,
+        perRun,
+        MAX_RUNS,
+        topic ?? "",
+        PROMISE_MS,
+        reach,
+      ]);
+      if (runs === 0) {
+        run.budget.giveBack(1);
+        return 0;
+      }
+      const at = firstDue === undefined ? now : Math.max(now, firstDue - HAND_OFF_LEAD_MS);
+      await qstash.publishRuns({ publicUrl, runs, topic, notBefore: at > now ? at : undefined });
+      run.log({ level: "info", event: "hand_off", topic, runs, at });
+      return runs;
+    },
+    work: (topic, now) => ({
+      kind: "claim",
+      ...(topic === undefined ? {} : { topic }),
+      horizon: now + DIRECT_WINDOW_MS,
+      consume: perRun,
+    }),
+  };
+}

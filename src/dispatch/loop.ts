@@ -1,0 +1,279 @@
+// The run's loop: drains work and what follows from it (claim → delivery or handler → follow-ups
+// → claim) within the run's subrequest budget and time. It is the one place that knows about
+// budgets and deadlines; the parts it calls return the work that follows instead of starting it.
+import { messageOf } from "../log";
+import type { Run } from "../run/run";
+import type { Work } from "../run/work";
+import { type Claimed, claimDue } from "./claims";
+import type { Parcel } from "./delivery";
+import { type DispatchDeps, type DrainReport, emptyReport, type JobHandler } from "./deps";
+import { byDue, deliverOne, stillToSend } from "./direct";
+import { NOTICES_PER_ROUND } from "./notice-rounds";
+import { sendNotices } from "./notices";
+import { publishParcels } from "./publish";
+import { until } from "./until";
+
+type ClaimWork = Work & { kind: "claim" };
+
+/**
+ * A topic's claims within one run (or every topic's, for a tick): at most one claim is answered
+ * at a time, and work asking for one meanwhile joins the claim that follows it (many polls ending
+ * at once make one claim, not one each). Whatever was written before the ask is due by then, so
+ * that claim sees it.
+ */
+type Lane = { claiming: boolean; next?: ClaimWork };
+
+export class RunLoop {
+  readonly report: DrainReport = emptyReport();
+  private readonly lanes = new Map<string, Lane>();
+  private readonly noticeState = { running: false, again: false };
+  /** Work under way; the loop is idle at 0. */
+  private open = 0;
+  private idle: Promise<void> = Promise.resolve();
+  private wake: () => void = () => {};
+  /** Notices set aside until the claims in flight are answered (see `noticesAfterClaims`). */
+  private claimWaiters: (() => void)[] = [];
+  private handedOff = false;
+  /** Subrequests set aside for a hand-off, so that a run its claims spent can still ask. */
+  private readonly handOffReserve: number;
+
+  constructor(
+    private readonly run: Run,
+    private readonly deps: DispatchDeps,
+  ) {
+    this.handOffReserve = deps.handOff ? run.budget.takeUpTo(deps.handOff.cost) : 0;
+  }
+
+  /**
+   * Takes `work`; answers the run's report once the loop is idle: this work, what followed from
+   * it, and any other work the run gave it meanwhile, all done or left for another invocation.
+   */
+  drain(work: readonly Work[]): Promise<DrainReport> {
+    this.enter();
+    try {
+      const claims = work.filter((item): item is ClaimWork => item.kind === "claim");
+      const notices = work.find((item) => item.kind === "notices");
+      const claiming = claims.map((item) => this.claim(item)).some(Boolean);
+      if (notices && claiming) this.noticesAfterClaims(notices.most);
+      else if (notices) this.sendNotices(notices.most);
+    } finally {
+      this.leave();
+    }
+    return this.idle.then(() => this.report);
+  }
+
+  /** Work that followed from work under way. */
+  private follow(work: readonly Work[]): void {
+    for (const item of work) {
+      if (item.kind === "claim") this.claim(item);
+      else this.sendNotices(item.most);
+    }
+  }
+
+  private enter(): void {
+    if (this.open === 0) {
+      this.idle = new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+    }
+    this.open += 1;
+  }
+
+  private leave(): void {
+    this.open -= 1;
+    if (this.open === 0) this.wake();
+  }
+
+  /** Counts `task` as under way until it settles (it must not reject: each logs its failure). */
+  private track(task: Promise<void>): void {
+    this.enter();
+    void task.finally(() => this.leave());
+  }
+
+  /** Starts (or joins) a claim; answers whether one is in flight for it. */
+  private claim(item: ClaimWork): boolean {
+    const key = item.topic ?? "";
+    let lane = this.lanes.get(key);
+    if (!lane) {
+      lane = { claiming: false };
+      this.lanes.set(key, lane);
+    }
+    if (lane.claiming) {
+      lane.next = { ...item, horizon: Math.max(lane.next?.horizon ?? 0, item.horizon) };
+      return true;
+    }
+    if (this.run.clock() >= this.run.until) {
+      // The invocation is nearly over: what is due stays claimable by the next one.
+      this.report.more = true;
+      return false;
+    }
+    lane.claiming = true;
+    this.track(this.claimAndSend(item, lane));
+    return true;
+  }
+
+  private async claimAndSend(item: ClaimWork, lane: Lane): Promise<void> {
+    let claimed: Claimed;
+    try {
+      claimed = await claimDue(this.deps, this.run.budget, {
+        now: this.run.clock(),
+        horizon: item.horizon,
+        topic: item.topic,
+        consume: item.consume,
+      });
+    } catch (error) {
+      this.failed("push_failed", error, item.topic);
+      return;
+    } finally {
+      lane.claiming = false;
+      this.claimAnswered();
+      const next = lane.next;
+      lane.next = undefined;
+      if (next) this.claim(next);
+    }
+    this.report.claimed += claimed.claimed;
+    this.report.more ||= claimed.more;
+    if (claimed.stoppedByBudget) this.handOff(item);
+    for (const [due, parcels] of byDue(claimed.direct)) this.track(this.sendGroup(due, parcels));
+    if (claimed.viaQStash.length > 0) this.track(this.publish(claimed.viaQStash));
+    for (const { job, handler } of claimed.internal) this.track(this.handle(job, handler));
+  }
+
+  /** Sends the direct parcels due at `due`, each settled on its own, at their due time. */
+  private async sendGroup(due: number, parcels: Parcel[]): Promise<void> {
+    let send: Parcel[];
+    try {
+      send = await stillToSend(this.run, this.deps, due, parcels);
+    } catch (error) {
+      // Not looked at again (Redis failed): not sent; the leases bring the jobs back.
+      this.failed("push_check_failed", error);
+      return;
+    }
+    for (const parcel of send) this.track(this.deliver(parcel));
+  }
+
+  private async deliver(parcel: Parcel): Promise<void> {
+    try {
+      this.follow(await deliverOne(this.run, this.deps, parcel, this.report));
+    } catch (error) {
+      this.run.log({
+        level: "error",
+        event: "push_settle_failed",
+        id: parcel.meta.id,
+        message: messageOf(error),
+      });
+    }
+  }
+
+  private async publish(parcels: Parcel[]): Promise<void> {
+    try {
+      await publishParcels(this.run, this.deps, parcels, this.report);
+    } catch (error) {
+      // Not published (or not recorded): the leases bring the jobs back for another try.
+      this.failed("qstash_publish_failed", error);
+    }
+  }
+
+  /** Runs a job of delayq's own at its due time (never before), giving back what it did not spend. */
+  private async handle(job: Parameters<JobHandler["run"]>[0], handler: JobHandler) {
+    await until(job.meta.due, this.run.clock);
+    try {
+      const handled = await handler.run(job, this.run);
+      this.run.budget.giveBack(handler.subrequests - handled.used);
+      this.follow(handled.work);
+    } catch (error) {
+      this.run.log({
+        level: "error",
+        event: "internal_job_failed",
+        id: job.meta.id,
+        message: messageOf(error),
+      });
+    }
+  }
+
+  /**
+   * A round of failure notices. One round at a time per run: a notice asked for meanwhile (a
+   * death) makes another round once this one is done, within the process's cap of open rounds.
+   */
+  private sendNotices(most = NOTICES_PER_ROUND): void {
+    const state = this.noticeState;
+    if (state.running) {
+      state.again = true;
+      return;
+    }
+    const now = this.run.clock();
+    const take = Math.min(most, this.deps.noticeRounds.room(now));
+    if (take <= 0) return;
+    state.running = true;
+    const close = this.deps.noticeRounds.open(take, now);
+    const round = sendNotices(this.run, this.deps, take).then(
+      (sent) => {
+        this.report.notices += sent;
+      },
+      (error: unknown) => this.failed("notices_failed", error),
+    );
+    this.track(
+      round.finally(() => {
+        close();
+        state.running = false;
+        if (!state.again) return;
+        state.again = false;
+        this.sendNotices(most);
+      }),
+    );
+  }
+
+  /**
+   * Notices beside claims (a tick's): a part of the budget (up to a round's worth, at most half of
+   * what is left) is set aside before the claims and given to the round once they are answered,
+   * so that neither a backlog of deliveries nor a mass of notices starves the other, and a
+   * failureUrl that hangs holds up no claim.
+   */
+  private noticesAfterClaims(most = NOTICES_PER_ROUND): void {
+    const { budget } = this.run;
+    const room = Math.min(most, this.deps.noticeRounds.room(this.run.clock()));
+    if (room <= 0) return;
+    const reserved = budget.takeUpTo(Math.min(room + 2, Math.ceil(budget.left() / 2)));
+    const claimed = new Promise<void>((resolve) => this.claimWaiters.push(resolve));
+    this.track(
+      claimed.then(() => {
+        budget.giveBack(reserved);
+        this.sendNotices(room);
+      }),
+    );
+  }
+
+  private claimAnswered(): void {
+    const waiters = this.claimWaiters;
+    this.claimWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  /**
+   * The budget stopped a claim with jobs left: fresh invocations are asked for (through QStash),
+   * once per run, when the service can (else the next tick takes what is left).
+   */
+  private handOff(item: ClaimWork): void {
+    const { handOff } = this.deps;
+    if (!handOff || this.handedOff || this.handOffReserve < handOff.cost) return;
+    this.handedOff = true;
+    this.run.budget.giveBack(this.handOffReserve);
+    const asked = handOff.ask(this.run, { topic: item.topic, horizon: item.horizon }).then(
+      (runs) => {
+        this.report.handedOff += runs;
+      },
+      (error: unknown) => this.failed("hand_off_failed", error, item.topic),
+    );
+    this.track(asked);
+  }
+
+  private failed(event: string, error: unknown, topic?: string): void {
+    this.run.log({
+      level: "error",
+      event,
+      ...this.run.label,
+      ...(topic === undefined ? {} : { topic }),
+      message: messageOf(error),
+    });
+  }
+}
