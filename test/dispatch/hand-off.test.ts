@@ -1,0 +1,188 @@
+// Hand-offs: a run its subrequest budget stops with push jobs left asks QStash for fresh
+// invocations, which take the rest from budgets of their own. The real @upstash/qstash Client
+// publishes to the local stand-in, which calls the app (served over HTTP) back at
+// /v1/qstash/continue, verified with the real Receiver; real receivers, real Redis.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { getRequestListener } from "@hono/node-server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type QStashStandIn, startQStash } from "../../dev/qstash";
+import { createQStash } from "../../src/dispatch/qstash";
+import { type PushApp, type Receiver, startReceiver, testPushApp } from "../support/push";
+
+/** Each run's subrequests: 16 direct jobs a run (3 each, less a request's own and its claims). */
+const SUBREQUESTS = 60;
+const PER_RUN = Math.floor((SUBREQUESTS - 10) / 3);
+
+let qstash: QStashStandIn;
+let server: Server;
+let publicUrl: string;
+let current: PushApp | undefined;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  qstash = await startQStash({ retryDelayMs: () => 50 });
+  server = createServer(
+    getRequestListener((request) => {
+      if (!current) return new Response("no app", { status: 503 });
+      return current.app.fetch(request);
+    }),
+  );
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  publicUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  receiver = await startReceiver();
+});
+
+afterAll(async () => {
+  await qstash?.close();
+  await receiver?.close();
+  await new Promise<void>((resolve) => server?.close(() => resolve()));
+});
+
+async function setup(topic: string): Promise<PushApp> {
+  const client = createQStash({
+    url: qstash.url,
+    token: qstash.token,
+    currentSigningKey: qstash.currentSigningKey,
+    nextSigningKey: qstash.nextSigningKey,
+  });
+  const app = testPushApp({ qstash: client, publicUrl, subrequests: SUBREQUESTS });
+  current = app;
+  const put = await app.call("PUT", `/v1/topics/${topic}`, {
+    body: { push: { url: `${receiver.url}/${topic}` } },
+  });
+  expect(put.status).toBe(200);
+  return app;
+}
+
+/** The hand-off messages QStash delivered to the app since `since` (ms). */
+const continuations = (since: number) =>
+  qstash.deliveries().filter((d) => d.destination.endsWith("/v1/qstash/continue") && d.at >= since);
+
+async function waitFor(what: string, done: () => boolean, ms = 15_000) {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe("a run stopped by its budget", () => {
+  it("hands the rest to fresh runs through QStash: every job delivered once, at its due time, none early", async () => {
+    const topic = `burst-${crypto.randomUUID().slice(0, 6)}`;
+    const app = await setup(topic);
+    const jobs = 100;
+    const due = Date.now() + 2500;
+    const started = Date.now();
+    // Added through the library: no request's own delivery, only the runs below.
+    await app.queue.addBatch(
+      Array.from({ length: jobs }, (_, n) => ({ topic, id: `${topic}-${n}`, runAt: due })),
+    );
+    const tick = app.newRun(SUBREQUESTS);
+    const report = await app.push({ run: tick });
+    // The tick took what its budget pays for, and asked for runs for the rest: as many as they
+    // need, not one per job.
+    expect(report.claimed).toBeLessThanOrEqual(SUBREQUESTS / 3);
+    expect(report.handedOff).toBe(Math.ceil((jobs - report.claimed) / PER_RUN));
+    expect(tick.budget.taken()).toBeLessThanOrEqual(SUBREQUESTS);
+    const got = await receiver.waitFor(jobs, 15_000);
+    const mine = got.filter((r) => r.path === `/${topic}`);
+    await waitFor(
+      "every job",
+      () => receiver.received.filter((r) => r.path === `/${topic}`).length >= jobs,
+    );
+    const all = receiver.received.filter((r) => r.path === `/${topic}`);
+    expect(new Set(all.map((r) => r.headers["delayq-id"])).size).toBe(jobs);
+    for (const delivery of all) expect(delivery.at).toBeGreaterThanOrEqual(due);
+    expect(Math.max(...all.map((r) => r.at)) - due).toBeLessThan(5000);
+    expect(mine.length).toBeGreaterThan(0);
+    // Each fresh run came as a QStash message, signed and verified (the route answers 202).
+    const runs = continuations(started);
+    expect(runs).toHaveLength(report.handedOff);
+    expect(runs.every((run) => run.status === 202)).toBe(true);
+    // Delivered once each: none twice, within a moment after the last.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.received.filter((r) => r.path === `/${topic}`)).toHaveLength(jobs);
+    for (let n = 0; n < jobs; n++) {
+      expect((await app.queue.get(`${topic}-${n}`)).state).toBe("finished");
+    }
+    // What the runs asked for is taken off as they come: nothing is promised any more.
+    expect(Number((await app.redis.get(app.keys.handOffs)) ?? 0)).toBeLessThanOrEqual(0);
+  });
+
+  it("asks no more runs than the jobs left need when two runs are stopped at once", async () => {
+    const topic = `twice-${crypto.randomUUID().slice(0, 6)}`;
+    const app = await setup(topic);
+    const jobs = 80;
+    const due = Date.now() + 6000;
+    const started = Date.now();
+    await app.queue.addBatch(
+      Array.from({ length: jobs }, (_, n) => ({ topic, id: `${topic}-${n}`, runAt: due })),
+    );
+    const [one, two] = await Promise.all([
+      app.push({ run: app.newRun(SUBREQUESTS) }),
+      app.push({ run: app.newRun(SUBREQUESTS) }),
+    ]);
+    const claimed = (one?.claimed ?? 0) + (two?.claimed ?? 0);
+    const asked = (one?.handedOff ?? 0) + (two?.handedOff ?? 0);
+    // The second to ask counts the runs the first asked for (push:handoffs).
+    expect(asked).toBe(Math.ceil((jobs - claimed) / PER_RUN));
+    await waitFor(
+      "every job",
+      () => receiver.received.filter((r) => r.path === `/${topic}`).length >= jobs,
+    );
+    const all = receiver.received.filter((r) => r.path === `/${topic}`);
+    expect(new Set(all.map((r) => r.headers["delayq-id"])).size).toBe(jobs);
+    for (const delivery of all) expect(delivery.at).toBeGreaterThanOrEqual(due);
+    // Timed a little before the jobs were due (5 s), not at once.
+    for (const run of continuations(started)) expect(run.at).toBeGreaterThanOrEqual(due - 6000);
+  });
+
+  it("leaves the rest for the next tick when QStash is not configured", async () => {
+    const topic = `alone-${crypto.randomUUID().slice(0, 6)}`;
+    const app = testPushApp({ subrequests: SUBREQUESTS });
+    await app.call("PUT", `/v1/topics/${topic}`, {
+      body: { push: { url: `${receiver.url}/${topic}` } },
+    });
+    await app.queue.addBatch(
+      Array.from({ length: 40 }, (_, n) => ({ topic, id: `${topic}-${n}`, runAt: Date.now() })),
+    );
+    const report = await app.push({ run: app.newRun(SUBREQUESTS) });
+    expect(report).toMatchObject({ handedOff: 0, more: true });
+    expect(report.claimed).toBeLessThan(40);
+    const next = await app.push({ run: app.newRun(SUBREQUESTS) });
+    expect(report.claimed + next.claimed).toBeLessThanOrEqual(40);
+    expect(next.claimed).toBeGreaterThan(0);
+  });
+});
+
+describe("POST /v1/qstash/continue", () => {
+  it("refuses a call QStash did not sign, and a body that is not a hand-off's", async () => {
+    const app = await setup(`refuse-${crypto.randomUUID().slice(0, 6)}`);
+    const unsigned = await app.app.request("/v1/qstash/continue", {
+      method: "POST",
+      body: '{"topic":null}',
+    });
+    expect(unsigned.status).toBe(401);
+    expect(((await unsigned.json()) as { error: { code: string } }).error.code).toBe(
+      "unauthorized",
+    );
+    // Through QStash, so that it is signed for the route's URL, but with a body of its own.
+    const client = createQStash({
+      url: qstash.url,
+      token: qstash.token,
+      currentSigningKey: qstash.currentSigningKey,
+      nextSigningKey: qstash.nextSigningKey,
+    });
+    const started = Date.now();
+    await client.publishRuns({ publicUrl, runs: 1, topic: "x" });
+    await waitFor("the hand-off", () => continuations(started).length >= 1);
+    expect(continuations(started)[0]?.status).toBe(202);
+    const { Client } = await import("@upstash/qstash");
+    const raw = new Client({ baseUrl: qstash.url, token: qstash.token, devMode: false });
+    const sent = Date.now();
+    await raw.publish({ url: `${publicUrl}/v1/qstash/continue`, body: '{"topic":7}', retries: 0 });
+    await waitFor("the bad hand-off", () => continuations(sent).length >= 1);
+    expect(continuations(sent)[0]?.status).toBe(400);
+  });
+});
