@@ -62,7 +62,13 @@ export async function deliverOne(
   report: DrainReport,
 ): Promise<Work[]> {
   const route = deps.route(parcel.meta.topic, parcel.push.url);
-  const attempt = await deliverDirect(parcel, { ...route, now: run.clock });
+  // A send again on a fresh connection (the receiver closed the pooled one) is one more
+  // subrequest: made only when the run's budget pays for it.
+  const attempt = await deliverDirect(parcel, {
+    ...route,
+    now: run.clock,
+    mayRetry: () => run.budget.take(1),
+  });
   if (attempt.settlement.outcome === "fail") {
     report.failed += 1;
     run.log({

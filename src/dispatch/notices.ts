@@ -56,6 +56,7 @@ export async function sendNotices(run: Run, deps: DispatchDeps, limit: number): 
       const ok = await sendNotice(push.failureUrl, push, meta, body, {
         fetch: route.fetch,
         now: clock,
+        mayRetry: () => budget.take(1),
       });
       if (ok) sent += 1;
       else {

@@ -207,7 +207,8 @@ function timedRequester(
       const method = request.method ?? "GET";
       const { status, text } = await callQStash(
         url.toString(),
-        { method, headers, body: request.body ?? null, keepalive: request.keepalive },
+        // Not the SDK's `keepalive` (a page's unload; workerd's RequestInit has none).
+        { method, headers, body: request.body ?? null },
         timeoutMs,
         `to ${method} ${url.pathname}`,
       );

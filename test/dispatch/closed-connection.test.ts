@@ -28,9 +28,7 @@ function closeOnReuse(rx: Receiver) {
   rx.answer((request) => (request.onConnection > 1 ? "reset" : { status: 204 }));
 }
 
-async function settled(app: PushApp) {
-  while (app.background.length > 0) await Promise.all(app.background.splice(0));
-}
+const settled = (app: PushApp) => app.settled();
 
 /** A push topic to `url`; a failed attempt waits a minute (no second attempt within the test). */
 async function pushApp(url: string) {
