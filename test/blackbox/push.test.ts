@@ -161,6 +161,15 @@ const timed: Record<"request" | "tick" | "retry" | "gap", TimedJob[]> = {
   gap: [],
 };
 let gapTickAt = 0;
+/** When the suite fired the scheduled handler (it has no cron of its own here). */
+const ticks: number[] = [];
+/** When each job of the notice tests died (its endedAt). */
+const diedAt = new Map<string, number>();
+
+async function tick() {
+  ticks.push(Date.now());
+  await stack.tick();
+}
 let timingStarted = 0;
 let probe: ReturnType<typeof lagProbe> | undefined;
 
@@ -250,7 +259,7 @@ describe("push topics from outside: timing runs (scheduled now, collected last)"
     });
     // The cron fires once, before any of those is due: it claims (direct) or publishes (QStash)
     // everything due within its horizon, and delivers each at its due time.
-    await stack.tick();
+    await tick();
     // Added after that tick, due 25-26 s out: no tick comes before they are due.
     for (const [i, d] of [25.4, 26].entries()) {
       const job = await add({ topic: "timing-gap", id: `timing-gap-${i}`, delay: d, body: i });
@@ -545,7 +554,7 @@ describe("push topics from outside: deliveries and settlement (no cron)", () => 
     await Promise.all(MODES.map((mode) => deleteBeforeDue(mode)));
   });
 
-  it("kills jobs by their attempts, a bury or their deadline (the notices go out with the cron, below)", async () => {
+  it("kills jobs by their attempts, a bury or their deadline (each failureUrl is told from the run the job died in, below)", async () => {
     for (const mode of MODES) {
       const topic = `notice-${mode}`;
       rx.on(`/${topic}`, (hit) => {
@@ -581,6 +590,7 @@ describe("push topics from outside: deliveries and settlement (no cron)", () => 
         const job = await jobIn(`n-${kind}-${mode}`, ["dead"]);
         expect(job.state, `n-${kind}-${mode}`).toBe("dead");
         expect(job.deadReason).toBe(reason);
+        diedAt.set(job.id, job.endedAt);
       }
     }
   });
@@ -633,7 +643,7 @@ describe("push topics from outside: with the cron", () => {
     // Due, and no tick since their add: not delivered (the documented gap)...
     expect(rx.hits("/timing-gap")).toHaveLength(0);
     gapTickAt = Date.now();
-    await stack.tick();
+    await tick();
     // ...and delivered by the next tick, at once.
     const hits = await rx.waitFor("/timing-gap", timed.gap.length, 5000);
     expect(hits).toHaveLength(timed.gap.length);
@@ -644,13 +654,21 @@ describe("push topics from outside: with the cron", () => {
     }
   });
 
-  it("sends each failure notice once, signed like deliveries, with the documented shape", async () => {
-    await stack.tick();
+  it("sends each failure notice once, from the run the job died in (no tick), signed like deliveries, with the documented shape", async () => {
     for (const mode of MODES) {
       const path = `/failed-${mode}`;
       const hits = await rx.waitFor(path, 3, 8000);
       expect(hits, mode).toHaveLength(3);
       const notices = hits.map((hit) => {
+        // Told by the invocation in which the job died (a delivery's, a QStash callback's),
+        // within seconds: no tick has run since these jobs were added.
+        const died = diedAt.get(JSON.parse(hit.raw).id) ?? Number.NaN;
+        expect(
+          hit.at - died,
+          `${mode}: the notice came ${hit.at - died} ms after the death`,
+        ).toBeLessThan(5000);
+        const ticked = ticks.filter((at) => at >= died && at <= hit.at);
+        expect(ticked, `${mode}: a tick ran between the death and its notice`).toEqual([]);
         expect(hit.method).toBe("POST");
         expect(hit.headers["content-type"]).toMatch(/^application\/json/);
         checkDelayqSignature(SECRET, hit.headers["delayq-signature"], hit.raw);
@@ -688,7 +706,7 @@ describe("push topics from outside: with the cron", () => {
         attempts: 1,
       });
     }
-    await stack.tick();
+    await tick();
     await sleep(1000);
     for (const mode of MODES) expect(rx.hits(`/failed-${mode}`), mode).toHaveLength(3);
   });
