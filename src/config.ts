@@ -3,9 +3,11 @@ import { z } from "zod";
 import { PRIVATE_PUSH_SETTINGS } from "./domain/destinations";
 import { DelayqError } from "./domain/errors";
 import { DEFAULT_MAX_REQUEST_BYTES } from "./http/body";
+import { DEFAULT_METRICS_MAX_TOPICS } from "./metrics/collect";
 import {
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_POLL_INTERVAL_MS,
   DEFAULT_RETENTION_SECONDS,
   DEFAULT_TTR_SECONDS,
 } from "./queue/options";
@@ -58,10 +60,10 @@ const common = {
     100 * 1024 * 1024,
     DEFAULT_MAX_REQUEST_BYTES,
   ),
-  DQ_POLL_INTERVAL_MS: whole("DQ_POLL_INTERVAL_MS", 50, 20_000, 1000),
+  DQ_POLL_INTERVAL_MS: whole("DQ_POLL_INTERVAL_MS", 50, 20_000, DEFAULT_POLL_INTERVAL_MS),
   DQ_TICK_BUDGET_MS: whole("DQ_TICK_BUDGET_MS", 100, 14 * 60_000, 20_000),
-  // The most topics one /metrics scrape reads (metrics/collect.ts: DEFAULT_METRICS_MAX_TOPICS).
-  DQ_METRICS_MAX_TOPICS: whole("DQ_METRICS_MAX_TOPICS", 1, 100_000, 1000),
+  // The most topics one /metrics scrape reads.
+  DQ_METRICS_MAX_TOPICS: whole("DQ_METRICS_MAX_TOPICS", 1, 100_000, DEFAULT_METRICS_MAX_TOPICS),
   // Each Redis call is short (a long-poll waits in delayq, between short calls), so one limit
   // fits all; without it a frozen Redis holds every request forever.
   DQ_REDIS_TIMEOUT_MS: whole("DQ_REDIS_TIMEOUT_MS", 100, 120_000, 5000),

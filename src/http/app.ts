@@ -33,7 +33,7 @@ export type AppOptions = {
   log?: Logger;
   /** Process counters for /metrics (createCounters()); the same object the scheduler counts in. */
   counters?: Counters;
-  /** The most topics one /metrics scrape reads (DQ_METRICS_MAX_TOPICS). @default 1000 */
+  /** The most topics one /metrics scrape reads (DQ_METRICS_MAX_TOPICS). @default DEFAULT_METRICS_MAX_TOPICS (1000) */
   metricsMaxTopics?: number;
   /** Lists payment watches for /dashboard/payments. @default none: "no payment watches" */
   paymentWatches?: PaymentWatchSource;

@@ -38,7 +38,7 @@ export type DelayQueueOptions = {
   /**
    * How often a long-polling pop checks the topic's change counter (one GET) while it waits,
    * ms. It also wakes at the next known due time or lease end, and at once when this process
-   * adds to the topic. @default 1000
+   * adds to the topic. @default DEFAULT_POLL_INTERVAL_MS (1000)
    */
   pollIntervalMs?: number;
   /**
@@ -72,6 +72,9 @@ export {
   DEFAULT_RETENTION_SECONDS,
   DEFAULT_TTR_SECONDS,
 };
+
+/** How often a long-polling pop checks its topic's change counter, ms (DQ_POLL_INTERVAL_MS). */
+export const DEFAULT_POLL_INTERVAL_MS = 1000;
 
 /** What every scoped view of one queue shares: the client, the scripts, the long-poll wakeups. */
 export type Shared = {
@@ -107,7 +110,7 @@ export function share(options: DelayQueueOptions): Shared {
       String(defaults.maxAttempts ?? DEFAULT_MAX_ATTEMPTS),
       backoff === undefined ? "" : JSON.stringify(backoff),
     ],
-    pollIntervalMs: options.pollIntervalMs ?? 1000,
+    pollIntervalMs: options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS,
     wakeups: new Wakeups(),
     rawBodies: options.rawBodies ?? false,
   };
