@@ -2,52 +2,35 @@
 // invocations, which take the rest from budgets of their own. The real @upstash/qstash Client
 // publishes to the local stand-in, which calls the app (served over HTTP) back at
 // /v1/qstash/continue, verified with the real Receiver; real receivers, real Redis.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { getRequestListener } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type QStashStandIn, startQStash } from "../../dev/qstash";
-import { createQStash } from "../../src/dispatch/qstash";
 import { type PushApp, type Receiver, startReceiver, testPushApp } from "../support/push";
+import { type QStashHarness, startQStashHarness } from "../support/qstash-app";
 
 /** Each run's subrequests: 16 direct jobs a run (3 each, less a request's own and its claims). */
 const SUBREQUESTS = 60;
 const PER_RUN = Math.floor((SUBREQUESTS - 10) / 3);
 
-let qstash: QStashStandIn;
-let server: Server;
-let publicUrl: string;
-let current: PushApp | undefined;
+let harness: QStashHarness;
 let receiver: Receiver;
 
 beforeAll(async () => {
-  qstash = await startQStash({ retryDelayMs: () => 50 });
-  server = createServer(
-    getRequestListener((request) => {
-      if (!current) return new Response("no app", { status: 503 });
-      return current.app.fetch(request);
-    }),
-  );
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  publicUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  harness = await startQStashHarness();
   receiver = await startReceiver();
 });
 
 afterAll(async () => {
-  await qstash?.close();
+  await harness?.close();
   await receiver?.close();
-  await new Promise<void>((resolve) => server?.close(() => resolve()));
 });
 
+/** The app with hand-offs (QStash, its public URL, DQ_SUBREQUESTS), and a push topic. */
 async function setup(topic: string): Promise<PushApp> {
-  const client = createQStash({
-    url: qstash.url,
-    token: qstash.token,
-    currentSigningKey: qstash.currentSigningKey,
-    nextSigningKey: qstash.nextSigningKey,
+  const app = testPushApp({
+    qstash: harness.client(),
+    publicUrl: harness.publicUrl,
+    subrequests: SUBREQUESTS,
   });
-  const app = testPushApp({ qstash: client, publicUrl, subrequests: SUBREQUESTS });
-  current = app;
+  harness.serve(app);
   const put = await app.call("PUT", `/v1/topics/${topic}`, {
     body: { push: { url: `${receiver.url}/${topic}` } },
   });
@@ -55,9 +38,18 @@ async function setup(topic: string): Promise<PushApp> {
   return app;
 }
 
+/** `jobs` jobs of `topic` due at `due`, added through the library (no request's own delivery). */
+async function addDue(app: PushApp, topic: string, jobs: number, due: number) {
+  await app.queue.addBatch(
+    Array.from({ length: jobs }, (_, n) => ({ topic, id: `${topic}-${n}`, runAt: due })),
+  );
+}
+
 /** The hand-off messages QStash delivered to the app since `since` (ms). */
 const continuations = (since: number) =>
-  qstash.deliveries().filter((d) => d.destination.endsWith("/v1/qstash/continue") && d.at >= since);
+  harness.qstash
+    .deliveries()
+    .filter((d) => d.destination.endsWith("/v1/qstash/continue") && d.at >= since);
 
 async function waitFor(what: string, done: () => boolean, ms = 15_000) {
   const deadline = Date.now() + ms;
@@ -67,6 +59,21 @@ async function waitFor(what: string, done: () => boolean, ms = 15_000) {
   }
 }
 
+/**
+ * Waits for every job of `topic` to arrive, then checks each came once (a moment later still
+ * once), never before `due`; answers the deliveries.
+ */
+async function deliveredOnce(topic: string, jobs: number, due: number) {
+  const hits = () => receiver.received.filter((r) => r.path === `/${topic}`);
+  await waitFor("every job", () => hits().length >= jobs);
+  await new Promise((r) => setTimeout(r, 300));
+  const all = hits();
+  expect(all).toHaveLength(jobs);
+  expect(new Set(all.map((r) => r.headers["delayq-id"])).size).toBe(jobs);
+  for (const delivery of all) expect(delivery.at).toBeGreaterThanOrEqual(due);
+  return all;
+}
+
 describe("a run stopped by its budget", () => {
   it("hands the rest to fresh runs through QStash: every job delivered once, at its due time, none early", async () => {
     const topic = `burst-${crypto.randomUUID().slice(0, 6)}`;
@@ -74,10 +81,7 @@ describe("a run stopped by its budget", () => {
     const jobs = 100;
     const due = Date.now() + 2500;
     const started = Date.now();
-    // Added through the library: no request's own delivery, only the runs below.
-    await app.queue.addBatch(
-      Array.from({ length: jobs }, (_, n) => ({ topic, id: `${topic}-${n}`, runAt: due })),
-    );
+    await addDue(app, topic, jobs, due);
     const tick = app.newRun(SUBREQUESTS);
     const report = await app.push({ run: tick });
     // The tick took what its budget pays for, and asked for runs for the rest: as many as they
@@ -85,24 +89,12 @@ describe("a run stopped by its budget", () => {
     expect(report.claimed).toBeLessThanOrEqual(SUBREQUESTS / 3);
     expect(report.handedOff).toBe(Math.ceil((jobs - report.claimed) / PER_RUN));
     expect(tick.budget.taken()).toBeLessThanOrEqual(SUBREQUESTS);
-    const got = await receiver.waitFor(jobs, 15_000);
-    const mine = got.filter((r) => r.path === `/${topic}`);
-    await waitFor(
-      "every job",
-      () => receiver.received.filter((r) => r.path === `/${topic}`).length >= jobs,
-    );
-    const all = receiver.received.filter((r) => r.path === `/${topic}`);
-    expect(new Set(all.map((r) => r.headers["delayq-id"])).size).toBe(jobs);
-    for (const delivery of all) expect(delivery.at).toBeGreaterThanOrEqual(due);
+    const all = await deliveredOnce(topic, jobs, due);
     expect(Math.max(...all.map((r) => r.at)) - due).toBeLessThan(5000);
-    expect(mine.length).toBeGreaterThan(0);
     // Each fresh run came as a QStash message, signed and verified (the route answers 202).
     const runs = continuations(started);
     expect(runs).toHaveLength(report.handedOff);
     expect(runs.every((run) => run.status === 202)).toBe(true);
-    // Delivered once each: none twice, within a moment after the last.
-    await new Promise((r) => setTimeout(r, 300));
-    expect(receiver.received.filter((r) => r.path === `/${topic}`)).toHaveLength(jobs);
     for (let n = 0; n < jobs; n++) {
       expect((await app.queue.get(`${topic}-${n}`)).state).toBe("finished");
     }
@@ -116,9 +108,7 @@ describe("a run stopped by its budget", () => {
     const jobs = 80;
     const due = Date.now() + 6000;
     const started = Date.now();
-    await app.queue.addBatch(
-      Array.from({ length: jobs }, (_, n) => ({ topic, id: `${topic}-${n}`, runAt: due })),
-    );
+    await addDue(app, topic, jobs, due);
     const [one, two] = await Promise.all([
       app.push({ run: app.newRun(SUBREQUESTS) }),
       app.push({ run: app.newRun(SUBREQUESTS) }),
@@ -127,13 +117,7 @@ describe("a run stopped by its budget", () => {
     const asked = (one?.handedOff ?? 0) + (two?.handedOff ?? 0);
     // The second to ask counts the runs the first asked for (push:handoffs).
     expect(asked).toBe(Math.ceil((jobs - claimed) / PER_RUN));
-    await waitFor(
-      "every job",
-      () => receiver.received.filter((r) => r.path === `/${topic}`).length >= jobs,
-    );
-    const all = receiver.received.filter((r) => r.path === `/${topic}`);
-    expect(new Set(all.map((r) => r.headers["delayq-id"])).size).toBe(jobs);
-    for (const delivery of all) expect(delivery.at).toBeGreaterThanOrEqual(due);
+    await deliveredOnce(topic, jobs, due);
     // Timed a little before the jobs were due (5 s), not at once.
     for (const run of continuations(started)) expect(run.at).toBeGreaterThanOrEqual(due - 6000);
   });
@@ -144,9 +128,7 @@ describe("a run stopped by its budget", () => {
     await app.call("PUT", `/v1/topics/${topic}`, {
       body: { push: { url: `${receiver.url}/${topic}` } },
     });
-    await app.queue.addBatch(
-      Array.from({ length: 40 }, (_, n) => ({ topic, id: `${topic}-${n}`, runAt: Date.now() })),
-    );
+    await addDue(app, topic, 40, Date.now());
     const report = await app.push({ run: app.newRun(SUBREQUESTS) });
     expect(report).toMatchObject({ handedOff: 0, more: true });
     expect(report.claimed).toBeLessThan(40);
@@ -168,17 +150,12 @@ describe("POST /v1/qstash/continue", () => {
       "unauthorized",
     );
     // Through QStash, so that it is signed for the route's URL, but with a body of its own.
-    const client = createQStash({
-      url: qstash.url,
-      token: qstash.token,
-      currentSigningKey: qstash.currentSigningKey,
-      nextSigningKey: qstash.nextSigningKey,
-    });
     const started = Date.now();
-    await client.publishRuns({ publicUrl, runs: 1, topic: "x" });
+    await harness.client().publishRuns({ publicUrl: harness.publicUrl, runs: 1, topic: "x" });
     await waitFor("the hand-off", () => continuations(started).length >= 1);
     expect(continuations(started)[0]?.status).toBe(202);
     const { Client } = await import("@upstash/qstash");
+    const { qstash, publicUrl } = harness;
     const raw = new Client({ baseUrl: qstash.url, token: qstash.token, devMode: false });
     const sent = Date.now();
     await raw.publish({ url: `${publicUrl}/v1/qstash/continue`, body: '{"topic":7}', retries: 0 });

@@ -2,13 +2,12 @@
 // deliveries and callbacks verified with the real Receiver, the app served over HTTP so that the
 // stand-in can call it back.
 import { createHmac } from "node:crypto";
-import { createServer, type Server } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { getRequestListener } from "@hono/node-server";
 import { Receiver } from "@upstash/qstash";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startFaultProxy } from "../../dev/fault-proxy";
-import { type QStashStandIn, startQStash } from "../../dev/qstash";
+import type { QStashStandIn } from "../../dev/qstash";
 import { createQStash } from "../../src/dispatch/qstash";
 import { tick } from "../../src/index";
 import {
@@ -17,43 +16,29 @@ import {
   startReceiver,
   testPushApp,
 } from "../support/push";
+import { type QStashHarness, startQStashHarness } from "../support/qstash-app";
 
 const SECRET = "qstash-test-secret-01";
+let harness: QStashHarness;
 let qstash: QStashStandIn;
-let server: Server;
 let publicUrl: string;
-let current: PushApp | undefined;
 
 beforeAll(async () => {
-  qstash = await startQStash({ retryDelayMs: () => 50 });
-  server = createServer(
-    getRequestListener((request) => {
-      if (!current) return new Response("no app", { status: 503 });
-      return current.app.fetch(request);
-    }),
-  );
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  publicUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  harness = await startQStashHarness();
+  ({ qstash, publicUrl } = harness);
 });
 
 afterAll(async () => {
-  await qstash?.close();
-  await new Promise<void>((resolve) => server?.close(() => resolve()));
+  await harness?.close();
 });
 
 async function setup(
   limits: { subrequests?: number; batch?: number; qstashUrl?: string; timeoutMs?: number } = {},
 ): Promise<PushApp & { receiver: HookReceiver }> {
   const { qstashUrl, timeoutMs, ...rest } = limits;
-  const client = createQStash({
-    url: qstashUrl ?? qstash.url,
-    token: qstash.token,
-    currentSigningKey: qstash.currentSigningKey,
-    nextSigningKey: qstash.nextSigningKey,
-    timeoutMs,
-  });
+  const client = harness.client({ url: qstashUrl, timeoutMs });
   const app = testPushApp({ qstash: client, publicUrl, ...rest });
-  current = app;
+  harness.serve(app);
   const receiver = await startReceiver();
   const put = await app.call("PUT", "/v1/topics/q", {
     body: {

@@ -2,25 +2,16 @@
 // and reuses them, and fails with "Network connection lost." when the receiver closed the one it
 // took. The worker sends such a delivery again at once, before it counts a failed attempt. The
 // receiver (test/support/global-setup.ts, closingReceiverUrl) drops a connection's second request.
-import { env, SELF } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { call } from "./support";
 
 const vars = env as Record<string, unknown>;
-const AUTH = { authorization: "Bearer worker-admin" };
 const closing = String(vars.CLOSING_RECEIVER_URL);
 const recorder = String(vars.RECEIVER_URL);
 
 type Arrival = { id: string; onConnection: number; dropped: boolean };
 type Job = { state: string; attempts: number; lastDelivery?: { status: number; error?: string } };
-
-async function call(method: string, path: string, body?: unknown) {
-  const res = await SELF.fetch(`http://delayq.test${path}`, {
-    method,
-    headers: AUTH,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, json: (await res.json()) as any };
-}
 
 /** The job once its delivery is settled (a lastDelivery recorded), or throws after `ms`. */
 async function settledJob(id: string, ms = 10_000): Promise<Job> {

@@ -11,18 +11,9 @@ import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
 import worker from "../../functions/worker";
 import { DelayQueue } from "../../src/index";
+import { call } from "./support";
 
-const AUTH = { authorization: "Bearer worker-admin" };
 const receiver = String((env as Record<string, unknown>).RECEIVER_URL);
-
-async function call(method: string, path: string, body?: unknown) {
-  const res = await SELF.fetch(`http://delayq.test${path}`, {
-    method,
-    headers: AUTH,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, json: (await res.json()) as any };
-}
 
 async function received(
   id: string,
