@@ -72,9 +72,11 @@ const keep = (work: Promise<unknown>) => {
   deferred.add(work);
   void work.finally(() => deferred.delete(work));
 };
-// Each request is one run, as on Workers.
-const fetchRun = (request: Request) =>
+// Each request is one run, as on Workers; the server's own bindings (the Node request, which
+// lets a body of known length be read whole) stay beside it.
+const fetchRun = (request: Request, bindings: object) =>
   app.fetch(request, {
+    ...bindings,
     run: runs.request({ path: new URL(request.url).pathname, waitUntil: keep }),
   });
 const server = serve({ fetch: fetchRun, port, hostname: host }, () => {
