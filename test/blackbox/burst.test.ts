@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   checkDelayqSignature,
+  eventually,
   lagProbe,
   type Receiver,
   type Stack,
@@ -71,9 +72,14 @@ describe("a burst past one invocation's subrequests", () => {
     expect(lateness.p99).toBeLessThanOrEqual(10_000);
     for (const hit of hits.slice(0, 20))
       checkDelayqSignature(SECRET, hit.headers["delayq-signature"], hit.raw);
-    // Each job finished once.
+    // Each job finished, at its first attempt (its settle may come a moment after its delivery
+    // on a machine this loaded).
     for (const n of [0, 999, 1000, JOBS - 1]) {
-      const job = await stack.api("GET", `/v1/jobs/burst-${n}`);
+      const job = await eventually(
+        () => stack.api("GET", `/v1/jobs/burst-${n}`),
+        (res) => res.json?.job?.state === "finished",
+        10_000,
+      );
       expect(job.json.job).toMatchObject({ state: "finished", attempts: 1 });
     }
   }, 150_000);
