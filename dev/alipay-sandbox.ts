@@ -28,7 +28,33 @@ export type AlipayTrade = {
   gmtRefund?: string;
 };
 
-export type AlipayFault = "5xx" | "timeout" | "systemError" | "badSignature" | "tradeNotExist";
+export type AlipayFault =
+  | "5xx"
+  | "timeout"
+  /** Answers as usual, `slowMs` later (the answer reflects the trade as it is then). */
+  | "slow"
+  | "systemError"
+  | "badSignature"
+  | "tradeNotExist"
+  /**
+   * An error that would stop a watch were it trusted (ACQ.INVALID_PARAMETER), unsigned: v3 as
+   * HTTP 400 without the alipay-signature headers, classic as a response without `sign`.
+   */
+  | "unsignedError"
+  /** v3: the answer signed as usual, its alipay-timestamp 10 minutes old. Classic: no effect. */
+  | "staleTimestamp";
+
+/** Every fault, in the order the control API lists them. */
+export const ALIPAY_FAULTS: readonly AlipayFault[] = [
+  "5xx",
+  "timeout",
+  "slow",
+  "systemError",
+  "badSignature",
+  "tradeNotExist",
+  "unsignedError",
+  "staleTimestamp",
+];
 
 export type AlipayRequestRecord = {
   /** The HTTP method. */
@@ -94,6 +120,8 @@ export type AlipaySandboxOptions = {
   appId?: string;
   /** How long an injected "timeout" holds the request before dropping the connection. @default 30000 */
   hangMs?: number;
+  /** How long an injected "slow" holds the request before answering it. @default 1000 */
+  slowMs?: number;
   /** How far a request's timestamp may be from the sandbox's clock. @default 600000 (10 min) */
   timestampWindowMs?: number;
 };
@@ -175,6 +203,7 @@ export async function startAlipaySandbox(
 ): Promise<AlipaySandbox> {
   const appId = options.appId ?? "2021000000000001";
   const hangMs = options.hangMs ?? 30_000;
+  const slowMs = options.slowMs ?? 1000;
   const window = options.timestampWindowMs ?? 600_000;
   const [merchant, platform] = await Promise.all([
     rsaKeyPair("alipay-merchant"),
@@ -356,10 +385,11 @@ export async function startAlipaySandbox(
     res: ServerResponse,
     responseKey: string,
     inner: Record<string, unknown>,
-    signer: KeyObject,
+    signer: KeyObject | undefined,
   ): Answer => {
     const innerText = alipayJson(inner);
-    const text = `{"${responseKey}":${innerText},"sign":"${rsa2Sign(innerText, signer)}"}`;
+    const sign = signer ? `,"sign":"${rsa2Sign(innerText, signer)}"` : "";
+    const text = `{"${responseKey}":${innerText}${sign}}`;
     res.writeHead(200, {
       "content-type": "text/html;charset=utf-8",
       "content-length": Buffer.byteLength(text),
@@ -371,23 +401,28 @@ export async function startAlipaySandbox(
     return answer;
   };
 
+  /** Writes a v3 answer, signed by `signer` (none: unsigned) at `Date.now() + clockOffsetMs`. */
   const writeV3 = (
     res: ServerResponse,
     status: number,
     payload: Record<string, unknown>,
-    signer: KeyObject,
+    signer: KeyObject | undefined,
+    clockOffsetMs = 0,
   ): Answer => {
     const text = alipayJson(payload);
-    const ts = String(Date.now());
-    const nonce = randomUUID();
-    res.writeHead(status, {
+    const headers: Record<string, string | number> = {
       "content-type": "application/json;charset=utf-8",
       "content-length": Buffer.byteLength(text),
       "alipay-trace-id": traceId(),
-      "alipay-timestamp": ts,
-      "alipay-nonce": nonce,
-      "alipay-signature": rsa2Sign(`${ts}\n${nonce}\n${text}\n`, signer),
-    });
+    };
+    if (signer) {
+      const ts = String(Date.now() + clockOffsetMs);
+      const nonce = randomUUID();
+      headers["alipay-timestamp"] = ts;
+      headers["alipay-nonce"] = nonce;
+      headers["alipay-signature"] = rsa2Sign(`${ts}\n${nonce}\n${text}\n`, signer);
+    }
+    res.writeHead(status, headers);
     res.end(text);
     return typeof payload.code === "string" ? { status, code: payload.code } : { status };
   };
@@ -415,7 +450,12 @@ export async function startAlipaySandbox(
     return null;
   };
 
-  const classic = (req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer): void => {
+  const classic = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    body: Buffer,
+  ): Promise<void> => {
     const params = new Map<string, string>();
     for (const [k, v] of url.searchParams) if (!params.has(k)) params.set(k, v);
     const type = req.headers["content-type"] ?? "";
@@ -453,6 +493,7 @@ export async function startAlipaySandbox(
       Object.assign(record, transport);
       return;
     }
+    if (fault === "slow") await new Promise((resolve) => setTimeout(resolve, slowMs));
 
     const signer = fault === "badSignature" ? wrong.privateKey : platform.privateKey;
     const responseKey =
@@ -466,6 +507,13 @@ export async function startAlipaySandbox(
       sub_msg: subMsg,
     });
     const answer = (): Record<string, unknown> => {
+      if (fault === "unsignedError")
+        return {
+          code: "40004",
+          msg: "Business Failed",
+          sub_code: "ACQ.INVALID_PARAMETER",
+          sub_msg: "参数无效",
+        };
       if (!method) return gatewayError("40001", "isv.missing-method", "缺少方法名参数");
       if (!params.get("app_id"))
         return gatewayError("40001", "isv.missing-app-id", "缺少appId参数");
@@ -505,10 +553,16 @@ export async function startAlipaySandbox(
         ...(typeof asked === "string" ? { out_trade_no: asked } : {}),
       };
     };
-    Object.assign(record, writeClassic(res, responseKey, answer(), signer));
+    const unsigned = fault === "unsignedError";
+    Object.assign(record, writeClassic(res, responseKey, answer(), unsigned ? undefined : signer));
   };
 
-  const v3 = (req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer): void => {
+  const v3 = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    body: Buffer,
+  ): Promise<void> => {
     const method = V3_PATHS[url.pathname] as string;
     const text = body.toString("utf8");
     let bizContent: unknown;
@@ -547,6 +601,7 @@ export async function startAlipaySandbox(
       Object.assign(record, transport);
       return;
     }
+    if (fault === "slow") await new Promise((resolve) => setTimeout(resolve, slowMs));
     const signer = fault === "badSignature" ? wrong.privateKey : platform.privateKey;
     const fail = (status: number, code: string, message: string) => ({
       status,
@@ -571,8 +626,14 @@ export async function startAlipaySandbox(
       if (!outcome.ok) return fail(outcome.httpStatus, outcome.subCode, outcome.subMsg);
       return { status: 200, payload: outcome.fields };
     };
+    if (fault === "unsignedError") {
+      const payload = { code: "ACQ.INVALID_PARAMETER", message: "参数无效" };
+      Object.assign(record, writeV3(res, 400, payload, undefined));
+      return;
+    }
     const { status, payload } = answer();
-    Object.assign(record, writeV3(res, status, payload, signer));
+    const offset = fault === "staleTimestamp" ? -10 * 60_000 : 0;
+    Object.assign(record, writeV3(res, status, payload, signer, offset));
   };
 
   const notifyFields = (trade: AlipayTrade): Record<string, string> => {
@@ -682,18 +743,11 @@ export async function startAlipaySandbox(
       if (path === "/requests" && req.method === "GET") return send(200, log);
       if (path === "/faults" && req.method === "POST") {
         const fault = str("fault") as AlipayFault | undefined;
-        const known: AlipayFault[] = [
-          "5xx",
-          "timeout",
-          "systemError",
-          "badSignature",
-          "tradeNotExist",
-        ];
-        if (!fault || !known.includes(fault))
+        if (!fault || !ALIPAY_FAULTS.includes(fault))
           throw new AlipaySandboxError(
             "bad_request",
             400,
-            `fault must be one of ${known.join(", ")}`,
+            `fault must be one of ${ALIPAY_FAULTS.join(", ")}`,
           );
         inject(fault, Number(str("count") ?? 1));
         return send(200, { queued: faults });

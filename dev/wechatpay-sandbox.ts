@@ -37,7 +37,27 @@ export type WechatTrade = {
   successTime?: string;
 };
 
-export type WechatFault = "5xx" | "timeout" | "429" | "badSignature" | "staleTimestamp";
+export type WechatFault =
+  | "5xx"
+  | "timeout"
+  /** Answers as usual, `slowMs` later (the answer reflects the trade as it is then). */
+  | "slow"
+  | "429"
+  | "badSignature"
+  | "staleTimestamp"
+  /** An error that would stop a watch were it trusted (400 PARAM_ERROR), without Wechatpay-* headers. */
+  | "unsignedError";
+
+/** Every fault, in the order the control API lists them. */
+export const WECHAT_FAULTS: readonly WechatFault[] = [
+  "5xx",
+  "timeout",
+  "slow",
+  "429",
+  "badSignature",
+  "staleTimestamp",
+  "unsignedError",
+];
 
 export type WechatRequestRecord = {
   method: string;
@@ -112,6 +132,8 @@ export type WechatPaySandboxOptions = {
   mode?: "publicKey" | "certificate";
   /** How long an injected "timeout" holds the request before dropping the connection. @default 30000 */
   hangMs?: number;
+  /** How long an injected "slow" holds the request before answering it. @default 1000 */
+  slowMs?: number;
 };
 
 export class WechatPaySandboxError extends Error {
@@ -180,6 +202,7 @@ export async function startWechatPaySandbox(
   const appid = options.appid ?? "wx8888888888888888";
   const mode = options.mode ?? "publicKey";
   const hangMs = options.hangMs ?? 30_000;
+  const slowMs = options.slowMs ?? 1000;
   const [merchant, platform] = await Promise.all([
     rsaKeyPair("wechatpay-merchant"),
     rsaKeyPair("wechatpay-platform"),
@@ -316,6 +339,15 @@ export async function startWechatPaySandbox(
     `${randomBytes(12).toString("hex").toUpperCase()}${randomBytes(8).toString("hex").toUpperCase()}-0`;
 
   const write = (res: ServerResponse, reply: Reply, fault: WechatFault | undefined): void => {
+    if (fault === "unsignedError") {
+      res.writeHead(reply.status, {
+        "Request-ID": requestId(),
+        "Content-Type": "application/json; charset=utf-8",
+        "Content-Length": Buffer.byteLength(reply.body),
+      });
+      res.end(reply.body);
+      return;
+    }
     const stale = fault === "staleTimestamp";
     const ts = Formatter.timestamp() - (stale ? 10 * 60 : 0);
     const nonce = Formatter.nonce(32);
@@ -426,7 +458,12 @@ export async function startWechatPaySandbox(
     return error(404, "NOT_FOUND", `请求的资源不存在：${method} ${url.pathname}`);
   };
 
-  const api = (req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer): void => {
+  const api = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    body: Buffer,
+  ): Promise<void> => {
     const text = body.toString("utf8");
     const method = req.method ?? "GET";
     const auth = parseWechatAuthorization(req.headers.authorization ?? "");
@@ -456,8 +493,10 @@ export async function startWechatPaySandbox(
       record.status = 0;
       return;
     }
+    if (fault === "slow") await new Promise((resolve) => setTimeout(resolve, slowMs));
 
     const answer = (): Reply => {
+      if (fault === "unsignedError") return error(400, "PARAM_ERROR", "参数错误");
       if (fault === "5xx") return error(500, "SYSTEM_ERROR", "系统异常，请稍后重试");
       if (fault === "429")
         return error(429, "FREQUENCY_LIMITED", "请求频率超限，请降低请求接口频率");
@@ -589,13 +628,12 @@ export async function startWechatPaySandbox(
       }
       if (path === "/requests" && req.method === "GET") return send(200, log);
       if (path === "/faults" && req.method === "POST") {
-        const known: WechatFault[] = ["5xx", "timeout", "429", "badSignature", "staleTimestamp"];
         const fault = input.fault as WechatFault;
-        if (!known.includes(fault))
+        if (!WECHAT_FAULTS.includes(fault))
           throw new WechatPaySandboxError(
             "bad_request",
             400,
-            `fault must be one of ${known.join(", ")}`,
+            `fault must be one of ${WECHAT_FAULTS.join(", ")}`,
           );
         inject(fault, typeof input.count === "number" ? input.count : 1);
         return send(200, { queued: faults });
@@ -650,7 +688,7 @@ export async function startWechatPaySandbox(
   const { url, stop } = await serveSandbox(
     async (req, res, url, body) => {
       if (url.pathname.startsWith("/__sandbox/")) return control(req, res, url, body);
-      api(req, res, url, body);
+      await api(req, res, url, body);
     },
     { port: options.port, hangs },
   );
