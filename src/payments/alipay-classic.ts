@@ -91,9 +91,9 @@ async function readClassic(
   );
   const sign = stringField(body, "sign");
   // An answer we cannot verify says nothing about the trade, whatever its code: retry.
-  if (!sign) return transient(`unsigned answer (${what})`);
+  if (!sign) return transient(`unverified: no sign (${what})`);
   if (!(await verifyRsaSha256(publicKey, raw, sign))) {
-    return transient(`answer signature does not verify (${what})`);
+    return transient(`unverified: sign does not verify (${what})`);
   }
   return { ok: true, response: record };
 }

@@ -3,13 +3,15 @@
 import type { AlipayAccount } from "./accounts";
 import { closeError, describeError, mismatch, queryError, tradeAnswer } from "./alipay-answers";
 import { loadKeys } from "./alipay-signing";
-import { signRsaSha256, verifyRsaSha256 } from "./crypto";
+import { type CryptoKey, signRsaSha256, verifyRsaSha256 } from "./crypto";
 import {
   type CloseAnswer,
+  clip,
   fetchText,
   type ProviderAnswer,
   type ProviderOptions,
   parseJson,
+  staleness,
   stringField,
 } from "./provider";
 
@@ -55,16 +57,17 @@ async function v3Call(
     const code = stringField(parseJson(text), "code");
     return transient(`HTTP ${status}${code ? ` ${code}` : ""}`);
   }
-  const signature = headers.get("alipay-signature");
-  // Alipay signs its 2xx answers; its 4xx errors come unsigned, and are checked when signed.
-  if (signature || (status >= 200 && status < 300)) {
-    const timestamp = headers.get("alipay-timestamp");
-    const nonce = headers.get("alipay-nonce");
-    if (!signature || !timestamp || !nonce) return transient(`unsigned answer (HTTP ${status})`);
-    const signed = `${timestamp}\n${nonce}\n${text}\n`;
-    if (!(await verifyRsaSha256(keys.alipayPublicKey, signed, signature))) {
-      return transient(`answer signature does not verify (HTTP ${status})`);
-    }
+  // Only a verified answer decides anything, a 4xx too: Alipay may send its errors unsigned, and
+  // an unsigned "invalid app id" could be anyone's; it is retried like a 5xx (DESIGN §4).
+  const problem = await unverified(
+    keys.alipayPublicKey,
+    headers,
+    text,
+    (options.clock ?? Date.now)(),
+  );
+  if (problem) {
+    const code = stringField(parseJson(text), "code");
+    return transient(`${problem} (HTTP ${status}${code ? ` ${clip(code, 64)}` : ""})`);
   }
   const parsed = parseJson(text);
   if (status >= 200 && status < 300 && text === "") return { ok: true, status, body: {} };
@@ -72,6 +75,29 @@ async function v3Call(
     return transient(`HTTP ${status} answer is not a JSON object`);
   }
   return { ok: true, status, body: parsed as Record<string, unknown> };
+}
+
+/**
+ * Why an answer is not to be trusted ("unverified: …", "stale: …"), or undefined: the signature
+ * over `<alipay-timestamp>\n<alipay-nonce>\n<body>\n`, then the signed timestamp (unix ms) within
+ * ANSWER_CLOCK_SKEW_MS of `now`.
+ */
+async function unverified(
+  publicKey: CryptoKey,
+  headers: Headers,
+  text: string,
+  now: number,
+): Promise<string | undefined> {
+  const signature = headers.get("alipay-signature");
+  const timestamp = headers.get("alipay-timestamp");
+  const nonce = headers.get("alipay-nonce");
+  if (!signature) return "unverified: no alipay-signature";
+  if (!timestamp || !nonce) return "unverified: no alipay-timestamp or alipay-nonce";
+  if (!(await verifyRsaSha256(publicKey, `${timestamp}\n${nonce}\n${text}\n`, signature))) {
+    return "unverified: alipay-signature does not verify";
+  }
+  if (!/^\d{1,15}$/.test(timestamp)) return "unverified: malformed alipay-timestamp";
+  return staleness("alipay-timestamp", Number(timestamp), now);
 }
 
 function v3Error(

@@ -21,7 +21,10 @@ export type ProviderAnswer =
       /** Unix ms. */
       paidAt?: number;
     }
-  /** 5xx, timeout, ACQ.SYSTEM_ERROR, bad signature, stale timestamp, 429: retry soon. */
+  /**
+   * 5xx, timeout, ACQ.SYSTEM_ERROR, 429; or an answer not to be trusted, its reason saying which
+   * rule decided ("unverified: …", "stale: …"): retry soon.
+   */
   | { kind: "transient"; reason: string }
   /** The provider's message about our setup (bad key, app id, invalid parameter): stop as failed. */
   | { kind: "config"; reason: string }
@@ -83,6 +86,23 @@ export class PaymentsError extends Error {
 }
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
+
+/**
+ * How far the signed time of a verified answer or notification (Wechatpay-Timestamp,
+ * alipay-timestamp, a notification's notify_time ahead of now) may be from our clock: 5 minutes,
+ * WeChat Pay's own rule, used for both providers. Further off, it may be a replay: transient.
+ */
+export const ANSWER_CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * Why a signed time is too far from `now` ("stale: alipay-timestamp 412 s off"), or undefined
+ * when it is within ANSWER_CLOCK_SKEW_MS. `at` and `now` are unix ms.
+ */
+export function staleness(what: string, at: number, now: number): string | undefined {
+  const off = Math.abs(at - now);
+  if (off <= ANSWER_CLOCK_SKEW_MS) return undefined;
+  return `stale: ${what} ${Math.round(off / 1000)} s off (more than ${ANSWER_CLOCK_SKEW_MS / 1000} s)`;
+}
 
 /** A fetched answer, read whole, or why it could not be had. */
 export type Fetched =

@@ -21,6 +21,7 @@ import {
   type ProviderAnswer,
   type ProviderOptions,
   parseJson,
+  staleness,
   stringField,
   type TradeOutcome,
 } from "./provider";
@@ -35,9 +36,6 @@ export const WECHATPAY_TRADE_STATES: Readonly<Record<string, TradeOutcome>> = {
   REVOKED: "closed",
   PAYERROR: "failed",
 };
-
-/** Seconds an answer's or notification's Wechatpay-Timestamp may stray from now. */
-export const WECHATPAY_TIMESTAMP_TOLERANCE_S = 300;
 
 const ORDER_NOT_EXIST = "ORDER_NOT_EXIST";
 /** Close refused because of the order's state: query again, it may be paid. */
@@ -94,9 +92,10 @@ function keyForSerial(keys: Keys, serial: string): CryptoKey | undefined {
 }
 
 /**
- * Why an answer or notification does not verify, or undefined when it does:
- * `<Wechatpay-Timestamp>\n<Wechatpay-Nonce>\n<body>\n` against Wechatpay-Signature, with the key
- * that Wechatpay-Serial names, and the timestamp within 300 s of `now` (ms).
+ * Why an answer or notification is not to be trusted ("unverified: …", "stale: …"), or undefined
+ * when it is: `<Wechatpay-Timestamp>\n<Wechatpay-Nonce>\n<body>\n` against Wechatpay-Signature,
+ * with the key that Wechatpay-Serial names, and the timestamp within ANSWER_CLOCK_SKEW_MS (5 min)
+ * of `now` (ms).
  */
 async function verifyHeaders(
   keys: Keys,
@@ -109,18 +108,17 @@ async function verifyHeaders(
   const timestamp = headers.get("wechatpay-timestamp");
   const nonce = headers.get("wechatpay-nonce");
   if (!serial || !signature || !timestamp || !nonce)
-    return "unsigned (Wechatpay-* headers missing)";
-  if (signature.startsWith(PROBE_PREFIX)) return "signature probe (WECHATPAY/SIGNTEST/)";
-  if (!/^\d{1,12}$/.test(timestamp)) return "malformed Wechatpay-Timestamp";
-  if (Math.abs(Number(timestamp) * 1000 - now) > WECHATPAY_TIMESTAMP_TOLERANCE_S * 1000) {
-    return "stale Wechatpay-Timestamp (more than 300 s from now)";
-  }
+    return "unverified: unsigned (Wechatpay-* headers missing)";
+  if (signature.startsWith(PROBE_PREFIX))
+    return "unverified: signature probe (WECHATPAY/SIGNTEST/)";
+  if (!/^\d{1,12}$/.test(timestamp)) return "unverified: malformed Wechatpay-Timestamp";
   const key = keyForSerial(keys, serial);
-  if (!key) return `unknown Wechatpay-Serial ${clip(serial, 64)}`;
+  if (!key) return `unverified: unknown Wechatpay-Serial ${clip(serial, 64)}`;
   if (!(await verifyRsaSha256(key, `${timestamp}\n${nonce}\n${body}\n`, signature))) {
-    return "signature does not verify";
+    return "unverified: signature does not verify";
   }
-  return undefined;
+  // Checked once verified: a timestamp only means something once it is known to be WeChat's.
+  return staleness("Wechatpay-Timestamp", Number(timestamp) * 1000, now);
 }
 
 /** The answer for a transaction record (query body or decrypted notification resource). */
@@ -192,7 +190,7 @@ async function call(
   }
   // Every other answer, errors and 204 included, must be WeChat Pay's own before we act on it.
   const problem = await verifyHeaders(keys, fetched.headers, text, clock());
-  if (problem) return transient(`answer ${problem} (HTTP ${status})`);
+  if (problem) return transient(`${problem} (HTTP ${status})`);
   return { ok: true, status, text };
 }
 

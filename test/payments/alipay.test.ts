@@ -213,12 +213,62 @@ describe.each(["classic", "v3"] as const)(
       });
     });
 
+    it("takes an unsigned error for transient, never for a configuration error: query and close", async () => {
+      const unverified =
+        api === "v3"
+          ? "unverified: no alipay-signature (HTTP 400 ACQ.INVALID_PARAMETER)"
+          : "unverified: no sign (40004 ACQ.INVALID_PARAMETER";
+      gateway.errors.push("ACQ.INVALID_PARAMETER");
+      gateway.faults.push("unsigned");
+      expect(await provider().query(`${api}-x`)).toEqual({
+        kind: "transient",
+        reason: expect.stringContaining(unverified),
+      });
+      gateway.trades.set(`${api}-u`, { state: "WAIT_BUYER_PAY", totalFen: 100, tradeNo: "u" });
+      gateway.errors.push("ACQ.INVALID_PARAMETER");
+      gateway.faults.push("unsigned");
+      expect(await provider().close(`${api}-u`)).toEqual({
+        kind: "transient",
+        reason: expect.stringContaining(unverified),
+      });
+      // The same error signed is Alipay's word about our setup.
+      gateway.errors.push("ACQ.INVALID_PARAMETER");
+      expect(await provider().close(`${api}-u`)).toMatchObject({ kind: "config" });
+    });
+
+    it.runIf(api === "v3")(
+      "takes a verified answer whose alipay-timestamp is more than 5 minutes off for transient",
+      async () => {
+        gateway.trades.set("v3-late", {
+          state: "TRADE_SUCCESS",
+          totalFen: 5,
+          tradeNo: "l",
+          paidAt,
+        });
+        gateway.faults.push("staleTimestamp");
+        expect(await provider().query("v3-late")).toEqual({
+          kind: "transient",
+          reason: expect.stringMatching(
+            /^stale: alipay-timestamp 30[12] s off \(more than 300 s\) \(HTTP 200\)$/,
+          ),
+        });
+        // Our clock ahead of Alipay's: the same rule, either way.
+        const ahead = provider({ clock: () => Date.now() + 301_000 });
+        expect(await ahead.query("v3-late")).toMatchObject({
+          kind: "transient",
+          reason: expect.stringContaining("stale: alipay-timestamp"),
+        });
+        const within = provider({ clock: () => Date.now() + 295_000 });
+        expect(await within.query("v3-late")).toMatchObject({ kind: "trade", outcome: "paid" });
+      },
+    );
+
     it("signs with the merchant key so that the gateway's node:crypto check passes", async () => {
       const wrongKey = alipayProvider(account(api, gateway.url, { privateKey: other.pkcs8Base64 }));
       const before = gateway.requests.length;
       const answer = await wrongKey.query(`${api}-x`);
       expect(gateway.requests[before]?.verified).toBe(false);
-      // classic: the gateway answers 40002 isv.invalid-signature, signed; v3: 401, unsigned.
+      // classic: the gateway answers 40002 isv.invalid-signature; v3: 401. Both signed.
       expect(answer).toMatchObject({
         kind: "config",
         reason: expect.stringContaining("signature"),

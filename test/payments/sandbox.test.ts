@@ -381,13 +381,13 @@ describe.each(["publicKey", "certificate"] as const)(
       expect(tampered.status).toBe(401);
       expect(notifications.results[before + 1]).toEqual({
         ok: false,
-        reason: "signature does not verify",
+        reason: "unverified: signature does not verify",
       });
       const probe = await sandbox.notify(no, notifications.url, { probe: true });
       expect(probe.status).toBe(401);
       expect(notifications.results[before + 2]).toEqual({
         ok: false,
-        reason: "signature probe (WECHATPAY/SIGNTEST/)",
+        reason: "unverified: signature probe (WECHATPAY/SIGNTEST/)",
       });
     });
   },

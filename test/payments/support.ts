@@ -123,7 +123,7 @@ export type Fault =
   | "unsigned" // drop the signature
   | "wrongKey" // sign with a key that is not the gateway's
   | "wrongSerial" // WeChat: name a serial the merchant does not know
-  | "staleTimestamp" // WeChat: sign with a timestamp 301 s old
+  | "staleTimestamp" // WeChat, Alipay v3: sign with a timestamp 301 s old
   | "slow" // answer after 1.5 s
   | "reset"; // drop the connection
 
@@ -352,8 +352,10 @@ export function alipayGateway(options: AlipayGatewayOptions): Promise<Gateway> {
     }
     const text = alipayJson(answer);
     const headers: Record<string, string> = { "content-type": "application/json" };
-    if (status === 200 && fault !== "unsigned") {
-      const timestamp = String(Date.now());
+    // Every answer signed, errors too (a verified error is what a configuration error needs);
+    // "unsigned" drops it, as Alipay may for its 4xx.
+    if (fault !== "unsigned") {
+      const timestamp = String(Date.now() - (fault === "staleTimestamp" ? 301_000 : 0));
       const nonce = randomBytes(8).toString("hex");
       headers["alipay-timestamp"] = timestamp;
       headers["alipay-nonce"] = nonce;

@@ -124,11 +124,11 @@ describe.each(["public key", "certificate"] as const)("wechatPayProvider (%s mod
   it("never acts on an unverified answer: tampered, unsigned, wrong key, wrong serial, stale", async () => {
     gateway.trades.set("w-paid", { state: "SUCCESS", totalFen: 9, tradeNo: "p", paidAt });
     const expected: Record<string, string> = {
-      tamper: "signature does not verify",
-      unsigned: "unsigned",
-      wrongKey: "signature does not verify",
-      wrongSerial: "unknown Wechatpay-Serial",
-      staleTimestamp: "stale Wechatpay-Timestamp",
+      tamper: "unverified: signature does not verify",
+      unsigned: "unverified: unsigned",
+      wrongKey: "unverified: signature does not verify",
+      wrongSerial: "unverified: unknown Wechatpay-Serial",
+      staleTimestamp: "stale: Wechatpay-Timestamp",
     };
     for (const [fault, reason] of Object.entries(expected)) {
       gateway.faults.push(fault as never);
@@ -284,7 +284,8 @@ describe("verifyWechatPayNotification", () => {
   });
 
   it("refuses tampered, probing, stale, foreign and undecryptable notifications", async () => {
-    const now = Date.now();
+    // A whole second: the header's timestamp is in seconds, so the offsets below are exact.
+    const now = Math.floor(Date.now() / 1000) * 1000;
     const fresh = notification();
     const probe = notification();
     probe.headers.set(
@@ -299,14 +300,23 @@ describe("verifyWechatPayNotification", () => {
           headers: fresh.headers,
           body: fresh.body.replace("TRANSACTION.SUCCESS", "TRANSACTION.SUCCESS "),
         },
-        "signature does not verify",
+        "unverified: signature does not verify",
       ],
-      [probe, "signature probe (WECHATPAY/SIGNTEST/)"],
-      [unsigned, "unsigned (Wechatpay-* headers missing)"],
-      [notification({ at: now - 301_000 }), "stale Wechatpay-Timestamp (more than 300 s from now)"],
-      [notification({ at: now + 301_000 }), "stale Wechatpay-Timestamp (more than 300 s from now)"],
-      [notification({ serial: "PUB_KEY_ID_0000" }), "unknown Wechatpay-Serial PUB_KEY_ID_0000"],
-      [notification({ signer: other.pkcs8Pem }), "signature does not verify"],
+      [probe, "unverified: signature probe (WECHATPAY/SIGNTEST/)"],
+      [unsigned, "unverified: unsigned (Wechatpay-* headers missing)"],
+      [
+        notification({ at: now - 301_000 }),
+        "stale: Wechatpay-Timestamp 301 s off (more than 300 s)",
+      ],
+      [
+        notification({ at: now + 301_000 }),
+        "stale: Wechatpay-Timestamp 301 s off (more than 300 s)",
+      ],
+      [
+        notification({ serial: "PUB_KEY_ID_0000" }),
+        "unverified: unknown Wechatpay-Serial PUB_KEY_ID_0000",
+      ],
+      [notification({ signer: other.pkcs8Pem }), "unverified: signature does not verify"],
       [
         notification({ key: "b7cde1ZJB1kG2e7VfTs3jQzaWizur8Gb" }),
         "the resource did not decrypt (key, nonce or tag)",
