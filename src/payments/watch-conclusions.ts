@@ -9,37 +9,42 @@ const NOT_FOUND_GRACE_MS = 5 * 60_000;
 /** Past its deadline a watch whose close keeps failing transiently gives up after this. */
 const CLOSE_GIVE_UP_MS = 10 * 60_000;
 
-/** Queries once more after a close: the order may have been paid meanwhile. */
+/**
+ * At the deadline: closes the order (when asked to), then queries once more, whatever the close
+ * answered: the order may have been paid meanwhile. A close not to be trusted (unverified, 5xx) is
+ * tried again soon unless that query settles the trade.
+ */
 export async function atDeadline(
   spec: Spec,
   api: Provider,
   clock: () => number,
 ): Promise<Conclusion> {
+  let retryClose: string | undefined;
   if (spec.closeOnDeadline) {
     const closed = await api.close(spec.outTradeNo);
-    if (closed.kind === "transient") {
-      if (clock() < spec.deadline + CLOSE_GIVE_UP_MS) {
-        return { kind: "transient", tradeState: `close: ${closed.reason}` };
-      }
-    } else if (closed.kind === "config") {
+    if (closed.kind === "config") {
       return { kind: "outcome", state: "failed", tradeState: `close: ${closed.reason}` };
+    }
+    if (closed.kind === "transient" && clock() < spec.deadline + CLOSE_GIVE_UP_MS) {
+      retryClose = `close: ${closed.reason}`;
     }
   }
   const last = await api.query(spec.outTradeNo);
-  if (last.kind === "trade" && (last.outcome === "paid" || last.outcome === "failed")) {
-    return { kind: "outcome", state: last.outcome, tradeState: last.tradeState, answer: last };
+  if (last.kind === "trade" && last.outcome !== "pending") {
+    // Paid or failed it is that; closed, the close (or the provider's timeout) did its work.
+    if (last.outcome === "closed") return expired(last.tradeState, last);
+    return judge(spec, last, clock);
   }
+  if (retryClose) return { kind: "transient", tradeState: retryClose };
   if (last.kind === "transient" && clock() < spec.deadline + CLOSE_GIVE_UP_MS) {
     return { kind: "transient", tradeState: last.reason };
   }
-  const tradeState =
-    last.kind === "trade" || last.kind === "notFound" ? last.tradeState : "expired";
-  return {
-    kind: "outcome",
-    state: "expired",
-    tradeState,
-    ...(last.kind === "trade" ? { answer: last } : {}),
-  };
+  if (last.kind === "trade") return expired(last.tradeState, last);
+  return expired(last.kind === "notFound" ? last.tradeState : "expired");
+}
+
+function expired(tradeState: string, answer?: ProviderAnswer & { kind: "trade" }): Conclusion {
+  return { kind: "outcome", state: "expired", tradeState, ...(answer ? { answer } : {}) };
 }
 
 /** What a verified answer means for the watch (DESIGN §4, reference/payments.md). */

@@ -61,6 +61,43 @@ describe("an answer without a valid signature", () => {
       expect((await h.outcomes(topic)).map((o) => o.json.event)).toEqual(["payment.paid"]);
     },
   );
+
+  it("an unsigned error at the close is transient: the close is tried again seconds later, and the order closed", async () => {
+    const no = `uc-${uid()}`;
+    const topic = `r-${uid()}`;
+    h.alipay.createTrade(no);
+    await h.call("POST", "/v1/payments", {
+      provider: "alipay",
+      account: "sandbox-v3",
+      outTradeNo: no,
+      schedule: [60],
+      deadline: Date.now() + 300,
+      closeOnDeadline: true,
+      notify: [topic],
+    });
+    h.alipay.inject("unsignedError");
+    const first = await polled("alipay", no, 1, "sandbox-v3");
+    expect(first.state).toBe("polling");
+    expect(first.lastAnswer.tradeState).toBe(
+      "close: unverified: no alipay-signature (HTTP 400 ACQ.INVALID_PARAMETER)",
+    );
+    const expired = await h.watchState("alipay", no, "expired", "sandbox-v3");
+    expect(expired.outcome).toMatchObject({ event: "payment.expired", tradeState: "TRADE_CLOSED" });
+    expect(h.alipay.trade(no)?.status).toBe("TRADE_CLOSED");
+    // The close that failed, the query after it, then the close again: not at once past the
+    // deadline (which would hammer Alipay), but after the transient wait (5 s).
+    const calls = h.alipay
+      .requests()
+      .filter((r) => (r.bizContent as { out_trade_no?: string } | undefined)?.out_trade_no === no);
+    expect(calls.map((r) => r.method_)).toEqual([
+      "alipay.trade.close",
+      "alipay.trade.query",
+      "alipay.trade.close",
+      "alipay.trade.query",
+    ]);
+    const [firstClose, , secondClose] = calls;
+    expect((secondClose?.at ?? 0) - (firstClose?.at ?? 0)).toBeGreaterThanOrEqual(4500);
+  }, 20_000);
 });
 
 describe("a verified answer whose signed time is more than 5 minutes off", () => {

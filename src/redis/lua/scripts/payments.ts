@@ -248,7 +248,7 @@ export const watchPolled = defineScript<{ applied: boolean; state: string }>({
   Only a watch still polling changes; a poll applies only under the reservation it was claimed
   with (a poller that lost its lease changes nothing). pending: the next poll is the schedule's
   next step (at the deadline at the latest); transient: soon (5 s, doubling, at most 60 s, and
-  never later than the schedule's next step);
+  never later than the schedule's next step, nor than the deadline while it is ahead);
   outcome: the state and outcome are stored, the poll job finishes and each notify topic gets
   the outcome as the job ${WATCH_JOB_PREFIX}<watch id>:<n> (exactly once: the same atomic step).
   Returns {1, new state} or {0, state as it was} when nothing applied.
@@ -282,7 +282,9 @@ if kind ~= "outcome" then
   else
     rcall("HDEL", wkey, "${FIELD.streak}")
   end
-  wait = math.max(0, math.min(wait, tonumber(deadline) - NOW))
+  -- No poll comes after the deadline; past it (a close or query there failed transiently), the
+  -- transient wait holds: retrying at once would hammer the provider until the close gives up.
+  if NOW < tonumber(deadline) then wait = math.min(wait, tonumber(deadline) - NOW) end
   retry(jobId, meta, body, wait)
   return {1, state}
 end
