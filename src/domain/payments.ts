@@ -50,6 +50,30 @@ export const OutTradeNo = z
   )
   .meta({ description: "The merchant's order number (out_trade_no).", example: "order-1042" });
 
+/** The currency of an amount given without one. */
+export const DEFAULT_CURRENCY = "CNY";
+
+/** An amount as the API reads and writes it: whole units of the smallest denomination (fen). */
+export const PaymentAmount = z
+  .strictObject({
+    total: z
+      .number()
+      // One message for a fraction and for a number past 2^53 - 1 (JSON numbers lose digits there).
+      .int("must be a whole number of fen (1999 for ¥19.99), at most 9007199254740991")
+      .positive("must be more than 0")
+      .meta({ description: "In the smallest unit (fen for CNY).", example: 1999 }),
+    currency: z
+      .string()
+      .regex(/^[A-Z]{3}$/, "must be an ISO 4217 code of three capital letters, e.g. CNY")
+      .optional()
+      .meta({ description: `ISO 4217; default ${DEFAULT_CURRENCY}.`, example: "CNY" }),
+  })
+  .meta({
+    id: "PaymentAmount",
+    description: "An amount in the smallest unit of its currency.",
+    example: { total: 1999, currency: "CNY" },
+  });
+
 export const WatchInput = z
   .strictObject({
     provider: ProviderField,
@@ -71,6 +95,13 @@ export const WatchInput = z
       description: "At the deadline, close the order at the provider (then query it once more).",
       example: false,
     }),
+    amount: PaymentAmount.optional().meta({
+      description:
+        "What the order must be paid: a verified paid answer with another total or currency " +
+        "ends the watch `mismatch` (event payment.mismatch, with `amount` and `expected`), " +
+        "never paid. Without it, any amount is taken.",
+      example: { total: 1999, currency: "CNY" },
+    }),
     notify: z
       .array(TopicName)
       .min(1)
@@ -91,7 +122,15 @@ export const WatchInput = z
   .meta({ id: "WatchPayment" });
 export type WatchInput = z.input<typeof WatchInput>;
 
-export const WatchState = z.enum(["polling", "paid", "closed", "failed", "expired", "stopped"]);
+export const WatchState = z.enum([
+  "polling",
+  "paid",
+  "closed",
+  "failed",
+  "expired",
+  "stopped",
+  "mismatch",
+]);
 export type WatchState = z.output<typeof WatchState>;
 
 export const OutcomeEvent = z.enum([
@@ -99,6 +138,7 @@ export const OutcomeEvent = z.enum([
   "payment.closed",
   "payment.failed",
   "payment.expired",
+  "payment.mismatch",
 ]);
 export type OutcomeEvent = z.output<typeof OutcomeEvent>;
 
@@ -110,7 +150,9 @@ export const Payment = z
       .string()
       .meta({ description: "The merchant's order number.", example: "order-1042" }),
     state: WatchState.meta({
-      description: "polling until an outcome; stopped once deleted.",
+      description:
+        "polling until an outcome; stopped once deleted; mismatch when paid with another " +
+        "amount than `amount`.",
       example: "polling",
     }),
     polls: z.number().meta({ description: "Queries made so far.", example: 3 }),
@@ -142,6 +184,16 @@ export const Payment = z
           tradeState: "SUCCESS",
           amount: { total: 1999, currency: "CNY" },
         },
+      }),
+    amount: z
+      .object({
+        total: z.number().meta({ description: "In the smallest unit (fen).", example: 1999 }),
+        currency: z.string().meta({ description: "ISO 4217.", example: "CNY" }),
+      })
+      .optional()
+      .meta({
+        description: "The amount the order must be paid, when the watch was given one.",
+        example: { total: 1999, currency: "CNY" },
       }),
     createdAt: z
       .number()

@@ -1,7 +1,7 @@
 // What a provider's answer concludes for a watch, and the outcome job's body a conclusion writes.
 
 import type { OutcomeEvent } from "../domain/payments";
-import type { Provider, ProviderAnswer } from "./provider";
+import type { Amount, Provider, ProviderAnswer } from "./provider";
 import type { Conclusion, Spec } from "./watch-types";
 
 /** WeChat Pay's ORDER_NOT_EXIST is taken as "not yet" for this long after the watch starts. */
@@ -47,12 +47,18 @@ function expired(tradeState: string, answer?: ProviderAnswer & { kind: "trade" }
   return { kind: "outcome", state: "expired", tradeState, ...(answer ? { answer } : {}) };
 }
 
-/** What a verified answer means for the watch (DESIGN §4, reference/payments.md). */
+/**
+ * What a verified answer means for the watch (DESIGN §4, reference/payments.md). Paid with
+ * another amount than the watch's is a mismatch, never paid.
+ */
 export function judge(spec: Spec, answer: ProviderAnswer, clock: () => number): Conclusion {
   switch (answer.kind) {
-    case "trade":
+    case "trade": {
       if (answer.outcome === "pending") return { kind: "pending", tradeState: answer.tradeState };
-      return { kind: "outcome", state: answer.outcome, tradeState: answer.tradeState, answer };
+      const mismatch = answer.outcome === "paid" && !sameAmount(spec.amount, answer.amount);
+      const state = mismatch ? "mismatch" : answer.outcome;
+      return { kind: "outcome", state, tradeState: answer.tradeState, answer };
+    }
     case "transient":
       return { kind: "transient", tradeState: answer.reason };
     case "config":
@@ -63,6 +69,12 @@ export function judge(spec: Spec, answer: ProviderAnswer, clock: () => number): 
       }
       return { kind: "outcome", state: "failed", tradeState: answer.tradeState };
   }
+}
+
+/** Whether a paid answer's amount is the one the watch expects (any, when it expects none). */
+function sameAmount(expected: Amount | undefined, paid: Amount | undefined): boolean {
+  if (!expected) return true;
+  return paid?.total === expected.total && paid.currency === expected.currency;
 }
 
 /** The outcome job's body up to its metadata (the script appends the stored metadata and "}"). */
@@ -83,6 +95,7 @@ export function outcomePrefix(
   if (answer?.tradeNo) parts.push(`"tradeNo":${JSON.stringify(answer.tradeNo)}`);
   parts.push(`"tradeState":${JSON.stringify(conclusion.tradeState)}`);
   if (answer?.amount) parts.push(`"amount":${JSON.stringify(answer.amount)}`);
+  if (conclusion.state === "mismatch") parts.push(`"expected":${JSON.stringify(spec.amount)}`);
   if (answer?.paidAt !== undefined) parts.push(`"paidAt":${answer.paidAt}`);
   parts.push(`"source":${JSON.stringify(source)}`, `"polls":${polls}`);
   return `{${parts.join(",")},"metadata":`;

@@ -56,6 +56,7 @@ export function paymentOf(stored: WatchRecord): Payment {
     notify: spec.notify,
     metadata: new RawJson(fields.metadata ?? "null"),
   };
+  if (spec.amount) payment.amount = spec.amount;
   if (payment.state === "polling" && stored.nextPollAt !== undefined) {
     payment.nextPollAt = stored.nextPollAt;
   }

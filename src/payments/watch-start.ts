@@ -5,6 +5,7 @@ import type { z } from "zod";
 import { backoffStepMs } from "../domain/backoff";
 import { DelayqError, parseInput } from "../domain/errors";
 import {
+  DEFAULT_CURRENCY,
   DEFAULT_SCHEDULE,
   DEFAULT_WATCH_MS,
   MAX_METADATA_BYTES,
@@ -112,6 +113,14 @@ function specOf(options: PaymentsOptions, watch: Watch, now: number): Spec {
     closeOnDeadline: watch.closeOnDeadline ?? false,
     notify: watch.notify,
     createdAt: now,
+    ...(watch.amount
+      ? {
+          amount: {
+            total: watch.amount.total,
+            currency: watch.amount.currency ?? DEFAULT_CURRENCY,
+          },
+        }
+      : {}),
   };
 }
 

@@ -4,7 +4,7 @@ import type { ProviderName } from "../domain/payments";
 import type { Backoff } from "../domain/schemas";
 import type { ScriptRunner } from "../redis/runner";
 import type { AlipayAccount, WechatPayAccount } from "./accounts";
-import type { ProviderAnswer, ProviderOptions } from "./provider";
+import type { Amount, ProviderAnswer, ProviderOptions } from "./provider";
 
 export type PaymentsOptions = {
   /** The service's one script runner. */
@@ -40,6 +40,8 @@ export type Spec = {
   closeOnDeadline: boolean;
   notify: string[];
   createdAt: number;
+  /** What the order must be paid (currency defaulted); absent: any amount is taken. */
+  amount?: Amount;
 };
 
 /** What a poll or a notification concluded. */
@@ -47,7 +49,8 @@ export type Conclusion =
   | { kind: "pending" | "transient"; tradeState: string }
   | {
       kind: "outcome";
-      state: "paid" | "closed" | "failed" | "expired";
+      /** mismatch: a verified paid answer whose amount is not the watch's `amount`. */
+      state: "paid" | "closed" | "failed" | "expired" | "mismatch";
       tradeState: string;
       answer?: ProviderAnswer & { kind: "trade" };
     };

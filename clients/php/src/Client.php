@@ -35,8 +35,8 @@ namespace Delayq;
  * @phpstan-type Command array{command: 'add'|'pop'|'finish'|'delete'|'get'|'touch'|'release'|'bury', topic?: string, id?: string, receipt?: string, delay?: int|float, runAt?: int|string, TTR?: int, ttr?: int, body?: mixed, wait?: int|float, maxAttempts?: int, backoff?: Backoff, deadline?: int|string, replace?: bool}
  * @phpstan-type CommandResult array{success: bool, error: string, id?: string, value?: mixed, receipt?: string}
  * @phpstan-type Health array{status: 'ok'|'degraded', redis: 'ok'|'unreachable', message?: string}
- * @phpstan-type PaymentWatch array{provider: 'alipay'|'wechatpay', account: string, outTradeNo: string, notify: list<string>, schedule?: Backoff, deadline?: int|string, closeOnDeadline?: bool, metadata?: mixed}
- * @phpstan-type Payment array{provider: 'alipay'|'wechatpay', account: string, outTradeNo: string, state: 'polling'|'paid'|'closed'|'failed'|'expired'|'stopped', polls: int, nextPollAt?: int, lastAnswer?: array{tradeState: string, at: int}, outcome?: array<string, mixed>, createdAt: int, deadline: int, notify: list<string>, metadata?: mixed}
+ * @phpstan-type PaymentWatch array{provider: 'alipay'|'wechatpay', account: string, outTradeNo: string, notify: list<string>, schedule?: Backoff, deadline?: int|string, closeOnDeadline?: bool, amount?: array{total: int, currency?: string}, metadata?: mixed}
+ * @phpstan-type Payment array{provider: 'alipay'|'wechatpay', account: string, outTradeNo: string, state: 'polling'|'paid'|'closed'|'failed'|'expired'|'stopped'|'mismatch', polls: int, nextPollAt?: int, lastAnswer?: array{tradeState: string, at: int}, outcome?: array<string, mixed>, amount?: array{total: int, currency: string}, createdAt: int, deadline: int, notify: list<string>, metadata?: mixed}
  * @phpstan-type WatchResult array{created: bool, payment: Payment}
  */
 final class Client

@@ -411,15 +411,17 @@ class Client:
         schedule: Optional[BackoffInput] = None,
         deadline: Optional[Timestamp] = None,
         close_on_deadline: Optional[bool] = None,
+        amount: Optional[Mapping[str, Any]] = None,
         metadata: Any = None,
     ) -> WatchResult:
         """Starts watching an order at Alipay or WeChat Pay (``POST /v1/payments``): delayq
         polls the provider on ``schedule`` (default: the provider's own) until the order is
         paid, closed or failed, or ``deadline`` passes (then closes it if
         ``close_on_deadline``), and adds the outcome as a job to each ``notify`` topic, with
-        ``metadata`` in it. ``account`` names one of the server's configured accounts. A watch
-        is idempotent by (provider, account, out_trade_no): ``created`` is False when it
-        existed."""
+        ``metadata`` in it. ``account`` names one of the server's configured accounts.
+        ``amount`` (``{"total": fen, "currency": "CNY"}``) is what the order must be paid: paid
+        with another, the watch ends ``mismatch`` (event ``payment.mismatch``). A watch is
+        idempotent by (provider, account, out_trade_no): ``created`` is False when it existed."""
         body = _compact(
             {
                 "provider": provider,
@@ -429,6 +431,7 @@ class Client:
                 "schedule": schedule,
                 "deadline": deadline,
                 "closeOnDeadline": close_on_deadline,
+                "amount": None if amount is None else dict(amount),
                 "metadata": metadata,
             }
         )

@@ -295,6 +295,8 @@ class PaymentOutcome(_PaymentOutcomeBase, total=False):
 
     tradeNo: str
     amount: PaymentAmount
+    #: On payment.mismatch: the amount the watch expected (``amount`` is the provider's).
+    expected: PaymentAmount
     paidAt: Any
     metadata: Any
 
@@ -303,7 +305,7 @@ class _PaymentBase(TypedDict):
     provider: Provider
     account: str
     outTradeNo: str
-    state: Literal["polling", "paid", "closed", "failed", "expired", "stopped"]
+    state: Literal["polling", "paid", "closed", "failed", "expired", "stopped", "mismatch"]
     polls: int
     createdAt: int
     deadline: int
@@ -316,6 +318,8 @@ class Payment(_PaymentBase, total=False):
     nextPollAt: int
     lastAnswer: PaymentAnswer
     outcome: PaymentOutcome
+    #: The amount the order must be paid, when the watch was given one.
+    amount: PaymentAmount
     metadata: Any
 
 

@@ -32,14 +32,14 @@ end
 export const WATCH_FIELDS = [
   /**
    * The watch's spec, JSON (provider, account, outTradeNo, schedule, deadline, closeOnDeadline,
-   * notify, createdAt); its poll job's body too.
+   * notify, createdAt, amount?); its poll job's body too.
    */
   "spec",
   /** The notify topics, a JSON array. */
   "notify",
   /** The caller's metadata, JSON text kept byte for byte. */
   "metadata",
-  /** polling, then stopped or the outcome's state (paid, closed, failed, expired). */
+  /** polling, then stopped or the outcome's state (paid, closed, failed, expired, mismatch). */
   "state",
   /** Polls answered so far. */
   "polls",
@@ -97,7 +97,7 @@ export const watchStart = defineScript<{ created: boolean; watch: WatchRecord }>
   lua: `
 --[[ watchStart: starts watching an order, idempotently by watch id.
   ARGV[4] watch id   ARGV[5] spec JSON (provider, account, outTradeNo, schedule, deadline,
-  closeOnDeadline, notify, createdAt; it is the poll job's body)   ARGV[6] deadline (ms)
+  closeOnDeadline, notify, createdAt, amount?; it is the poll job's body)   ARGV[6] deadline (ms)
   ARGV[7] first poll due (ms)   ARGV[8] the schedule as backoff JSON   ARGV[9] the notify
   topics, a JSON array   ARGV[10] metadata, JSON text kept byte for byte (Lua never parses it)
   ARGV[11] the internal topic's config JSON (set once)
@@ -241,7 +241,7 @@ export const watchPolled = defineScript<{ applied: boolean; state: string }>({
   transition from polling to an outcome, shared by polls and notifications.
   ARGV[4] watch id   ARGV[5] the poll job's receipt, or "" for a notification
   ARGV[6] pending | transient | outcome   ARGV[7] the answer's trade state (or the error)
-  ARGV[8] the outcome state (paid | closed | failed | expired), for an outcome
+  ARGV[8] the outcome state (paid | closed | failed | expired | mismatch), for an outcome
   ARGV[9] the outcome job's body up to its metadata: JSON text ending in "metadata": (the stored
           metadata text and "}" complete it)
   ARGV[10] default ttr (ms)   ARGV[11] default max attempts   (for the outcome jobs)
