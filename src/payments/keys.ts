@@ -1,9 +1,10 @@
 // RSA key and certificate text → the DER WebCrypto imports (PKCS#8, SPKI), by a small DER walk.
 // Accepts PEM or bare base64, PKCS#8 or PKCS#1 private keys, SPKI or PKCS#1 public keys, and X.509
-// certificates (whose SPKI and serial are read out). Errors never quote the key.
+// certificates (read by x509.ts, with @peculiar/asn1-x509). Errors never quote the key.
 
-import { sameBytes, toHex } from "../domain/bytes";
+import { sameBytes } from "../domain/bytes";
 import { PAYMENTS_ERROR_CODE, PaymentsError } from "./provider";
+import { parseCertificate, type X509Certificate } from "./x509";
 
 const SEQUENCE = 0x30;
 const INTEGER = 0x02;
@@ -11,7 +12,6 @@ const BIT_STRING = 0x03;
 const OCTET_STRING = 0x04;
 const NULL = 0x05;
 const OID = 0x06;
-const CONTEXT_0 = 0xa0;
 
 /** The AlgorithmIdentifier of rsaEncryption (1.2.840.113549.1.1.1) with NULL parameters. */
 // biome-ignore format: DER bytes read best in one row
@@ -20,8 +20,8 @@ const RSA_ALGORITHM = Uint8Array.from([
 ]);
 const RSA_OID = RSA_ALGORITHM.subarray(4, 13);
 
-/** A certificate's subjectPublicKeyInfo and serial (upper-case hex, no sign-padding zeros). */
-export type CertificateInfo = { spki: Uint8Array; serial: string };
+/** A certificate with an RSA key: its subjectPublicKeyInfo, serial (upper-case hex), and the rest. */
+export type CertificateInfo = X509Certificate;
 
 function fail(message: string): never {
   throw new PaymentsError(PAYMENTS_ERROR_CODE.invalidKey, message);
@@ -204,28 +204,11 @@ export function privateKeyToPkcs8(text: string): Uint8Array {
   return wrapPkcs1PrivateKey(der);
 }
 
-/** A DER X.509 certificate's subjectPublicKeyInfo and serial number. */
+/** A DER X.509 certificate with an RSA key (its subjectPublicKeyInfo, serial, issuer, dates). */
 export function certificateInfo(der: Uint8Array): CertificateInfo {
-  const [tbs, signatureAlgorithm, signature] = children(der, top(der));
-  if (
-    tbs?.tag !== SEQUENCE ||
-    signatureAlgorithm?.tag !== SEQUENCE ||
-    signature?.tag !== BIT_STRING
-  ) {
-    fail("not an X.509 certificate");
-  }
-  const fields = children(der, tbs);
-  // tbsCertificate: [0] version (optional), serialNumber, signature, issuer, validity, subject, spki
-  const offset = fields[0]?.tag === CONTEXT_0 ? 1 : 0;
-  const serial = fields[offset];
-  const spki = fields[offset + 5];
-  if (serial?.tag !== INTEGER || spki?.tag !== SEQUENCE) fail("not an X.509 certificate");
-  const spkiDer = der.slice(spki.start, spki.end);
-  checkSpki(spkiDer);
-  return {
-    spki: spkiDer,
-    serial: normalizeSerial(toHex(der.subarray(serial.contentStart, serial.end))),
-  };
+  const cert = parseCertificate(der);
+  checkSpki(cert.spki);
+  return cert;
 }
 
 /** A serial in one spelling: upper-case hex without leading zeros, so "00ab" and "AB" are equal. */
@@ -233,15 +216,28 @@ export function normalizeSerial(serial: string): string {
   return serial.toUpperCase().replace(/^0+(?=.)/, "");
 }
 
-/** Every certificate in a text (PEM blocks, or one bare base64 DER). */
-export function certificates(text: string): CertificateInfo[] {
+/** The DER of every certificate in a text (PEM blocks, or one bare base64 DER). */
+function certificateDers(text: string): Uint8Array[] {
   const blocks = pemBlocks(text);
-  if (blocks.length === 0) return [certificateInfo(base64ToBytes(text))];
+  if (blocks.length === 0) {
+    if (text.trim() === "") fail("empty certificate");
+    return [base64ToBytes(text)];
+  }
   return blocks.map((block) => {
     if (block.label !== "CERTIFICATE")
       fail(`expected a certificate, found a PEM "${block.label}" block`);
-    return certificateInfo(block.der);
+    return block.der;
   });
+}
+
+/** Every certificate in a text (PEM blocks, or one bare base64 DER); each must hold an RSA key. */
+export function certificates(text: string): CertificateInfo[] {
+  return certificateDers(text).map(certificateInfo);
+}
+
+/** Every certificate in a bundle (Alipay's root certificates), whatever its key's algorithm. */
+export function certificateBundle(text: string): X509Certificate[] {
+  return certificateDers(text).map(parseCertificate);
 }
 
 /** Any RSA public key text (SPKI, PKCS#1 RSA PUBLIC KEY, or an X.509 certificate) → SPKI DER. */
