@@ -2,6 +2,11 @@
 import { createSign, type KeyObject, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AlipaySdk } from "alipay-sdk";
+import {
+  type AlipaySandboxCertificates,
+  certificateSnError,
+  sandboxCertificates,
+} from "./alipay-sandbox-certs";
 import { pemToBase64, privateKeyPem, publicKeyPem, rsaKeyPair } from "./payment-keys";
 import { digits, serveSandbox } from "./sandbox-http";
 
@@ -42,7 +47,9 @@ export type AlipayFault =
    */
   | "unsignedError"
   /** v3: the answer signed as usual, its alipay-timestamp 10 minutes old. Classic: no effect. */
-  | "staleTimestamp";
+  | "staleTimestamp"
+  /** Certificate mode: the answer (signed by Alipay's key) names another certificate's SN. */
+  | "wrongCertSn";
 
 /** Every fault, in the order the control API lists them. */
 export const ALIPAY_FAULTS: readonly AlipayFault[] = [
@@ -54,6 +61,7 @@ export const ALIPAY_FAULTS: readonly AlipayFault[] = [
   "tradeNotExist",
   "unsignedError",
   "staleTimestamp",
+  "wrongCertSn",
 ];
 
 export type AlipayRequestRecord = {
@@ -63,6 +71,8 @@ export type AlipayRequestRecord = {
   api: "classic" | "v3";
   /** The request's signature verified with the merchant's public key. */
   verified: boolean;
+  /** Certificate mode: the request carried the app's and the root bundle's SNs. */
+  certificateSns?: boolean;
   /** The Alipay method (alipay.trade.query, alipay.trade.close), when known. */
   method_?: string;
   bizContent?: unknown;
@@ -75,21 +85,29 @@ export type AlipayRequestRecord = {
   subCode?: string;
 };
 
-export type AlipayAccount = {
+type AlipayAccountBase = {
   appId: string;
   /** The merchant app private key, PEM PKCS#8. */
   privateKey: string;
-  /** The sandbox's ("Alipay's") public key, bare base64 SPKI, as the Alipay console shows it. */
-  alipayPublicKey: string;
   api: "classic" | "v3";
   baseUrl: string;
 };
+
+/** The shape of a DQ_ALIPAY_ACCOUNTS value, in public-key or certificate mode. */
+export type AlipayAccount =
+  /** The sandbox's ("Alipay's") public key, bare base64 SPKI, as the Alipay console shows it. */
+  | (AlipayAccountBase & { alipayPublicKey: string })
+  /** The app's certificate, Alipay's, and the root bundle (PEMs, each with its intermediates). */
+  | (AlipayAccountBase & { appCert: string; alipayCert: string; alipayRootCert: string });
 
 export type AlipaySandbox = {
   /** Base URL: the classic gateway is `${url}/gateway.do`, v3 is `${url}/v3/alipay/trade/...`. */
   url: string;
   /** An account entry in the shape of a DQ_ALIPAY_ACCOUNTS value. */
   account: AlipayAccount;
+  mode: "publicKey" | "certificate";
+  /** Certificate mode: the SNs (as alipay-sdk computes them) and the PEMs. */
+  certificates?: AlipaySandboxCertificates;
   /** The merchant's public key (PEM SPKI) and the sandbox's own private key (PEM PKCS#8). */
   keys: { merchantPublicKey: string; alipayPrivateKey: string };
   createTrade(outTradeNo: string, opts?: { totalAmount?: string; subject?: string }): AlipayTrade;
@@ -124,6 +142,11 @@ export type AlipaySandboxOptions = {
   slowMs?: number;
   /** How far a request's timestamp may be from the sandbox's clock. @default 600000 (10 min) */
   timestampWindowMs?: number;
+  /**
+   * "publicKey" (Alipay's public key) or "certificate" (public-key certificates: requests carry
+   * app_cert_sn and alipay_root_cert_sn, answers alipay_cert_sn). @default "publicKey"
+   */
+  mode?: "publicKey" | "certificate";
 };
 
 export class AlipaySandboxError extends Error {
@@ -209,6 +232,18 @@ export async function startAlipaySandbox(
     rsaKeyPair("alipay-merchant"),
     rsaKeyPair("alipay-platform"),
   ]);
+  const mode = options.mode ?? "publicKey";
+  const certs =
+    mode === "certificate"
+      ? await sandboxCertificates({
+          app: merchant.privateKey,
+          alipay: platform.privateKey,
+          appId,
+        })
+      : undefined;
+  /** The SN an answer names: Alipay's certificate's, or (fault) another's. */
+  const answerSn = (fault: AlipayFault | undefined) =>
+    fault === "wrongCertSn" ? certs?.appCertSn : certs?.alipayCertSn;
   // A "badSignature" answer is signed with a key that is not Alipay's; the merchant's is at hand.
   const wrong = merchant;
   // The official SDK with the roles swapped: "Alipay's public key" here is the merchant's, so
@@ -386,10 +421,13 @@ export async function startAlipaySandbox(
     responseKey: string,
     inner: Record<string, unknown>,
     signer: KeyObject | undefined,
+    certSn?: string,
   ): Answer => {
     const innerText = alipayJson(inner);
     const sign = signer ? `,"sign":"${rsa2Sign(innerText, signer)}"` : "";
-    const text = `{"${responseKey}":${innerText}${sign}}`;
+    // Certificate mode names the certificate after the signature, as Alipay's gateway does.
+    const sn = certSn === undefined ? "" : `,"alipay_cert_sn":"${certSn}"`;
+    const text = `{"${responseKey}":${innerText}${sign}${sn}}`;
     res.writeHead(200, {
       "content-type": "text/html;charset=utf-8",
       "content-length": Buffer.byteLength(text),
@@ -408,6 +446,7 @@ export async function startAlipaySandbox(
     payload: Record<string, unknown>,
     signer: KeyObject | undefined,
     clockOffsetMs = 0,
+    certSn?: string,
   ): Answer => {
     const text = alipayJson(payload);
     const headers: Record<string, string | number> = {
@@ -422,6 +461,7 @@ export async function startAlipaySandbox(
       headers["alipay-nonce"] = nonce;
       headers["alipay-signature"] = rsa2Sign(`${ts}\n${nonce}\n${text}\n`, signer);
     }
+    if (certSn !== undefined) headers["alipay-sn"] = certSn;
     res.writeHead(status, headers);
     res.end(text);
     return typeof payload.code === "string" ? { status, code: payload.code } : { status };
@@ -476,6 +516,9 @@ export async function startAlipaySandbox(
     const sign = params.get("sign");
     const signContent = classicSignContent(params);
     const verified = sign !== undefined && checker.rsaCheck(signContent, sign, "RSA2");
+    const snError =
+      certs &&
+      certificateSnError(certs, params.get("app_cert_sn"), params.get("alipay_root_cert_sn"));
     const record: AlipayRequestRecord = {
       method: req.method ?? "GET",
       path: url.pathname,
@@ -483,6 +526,7 @@ export async function startAlipaySandbox(
       verified,
       at: Date.now(),
     };
+    if (certs) record.certificateSns = !snError;
     if (method !== undefined) record.method_ = method;
     if (bizContent !== undefined) record.bizContent = bizContent;
     log.push(record);
@@ -542,6 +586,7 @@ export async function startAlipaySandbox(
           "isv.invalid-signature",
           `验签出错，建议检查签名字符串或签名私钥与应用公钥是否匹配，网关生成的验签字符串为：${signContent}`,
         );
+      if (snError) return gatewayError("40002", snError.subCode, snError.message);
       const outcome = business(method, bizContent, fault);
       if (outcome.ok) return { code: "10000", msg: "Success", ...outcome.fields };
       const asked = (bizContent as { out_trade_no?: unknown } | undefined)?.out_trade_no;
@@ -554,7 +599,10 @@ export async function startAlipaySandbox(
       };
     };
     const unsigned = fault === "unsignedError";
-    Object.assign(record, writeClassic(res, responseKey, answer(), unsigned ? undefined : signer));
+    Object.assign(
+      record,
+      writeClassic(res, responseKey, answer(), unsigned ? undefined : signer, answerSn(fault)),
+    );
   };
 
   const v3 = async (
@@ -584,6 +632,14 @@ export async function startAlipaySandbox(
       `${authString}\n${req.method}\n${req.url}\n${text}\n` +
       (typeof appAuthToken === "string" ? `${appAuthToken}\n` : "");
     const verified = auth !== null && checker.rsaCheck(signString, auth[2] ?? "", "RSA2");
+    const rootSnHeader = req.headers["alipay-root-cert-sn"];
+    const snError =
+      certs &&
+      certificateSnError(
+        certs,
+        fields.get("app_cert_sn"),
+        typeof rootSnHeader === "string" ? rootSnHeader : undefined,
+      );
     const record: AlipayRequestRecord = {
       method: req.method ?? "GET",
       path: url.pathname,
@@ -592,6 +648,7 @@ export async function startAlipaySandbox(
       method_: method,
       at: Date.now(),
     };
+    if (certs) record.certificateSns = !snError;
     if (bizContent !== undefined) record.bizContent = bizContent;
     log.push(record);
     const fault = takeFault();
@@ -620,6 +677,7 @@ export async function startAlipaySandbox(
           "invalid-signature",
           `验签出错，建议检查签名字符串或签名私钥与应用公钥是否匹配，网关生成的验签字符串为：${JSON.stringify(signString)}`,
         );
+      if (snError) return fail(401, snError.subCode, snError.message);
       if (typeof bizContent !== "object" || bizContent === null)
         return fail(400, "ACQ.INVALID_PARAMETER", "参数无效");
       const outcome = business(method, bizContent, fault);
@@ -633,7 +691,7 @@ export async function startAlipaySandbox(
     }
     const { status, payload } = answer();
     const offset = fault === "staleTimestamp" ? -10 * 60_000 : 0;
-    Object.assign(record, writeV3(res, status, payload, signer, offset));
+    Object.assign(record, writeV3(res, status, payload, signer, offset, answerSn(fault)));
   };
 
   const notifyFields = (trade: AlipayTrade): Record<string, string> => {
@@ -817,15 +875,24 @@ export async function startAlipaySandbox(
     return outTradeNo === undefined ? stop() : closeTrade(outTradeNo);
   }
 
+  const base: AlipayAccountBase = {
+    appId,
+    privateKey: privateKeyPem(merchant.privateKey),
+    api: "classic",
+    baseUrl: url,
+  };
   return {
     url,
-    account: {
-      appId,
-      privateKey: privateKeyPem(merchant.privateKey),
-      alipayPublicKey: pemToBase64(publicKeyPem(platform.publicKey)),
-      api: "classic",
-      baseUrl: url,
-    },
+    account: certs
+      ? {
+          ...base,
+          appCert: certs.files.appCert,
+          alipayCert: certs.files.alipayCert,
+          alipayRootCert: certs.files.alipayRootCert,
+        }
+      : { ...base, alipayPublicKey: pemToBase64(publicKeyPem(platform.publicKey)) },
+    mode,
+    ...(certs ? { certificates: certs } : {}),
     keys: {
       merchantPublicKey: publicKeyPem(merchant.publicKey),
       alipayPrivateKey: privateKeyPem(platform.privateKey),

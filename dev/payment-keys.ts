@@ -4,6 +4,7 @@ import {
   createPrivateKey,
   createPublicKey,
   generateKeyPair,
+  generateKeyPairSync,
   type KeyObject,
   randomBytes,
   X509Certificate,
@@ -135,47 +136,68 @@ export type SelfSignedCertificate = {
   notAfter: Date;
 };
 
+/** A certificate and its key, to issue others with. */
+export type CertificateAuthority = { pem: string; privateKey: KeyObject };
+
+/** Runs the openssl binary in `dir`; says plainly when it is missing. */
+function openssl(args: string[]): string {
+  try {
+    return execFileSync("openssl", args, { stdio: ["ignore", "pipe", "pipe"] }).toString();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new Error(
+      code === "ENOENT"
+        ? "certificate mode needs the openssl binary on PATH (apt-get install openssl)"
+        : `openssl could not make a certificate: ${String((error as Error).message).split("\n")[0]}`,
+    );
+  }
+}
+
 /**
- * A self-signed X.509 certificate for `privateKey`, made by the `openssl` binary (node:crypto
- * reads certificates but cannot issue them). The key goes through a private temp file that is
- * removed at once.
+ * An X.509 certificate for `privateKey`'s public half, made by the `openssl` binary (node:crypto
+ * reads certificates but cannot issue them): self-signed (openssl's default extensions, those of
+ * a CA), or signed by `issuer`, then marked a certificate authority or not by `ca`. Keys go through a
+ * private temp directory that is removed at once.
  */
-export function selfSignedCertificate(
+export function issueCertificate(
   privateKey: KeyObject,
-  options: { subject: string; serial?: string; days?: number },
+  options: {
+    subject: string;
+    serial?: string;
+    days?: number;
+    issuer?: CertificateAuthority;
+    ca?: boolean;
+  },
 ): SelfSignedCertificate {
   const serial = options.serial ?? randomSerialHex();
   const dir = mkdtempSync(join(tmpdir(), "dq-cert-"));
   try {
-    const keyFile = join(dir, "key.pem");
-    writeFileSync(keyFile, privateKeyPem(privateKey), { mode: 0o600 });
+    const file = (name: string, text: string) => {
+      const path = join(dir, name);
+      writeFileSync(path, text, { mode: 0o600 });
+      return path;
+    };
+    const keyFile = file("key.pem", privateKeyPem(privateKey));
+    const extFile = file(
+      "ext.cnf",
+      options.ca
+        ? "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n"
+        : "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n",
+    );
+    const days = String(options.days ?? 1825);
     let pem: string;
-    try {
-      pem = execFileSync(
-        "openssl",
-        [
-          "req",
-          "-new",
-          "-x509",
-          "-sha256",
-          "-key",
-          keyFile,
-          "-subj",
-          options.subject,
-          "-days",
-          String(options.days ?? 1825),
-          "-set_serial",
-          `0x${serial}`,
-        ],
-        { stdio: ["ignore", "pipe", "pipe"] },
-      ).toString();
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      throw new Error(
-        code === "ENOENT"
-          ? "certificate mode needs the openssl binary on PATH (apt-get install openssl)"
-          : `openssl could not make a certificate: ${String((error as Error).message).split("\n")[0]}`,
+    if (options.issuer) {
+      const csr = file(
+        "csr.pem",
+        openssl(["req", "-new", "-utf8", "-key", keyFile, "-subj", options.subject]),
       );
+      const caFile = file("ca.pem", options.issuer.pem);
+      const caKeyFile = file("ca-key.pem", privateKeyPem(options.issuer.privateKey));
+      // biome-ignore format: one openssl command line
+      pem = openssl(["x509", "-req", "-in", csr, "-CA", caFile, "-CAkey", caKeyFile, "-sha256", "-days", days, "-set_serial", `0x${serial}`, "-extfile", extFile]);
+    } else {
+      // biome-ignore format: one openssl command line
+      pem = openssl(["req", "-new", "-x509", "-utf8", "-sha256", "-key", keyFile, "-subj", options.subject, "-days", days, "-set_serial", `0x${serial}`]);
     }
     const cert = new X509Certificate(pem);
     return {
@@ -187,4 +209,78 @@ export function selfSignedCertificate(
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A self-signed X.509 certificate for `privateKey` (see issueCertificate). */
+export function selfSignedCertificate(
+  privateKey: KeyObject,
+  options: { subject: string; serial?: string; days?: number },
+): SelfSignedCertificate {
+  return issueCertificate(privateKey, options);
+}
+
+/** Alipay's certificate-mode files, as its console hands them out, made for given keys. */
+export type AlipayCertificateFiles = {
+  /** The app's certificate (for the merchant's key), then the intermediate that issued it. */
+  appCert: string;
+  /** Alipay's certificate (for Alipay's signing key), then the intermediate that issued it. */
+  alipayCert: string;
+  /** The root bundle: an RSA root (which issued both intermediates) and an EC root, as Alipay's. */
+  alipayRootCert: string;
+  /** The RSA root and its key, to issue more (another Alipay certificate, a rotation). */
+  root: CertificateAuthority;
+};
+
+const ANT = "/C=CN/O=Ant Financial/OU=Certification Authority";
+
+/**
+ * Alipay's certificate chain in miniature: a root (RSA, with an EC root beside it in the bundle,
+ * whose SN the SDKs leave out), two intermediates ("Class 1" for apps, "Class 2" for Alipay),
+ * and the app's and Alipay's own certificates for the given keys. Names follow Alipay's, marked
+ * as the sandbox's. Keys of the authorities are generated once per process (rsaKeyPair).
+ */
+export async function alipayCertificateFiles(keys: {
+  app: KeyObject;
+  alipay: KeyObject;
+  appId: string;
+}): Promise<AlipayCertificateFiles> {
+  const [rootKeys, class1Keys, class2Keys] = await Promise.all([
+    rsaKeyPair("alipay-root-ca"),
+    rsaKeyPair("alipay-class1-ca"),
+    rsaKeyPair("alipay-class2-ca"),
+  ]);
+  const ecRootKey = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey;
+  const root = issueCertificate(rootKeys.privateKey, {
+    subject: `${ANT}/CN=Ant Financial Certification Authority R1 (sandbox)`,
+    ca: true,
+  });
+  const ecRoot = issueCertificate(ecRootKey, {
+    subject: `${ANT}/CN=Ant Financial Certification Authority E1 (sandbox)`,
+    ca: true,
+  });
+  const rootCa = { pem: root.pem, privateKey: rootKeys.privateKey };
+  const class1 = issueCertificate(class1Keys.privateKey, {
+    subject: `${ANT}/CN=Ant Financial Certification Authority Class 1 R1 (sandbox)`,
+    ca: true,
+    issuer: rootCa,
+  });
+  const class2 = issueCertificate(class2Keys.privateKey, {
+    subject: `${ANT}/CN=Ant Financial Certification Authority Class 2 R1 (sandbox)`,
+    ca: true,
+    issuer: rootCa,
+  });
+  const appCert = issueCertificate(keys.app, {
+    subject: `/C=CN/O=delayq sandbox merchant/OU=Alipay/CN=${keys.appId}`,
+    issuer: { pem: class1.pem, privateKey: class1Keys.privateKey },
+  });
+  const alipayCert = issueCertificate(keys.alipay, {
+    subject: "/C=CN/O=Alipay (sandbox)/OU=Alipay/CN=Alipay RSA2048 (sandbox)",
+    issuer: { pem: class2.pem, privateKey: class2Keys.privateKey },
+  });
+  return {
+    appCert: appCert.pem + class1.pem,
+    alipayCert: alipayCert.pem + class2.pem,
+    alipayRootCert: root.pem + ecRoot.pem,
+    root: rootCa,
+  };
 }

@@ -59,6 +59,8 @@ try {
       },
     },
   );
+  // The checks that take WebCrypto (a certificate-mode account's chain), before serving.
+  await service.ready;
 } catch (error) {
   console.error(error instanceof DelayqError ? error.message : error);
   process.exit(1);

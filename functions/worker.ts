@@ -55,6 +55,8 @@ export default {
     let built: Service;
     try {
       built = service(env);
+      // Settled after the isolate's first request: a microtask from then on.
+      await built.ready;
     } catch (error) {
       return misconfigured(error);
     }
@@ -68,6 +70,7 @@ export default {
   // A misconfigured cron throws, so that the invocation shows as failed with the message.
   async scheduled(controller: ScheduledController, env, ctx: ExecutionContext) {
     const built = service(env);
+    await built.ready;
     // Push deliveries wait for their due times (up to a minute) in waitUntil; the tick's run has
     // one subrequest budget, shared by everything it defers.
     const run = built.runs.tick({

@@ -13,7 +13,7 @@ import { createApp } from "./http/app";
 import { parseTokens } from "./http/auth";
 import { jsonLogger, type Logger, messageOf } from "./log";
 import { type Counters, countedStep, createCounters } from "./metrics/counters";
-import { parseAlipayAccounts, parseWechatPayAccounts } from "./payments/accounts";
+import { checkAccounts, parseAlipayAccounts, parseWechatPayAccounts } from "./payments/accounts";
 import { createPayments, type Payments } from "./payments/watches";
 import { DelayQueue } from "./queue";
 import { createScriptRunner, REDIS_CLIENT_OPTIONS, type RedisClient } from "./redis/runner";
@@ -57,6 +57,12 @@ export type Service = {
   dispatcher: Dispatcher;
   /** Makes the run of each invocation (the entry points do, and hand it down). */
   runs: Runs;
+  /**
+   * Settles once the checks that take WebCrypto are done (a certificate-mode account's chain):
+   * rejects with the internal_error a bad configuration gets. The entry points await it before
+   * serving anything, so such an account is refused at start-up like any other bad value.
+   */
+  ready: Promise<void>;
 };
 
 /** The runs of one service: one per request, one per tick, each with DQ_SUBREQUESTS. */
@@ -97,6 +103,7 @@ export function buildService(
   const scripts = createScriptRunner(redis, config.DQ_PREFIX, config.DQ_RETENTION_SECONDS * 1000);
   const counters = createCounters();
   const accounts = accountsOf(config);
+  const ready = accountsChecked(accounts);
   const payments = createPayments({
     scripts,
     alipay: accounts.alipay,
@@ -162,7 +169,7 @@ export function buildService(
     budgetMs: config.DQ_TICK_BUDGET_MS,
     log,
   });
-  return { config, queue, app, scheduler, log, counters, payments, dispatcher, runs };
+  return { config, queue, app, scheduler, log, counters, payments, dispatcher, runs, ready };
 }
 
 /**
@@ -242,6 +249,17 @@ function accountsOf(config: ServiceConfig) {
   } catch (error) {
     throw new DelayqError("internal_error", `delayq is misconfigured: ${messageOf(error)}`);
   }
+}
+
+/** checkAccounts, its refusal said as accountsOf says one. */
+function accountsChecked(accounts: ReturnType<typeof accountsOf>): Promise<void> {
+  const checked = checkAccounts(accounts).catch((error: unknown) => {
+    throw new DelayqError("internal_error", `delayq is misconfigured: ${messageOf(error)}`);
+  });
+  // Handled here so that a service nobody awaits (a test's, a script's) is no unhandled rejection;
+  // awaiting `checked` still rejects.
+  checked.catch(() => {});
+  return checked;
 }
 
 /** QStash, when its four settings are all set (topics may then push via QStash). */

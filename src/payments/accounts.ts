@@ -3,6 +3,14 @@
 // name the variable, the account and the field, and never echo a value.
 
 import { z } from "zod";
+import {
+  ALIPAY_CERTIFICATE_FIELDS,
+  type AlipayCertificates,
+  alipayCertPublicKey,
+  alipayRootBundle,
+  chainProblem,
+  readAlipayCertificates,
+} from "./alipay-certificates";
 import { certificates, privateKeyToPkcs8, publicKeyToSpki } from "./keys";
 import { PAYMENTS_ERROR_CODE, PaymentsError } from "./provider";
 
@@ -48,13 +56,41 @@ const baseUrl = (fallback: string) =>
     .default(fallback)
     .transform((value) => value.replace(/\/+$/, ""));
 
-export const AlipayAccountSchema = z.strictObject({
-  appId: z.string().min(1),
-  privateKey: keyText(privateKeyToPkcs8),
-  alipayPublicKey: keyText(publicKeyToSpki),
-  api: z.enum(["classic", "v3"]).default("classic"),
-  baseUrl: baseUrl("https://openapi.alipay.com"),
-});
+export const AlipayAccountSchema = z
+  .strictObject({
+    appId: z.string().min(1),
+    privateKey: keyText(privateKeyToPkcs8),
+    /** Public-key mode. */
+    alipayPublicKey: keyText(publicKeyToSpki).optional(),
+    /** Certificate mode: the app's certificate, Alipay's (and its intermediates), the roots. */
+    appCert: keyText(certificates).optional(),
+    alipayCert: keyText(certificates).optional(),
+    alipayRootCert: keyText(alipayRootBundle).optional(),
+    api: z.enum(["classic", "v3"]).default("classic"),
+    baseUrl: baseUrl("https://openapi.alipay.com"),
+  })
+  .superRefine((account, ctx) => {
+    const given = ALIPAY_CERTIFICATE_FIELDS.filter((field) => account[field] !== undefined);
+    if (account.alipayPublicKey !== undefined && given.length > 0) {
+      ctx.addIssue({
+        code: "custom",
+        message: `mixes the two modes: give "alipayPublicKey" (public-key mode) or "appCert", "alipayCert" and "alipayRootCert" (certificate mode), not both`,
+      });
+    } else if (given.length > 0 && given.length < ALIPAY_CERTIFICATE_FIELDS.length) {
+      const missing = ALIPAY_CERTIFICATE_FIELDS.filter((field) => !given.includes(field));
+      ctx.addIssue({
+        code: "custom",
+        message: `is in certificate mode and also needs ${missing.map((f) => `"${f}"`).join(" and ")}`,
+      });
+    } else if (account.alipayPublicKey === undefined && given.length === 0) {
+      ctx.addIssue({
+        code: "custom",
+        message: `needs Alipay's key: "alipayPublicKey" (public-key mode) or "appCert", "alipayCert" and "alipayRootCert" (certificate mode)`,
+      });
+    }
+  });
+
+type AlipayAccountFields = z.output<typeof AlipayAccountSchema>;
 
 export const WechatPayAccountSchema = z
   .strictObject({
@@ -91,7 +127,16 @@ export const WechatPayAccountSchema = z
     }
   });
 
-export type AlipayAccount = z.output<typeof AlipayAccountSchema> & { name: string };
+export type AlipayAccount = Omit<
+  AlipayAccountFields,
+  "alipayPublicKey" | (typeof ALIPAY_CERTIFICATE_FIELDS)[number]
+> & {
+  name: string;
+  /** Alipay's key: given (public-key mode), or alipayCert's (certificate mode). */
+  alipayPublicKey: string;
+  /** Certificate mode: the SNs requests carry and answers must name, and the chain. */
+  certificates?: AlipayCertificates;
+};
 
 export type WechatPayAccount = Omit<z.output<typeof WechatPayAccountSchema>, "mchid"> & {
   name: string;
@@ -177,10 +222,43 @@ function parseAccounts<S extends z.ZodType>(
   return out;
 }
 
-/** DQ_ALIPAY_ACCOUNTS → accounts by name. Unset or empty → none. Throws invalidAccounts. */
+/** One checked account's fields → the account: certificate mode read into SNs and a key. */
+function alipayAccount(name: string, fields: AlipayAccountFields): AlipayAccount {
+  const { alipayPublicKey, appCert, alipayCert, alipayRootCert, ...rest } = fields;
+  if (appCert !== undefined && alipayCert !== undefined && alipayRootCert !== undefined) {
+    const certs = readAlipayCertificates({ appCert, alipayCert, alipayRootCert });
+    return { ...rest, name, alipayPublicKey: alipayCertPublicKey(certs), certificates: certs };
+  }
+  return { ...rest, name, alipayPublicKey: alipayPublicKey ?? "" };
+}
+
+/**
+ * DQ_ALIPAY_ACCOUNTS → accounts by name. Unset or empty → none. Throws invalidAccounts. What
+ * takes WebCrypto (a certificate's chain) is checked apart, by checkAccounts.
+ */
 export function parseAlipayAccounts(value: unknown): Map<string, AlipayAccount> {
   const parsed = parseAccounts(ALIPAY_ACCOUNTS_VARIABLE, value, AlipayAccountSchema);
-  return new Map([...parsed].map(([name, account]) => [name, { ...account, name }]));
+  return new Map([...parsed].map(([name, fields]) => [name, alipayAccount(name, fields)]));
+}
+
+/**
+ * The checks of the accounts that take WebCrypto, which is asynchronous: that each
+ * certificate-mode Alipay account's alipayCert chains to its alipayRootCert. Rejects with
+ * invalidAccounts naming the variable, the account and the reason, never a certificate.
+ */
+export async function checkAccounts(accounts: {
+  alipay: ReadonlyMap<string, AlipayAccount>;
+}): Promise<void> {
+  for (const [name, account] of accounts.alipay) {
+    if (!account.certificates) continue;
+    const problem = await chainProblem(account.certificates);
+    if (problem) {
+      throw new PaymentsError(
+        PAYMENTS_ERROR_CODE.invalidAccounts,
+        `${ALIPAY_ACCOUNTS_VARIABLE}: account "${name}": ${problem}`,
+      );
+    }
+  }
 }
 
 /** DQ_WECHATPAY_ACCOUNTS → accounts by name. Unset or empty → none. Throws invalidAccounts. */

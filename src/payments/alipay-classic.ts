@@ -2,6 +2,7 @@
 
 import type { AlipayAccount } from "./accounts";
 import { closeError, describeError, mismatch, queryError, tradeAnswer } from "./alipay-answers";
+import { answerCertificateProblem, certificateParams } from "./alipay-certificates";
 import { rawMembers } from "./alipay-raw-members";
 import { alipaySignContent, beijingTimestamp, loadKeys } from "./alipay-signing";
 import { type CryptoKey, signRsaSha256, verifyRsaSha256 } from "./crypto";
@@ -39,6 +40,7 @@ async function classicCall(
     timestamp: beijingTimestamp(now),
     version: "1.0",
     biz_content: bizContent,
+    ...certificateParams(account.certificates),
   };
   const sign = await signRsaSha256(keys.privateKey, alipaySignContent(params));
   const url = new URL(`${account.baseUrl}/gateway.do`);
@@ -58,13 +60,17 @@ async function classicCall(
     },
     options,
   );
-  return readClassic(fetched, method, keys.alipayPublicKey);
+  return readClassic(fetched, method, keys.alipayPublicKey, (sn) =>
+    answerCertificateProblem(account.certificates, sn, now),
+  );
 }
 
 async function readClassic(
   fetched: Fetched,
   method: Method,
   publicKey: CryptoKey,
+  /** Certificate mode: why the answer's alipay_cert_sn rules it out. */
+  certificateProblem: (sn: string | undefined) => string | undefined,
 ): Promise<ClassicResult> {
   const transient = (reason: string): ClassicResult => ({
     ok: false,
@@ -92,6 +98,8 @@ async function readClassic(
   const sign = stringField(body, "sign");
   // An answer we cannot verify says nothing about the trade, whatever its code: retry.
   if (!sign) return transient(`unverified: no sign (${what})`);
+  const problem = certificateProblem(stringField(body, "alipay_cert_sn"));
+  if (problem) return transient(`${problem} (${what})`);
   if (!(await verifyRsaSha256(publicKey, raw, sign))) {
     return transient(`unverified: sign does not verify (${what})`);
   }

@@ -2,6 +2,7 @@
 
 import type { AlipayAccount } from "./accounts";
 import { closeError, describeError, mismatch, queryError, tradeAnswer } from "./alipay-answers";
+import { answerCertificateProblem, v3CertificateAuth } from "./alipay-certificates";
 import { loadKeys } from "./alipay-signing";
 import { type CryptoKey, signRsaSha256, verifyRsaSha256 } from "./crypto";
 import {
@@ -30,7 +31,8 @@ async function v3Call(
   const now = (options.clock ?? Date.now)();
   const body = JSON.stringify({ out_trade_no: outTradeNo });
   const url = new URL(`${account.baseUrl}/v3/alipay/trade/${action}`);
-  const authString = `app_id=${account.appId},nonce=${crypto.randomUUID()},timestamp=${now}`;
+  const { appCertSn, headers: certHeaders } = v3CertificateAuth(account.certificates);
+  const authString = `app_id=${account.appId}${appCertSn},nonce=${crypto.randomUUID()},timestamp=${now}`;
   const content = `${authString}\nPOST\n${url.pathname}${url.search}\n${body}\n`;
   const sign = await signRsaSha256(keys.privateKey, content);
   const fetched = await fetchText(
@@ -42,6 +44,7 @@ async function v3Call(
         "content-type": "application/json",
         accept: "application/json",
         "alipay-request-id": crypto.randomUUID().replaceAll("-", ""),
+        ...certHeaders,
       },
       body,
     },
@@ -59,12 +62,10 @@ async function v3Call(
   }
   // Only a verified answer decides anything, a 4xx too: Alipay may send its errors unsigned, and
   // an unsigned "invalid app id" could be anyone's; it is retried like a 5xx (DESIGN §4).
-  const problem = await unverified(
-    keys.alipayPublicKey,
-    headers,
-    text,
-    (options.clock ?? Date.now)(),
-  );
+  // In certificate mode the answer must first name alipayCert (v3: the alipay-sn header).
+  const problem =
+    answerCertificateProblem(account.certificates, headers.get("alipay-sn"), now) ??
+    (await unverified(keys.alipayPublicKey, headers, text, (options.clock ?? Date.now)()));
   if (problem) {
     const code = stringField(parseJson(text), "code");
     return transient(`${problem} (HTTP ${status}${code ? ` ${clip(code, 64)}` : ""})`);

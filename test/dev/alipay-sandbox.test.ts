@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { AlipayRequestError, AlipaySdk, type AlipaySdkConfig } from "alipay-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  type AlipayAccount,
   type AlipaySandbox,
   beijingTime,
   classicSignContent,
@@ -25,7 +26,11 @@ import {
   spkiToPkcs1,
 } from "../../dev/payment-keys";
 
+type PublicKeyAccount = Extract<AlipayAccount, { alipayPublicKey: string }>;
+
 let sandbox: AlipaySandbox;
+/** The sandbox's account (public-key mode). */
+const account = () => sandbox.account as PublicKeyAccount;
 let sdk: AlipaySdk;
 /** A client whose app key is not the one the sandbox knows. */
 let stranger: AlipaySdk;
@@ -38,7 +43,7 @@ function client(overrides: Partial<AlipaySdkConfig> = {}): AlipaySdk {
     appId: sandbox.account.appId,
     privateKey: pemToBase64(sandbox.account.privateKey),
     keyType: "PKCS8",
-    alipayPublicKey: sandbox.account.alipayPublicKey,
+    alipayPublicKey: account().alipayPublicKey,
     gateway: `${sandbox.url}/gateway.do`,
     endpoint: sandbox.url,
     timeout: 3000,
@@ -231,7 +236,7 @@ describe("classic gateway, through AlipaySdk.exec with validateSign", () => {
     const inner = text.slice(key.length, signAt);
     const sign = JSON.parse(text).sign as string;
     expect(inner).toContain("Sandbox\\/原始文本");
-    const alipayKey = readPublicKey(sandbox.account.alipayPublicKey);
+    const alipayKey = readPublicKey(account().alipayPublicKey);
     const verify = (content: string) =>
       createVerify("RSA-SHA256").update(content, "utf8").verify(alipayKey, sign, "base64");
     expect(verify(inner)).toBe(true);
@@ -288,6 +293,104 @@ describe("v3, through AlipaySdk.curl (which verifies 2xx answers)", () => {
       responseHttpStatus: 401,
     });
     expect(last()?.verified).toBe(false);
+  });
+});
+
+describe("certificate mode, through the official SDK in certificate mode", () => {
+  type CertificateAccount = Extract<AlipayAccount, { appCert: string }>;
+  let certSandbox: AlipaySandbox;
+  let certAccount: CertificateAccount;
+  let certSdk: AlipaySdk;
+  beforeAll(async () => {
+    certSandbox = await startAlipaySandbox({ mode: "certificate", appId: "2021000000000002" });
+    certAccount = certSandbox.account as CertificateAccount;
+    certSdk = new AlipaySdk({
+      appId: certAccount.appId,
+      privateKey: pemToBase64(certAccount.privateKey),
+      keyType: "PKCS8",
+      appCertContent: certAccount.appCert,
+      alipayPublicCertContent: certAccount.alipayCert,
+      alipayRootCertContent: certAccount.alipayRootCert,
+      gateway: `${certSandbox.url}/gateway.do`,
+      endpoint: certSandbox.url,
+      timeout: 3000,
+    });
+  }, 30_000);
+  afterAll(async () => {
+    await certSandbox.close();
+  });
+  const lastCert = () => certSandbox.requests().at(-1);
+
+  it("gives certificates, not a public key, and the SNs the SDK computes from them", () => {
+    expect("alipayPublicKey" in certAccount).toBe(false);
+    expect(certSandbox.mode).toBe("certificate");
+    const config = certSdk.config as unknown as Record<string, string>;
+    expect(certSandbox.certificates).toMatchObject({
+      appCertSn: config.appCertSn,
+      alipayCertSn: config.alipayCertSn,
+      alipayRootCertSn: config.alipayRootCertSn,
+    });
+    // Leaf then intermediate in each certificate file; an RSA and an EC root in the bundle.
+    for (const text of [certAccount.appCert, certAccount.alipayCert, certAccount.alipayRootCert]) {
+      expect(text.match(/-----BEGIN CERTIFICATE-----/g)).toHaveLength(2);
+    }
+  });
+
+  it("classic: checks app_cert_sn and alipay_root_cert_sn, answers with alipay_cert_sn, verified by the SDK", async () => {
+    const id = no("cert");
+    certSandbox.createTrade(id, { totalAmount: "3" });
+    const result = await exec(certSdk, "alipay.trade.query", id);
+    expect(result).toMatchObject({ code: "10000", tradeStatus: "WAIT_BUYER_PAY" });
+    expect(lastCert()).toMatchObject({ api: "classic", verified: true, certificateSns: true });
+    // The raw answer names Alipay's certificate after the signature.
+    const res = await fetch(
+      `${certSandbox.url}/gateway.do?${new URLSearchParams({
+        app_id: certAccount.appId,
+      })}`,
+      { method: "POST" },
+    );
+    expect(await res.text()).toContain(
+      `"alipay_cert_sn":"${certSandbox.certificates?.alipayCertSn}"}`,
+    );
+  });
+
+  it("v3: checks the authorization's app_cert_sn and the alipay-root-cert-sn header; alipay-sn verified by the SDK", async () => {
+    const id = no("cert-v3");
+    certSandbox.createTrade(id);
+    const answer = await curl(certSdk, "/v3/alipay/trade/query", id);
+    expect(answer.data).toMatchObject({ out_trade_no: id, trade_status: "WAIT_BUYER_PAY" });
+    expect(lastCert()).toMatchObject({ api: "v3", verified: true, certificateSns: true });
+    certSandbox.inject("wrongCertSn");
+    await expect(curl(certSdk, "/v3/alipay/trade/query", id)).rejects.toMatchObject({
+      code: "response-alipay-sn-verify-error",
+    });
+  });
+
+  it("refuses a request without the SNs (a client in public-key mode)", async () => {
+    const publicKeyClient = new AlipaySdk({
+      appId: certAccount.appId,
+      privateKey: pemToBase64(certAccount.privateKey),
+      keyType: "PKCS8",
+      alipayPublicKey: pemToBase64(
+        readPublicKey(certAccount.alipayCert).export({
+          type: "spki",
+          format: "pem",
+        }) as string,
+      ),
+      gateway: `${certSandbox.url}/gateway.do`,
+      endpoint: certSandbox.url,
+    });
+    const id = no("cert-nosn");
+    certSandbox.createTrade(id);
+    await expect(exec(publicKeyClient, "alipay.trade.query", id)).resolves.toMatchObject({
+      code: "40002",
+      subCode: "isv.missing-app-cert-sn",
+    });
+    expect(lastCert()).toMatchObject({ verified: true, certificateSns: false });
+    await expect(curl(publicKeyClient, "/v3/alipay/trade/query", id)).rejects.toMatchObject({
+      code: "isv.missing-app-cert-sn",
+      responseHttpStatus: 401,
+    });
   });
 });
 
@@ -411,7 +514,7 @@ describe("notifications", () => {
     expect(
       createVerify("RSA-SHA256")
         .update(content, "utf8")
-        .verify(readPublicKey(sandbox.account.alipayPublicKey), sign as string, "base64"),
+        .verify(readPublicKey(account().alipayPublicKey), sign as string, "base64"),
     ).toBe(true);
   });
 
@@ -484,9 +587,9 @@ describe("requests() and keys", () => {
     expect(sig(pemToBase64(pkcs1))).toBe(sig(pkcs8));
     expect(base64ToPem(pemToBase64(pkcs8), "PRIVATE KEY")).toBe(pkcs8);
 
-    const spki = base64ToPem(sandbox.account.alipayPublicKey, "PUBLIC KEY");
+    const spki = base64ToPem(account().alipayPublicKey, "PUBLIC KEY");
     expect(spki).toBe(
-      readPublicKey(sandbox.account.alipayPublicKey).export({ type: "spki", format: "pem" }),
+      readPublicKey(account().alipayPublicKey).export({ type: "spki", format: "pem" }),
     );
     expect(pkcs1ToSpki(spkiToPkcs1(spki))).toBe(spki);
     expect(spkiToPkcs1(spki)).toContain("BEGIN RSA PUBLIC KEY");

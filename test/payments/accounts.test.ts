@@ -1,7 +1,19 @@
 // DQ_ALIPAY_ACCOUNTS / DQ_WECHATPAY_ACCOUNTS parsing: shapes from DESIGN §4, errors that name the
 // variable, account and field and never echo a value.
-import { describe, expect, it } from "vitest";
-import { parseAlipayAccounts, parseWechatPayAccounts } from "../../src/payments/accounts";
+import { generateKeyPairSync } from "node:crypto";
+import { beforeAll, describe, expect, it } from "vitest";
+import {
+  type AlipayCertificateFiles,
+  alipayCertificateFiles,
+  issueCertificate,
+  rsaKeyPair,
+} from "../../dev/payment-keys";
+import {
+  checkAccounts,
+  parseAlipayAccounts,
+  parseWechatPayAccounts,
+} from "../../src/payments/accounts";
+import { bytesToBase64, certificates } from "../../src/payments/keys";
 import { PaymentsError } from "../../src/payments/provider";
 import { rsaKey, selfSignedCertificate } from "./support";
 
@@ -96,7 +108,7 @@ describe("parseAlipayAccounts", () => {
   it("names the account and each missing or wrong field", () => {
     const { alipayPublicKey: _, ...missing } = alipay;
     expect(failure(() => parseAlipayAccounts({ shop: missing }))).toBe(
-      'DQ_ALIPAY_ACCOUNTS: account "shop": "alipayPublicKey" is missing',
+      `DQ_ALIPAY_ACCOUNTS: account "shop": the account needs Alipay's key: "alipayPublicKey" (public-key mode) or "appCert", "alipayCert" and "alipayRootCert" (certificate mode)`,
     );
     expect(failure(() => parseAlipayAccounts({ shop: { ...alipay, appId: 42 } }))).toBe(
       'DQ_ALIPAY_ACCOUNTS: account "shop": "appId" must be a string',
@@ -138,6 +150,96 @@ describe("parseAlipayAccounts", () => {
     expect(messages[2]).toBe('DQ_ALIPAY_ACCOUNTS: account "shop": "privateKey" not base64');
     expect(messages[3]).toContain('"alipayPublicKey"');
     for (const message of messages) expectNoSecret(message);
+  });
+});
+
+describe("parseAlipayAccounts and checkAccounts: certificate mode", () => {
+  let files: AlipayCertificateFiles;
+  const { alipayPublicKey: _, ...keyless } = alipay;
+  beforeAll(async () => {
+    const [app, platformKeys] = await Promise.all([
+      rsaKeyPair("accounts-app"),
+      rsaKeyPair("accounts-alipay"),
+    ]);
+    files = await alipayCertificateFiles({
+      app: app.privateKey,
+      alipay: platformKeys.privateKey,
+      appId: alipay.appId,
+    });
+  }, 30_000);
+  const certMode = () => ({
+    ...keyless,
+    appCert: files.appCert,
+    alipayCert: files.alipayCert,
+    alipayRootCert: files.alipayRootCert,
+  });
+  /** Fragments of the certificate texts, which no message may quote. */
+  const certificateFragments = () =>
+    [files.appCert, files.alipayCert, files.alipayRootCert].map((pem) => pem.slice(100, 140));
+
+  it("reads the three certificates into SNs and alipayCert's key, and checks the chain", async () => {
+    const accounts = parseAlipayAccounts(JSON.stringify({ shop: certMode() }));
+    const shop = accounts.get("shop");
+    expect(shop?.certificates?.appCertSn).toMatch(/^[0-9a-f]{32}$/);
+    expect(shop?.certificates?.alipayRootCertSn).toMatch(/^[0-9a-f]{32}$/);
+    expect(shop?.alipayPublicKey).toBe(
+      bytesToBase64(certificates(files.alipayCert)[0]?.spki as Uint8Array),
+    );
+    expect(shop).not.toHaveProperty("appCert");
+    await expect(checkAccounts({ alipay: accounts })).resolves.toBeUndefined();
+  });
+
+  it("refuses mixed modes, a missing certificate, and a certificate that does not parse", () => {
+    const [leafPem] = files.alipayCert.split(/(?<=-----END CERTIFICATE-----\n)/);
+    const ecRoot = issueCertificate(generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey, {
+      subject: "/CN=EC only",
+      ca: true,
+    });
+    const { alipayRootCert: _root, ...twoOfThree } = certMode();
+    const cases: [Record<string, unknown>, string][] = [
+      [
+        { ...certMode(), alipayPublicKey: alipay.alipayPublicKey },
+        `the account mixes the two modes: give "alipayPublicKey" (public-key mode) or "appCert", "alipayCert" and "alipayRootCert" (certificate mode), not both`,
+      ],
+      [{ ...alipay, alipayCert: leafPem }, "the account mixes the two modes"],
+      [twoOfThree, `the account is in certificate mode and also needs "alipayRootCert"`],
+      [{ ...certMode(), alipayCert: "MIIB" }, `"alipayCert" not an X.509 certificate`],
+      [
+        { ...certMode(), appCert: platform.spkiPem },
+        `"appCert" expected a certificate, found a PEM "PUBLIC KEY" block`,
+      ],
+      [
+        { ...certMode(), alipayRootCert: ecRoot.pem },
+        `"alipayRootCert" holds no RSA-signed certificate`,
+      ],
+      [
+        {
+          ...certMode(),
+          alipayCert: (leafPem as string).replace("-----\nMII", "-----\n*II"),
+        },
+        `"alipayCert" not base64`,
+      ],
+    ];
+    for (const [account, expected] of cases) {
+      const message = failure(() => parseAlipayAccounts({ shop: account }));
+      expect(message).toContain(`DQ_ALIPAY_ACCOUNTS: account "shop": ${expected}`);
+      expectNoSecret(message);
+      for (const fragment of certificateFragments()) expect(message).not.toContain(fragment);
+    }
+  });
+
+  it("refuses at the check an alipayCert that does not chain to alipayRootCert", async () => {
+    const [leafPem] = files.alipayCert.split(/(?<=-----END CERTIFICATE-----\n)/);
+    const accounts = parseAlipayAccounts({
+      ok: certMode(),
+      shop: { ...certMode(), alipayCert: leafPem },
+    });
+    const error = await checkAccounts({ alipay: accounts }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PaymentsError);
+    expect((error as PaymentsError).code).toBe("invalid_accounts");
+    expect((error as PaymentsError).message).toBe(
+      `DQ_ALIPAY_ACCOUNTS: account "shop": "alipayCert" does not chain to a certificate of "alipayRootCert" (its signature is not a root's, nor an intermediate's given after it in "alipayCert")`,
+    );
   });
 });
 
