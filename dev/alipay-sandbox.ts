@@ -120,16 +120,23 @@ export type AlipaySandbox = {
   /** A full refund: TRADE_SUCCESS → TRADE_CLOSED with refund_fee, as Alipay reports it. */
   refund(outTradeNo: string): AlipayTrade;
   trade(outTradeNo: string): AlipayTrade | undefined;
-  /** Sends Alipay's async notification (form POST, RSA2-signed) to `url`; `tamper` changes a signed field. */
+  /**
+   * Sends Alipay's async notification (form POST, RSA2-signed) to `url`; `tamper` changes a
+   * signed field. `notifyId` (default: a new one) sends it again as a resend does, `notifyTime`
+   * (unix ms; default now) dates it, signed either way.
+   */
   notify(
     outTradeNo: string,
     url: string,
-    opts?: { tamper?: boolean },
+    opts?: NotifyOptions,
   ): Promise<{ status: number; text: string }>;
   /** Fault injection for the next `count` API requests (faults queue up in order). */
   inject(fault: AlipayFault, count?: number): void;
   requests(): AlipayRequestRecord[];
 };
+
+/** How the sandbox sends a notification. */
+export type NotifyOptions = { tamper?: boolean; notifyId?: string; notifyTime?: number };
 
 export type AlipaySandboxOptions = {
   /** @default 0 (a free port) */
@@ -694,7 +701,7 @@ export async function startAlipaySandbox(
     Object.assign(record, writeV3(res, status, payload, signer, offset, answerSn(fault)));
   };
 
-  const notifyFields = (trade: AlipayTrade): Record<string, string> => {
+  const notifyFields = (trade: AlipayTrade, opts: NotifyOptions): Record<string, string> => {
     const paid = trade.gmtPayment !== undefined;
     const fields: Record<string, string> = {
       gmt_create: trade.gmtCreate,
@@ -703,7 +710,8 @@ export async function startAlipaySandbox(
       subject: trade.subject,
       buyer_id: trade.buyerUserId,
       invoice_amount: paid ? trade.totalAmount : "0.00",
-      notify_id: `${beijingTime().slice(0, 10).replaceAll("-", "")}00222${digits(27)}`,
+      notify_id:
+        opts.notifyId ?? `${beijingTime().slice(0, 10).replaceAll("-", "")}00222${digits(27)}`,
       notify_type: "trade_status_sync",
       trade_status: trade.status,
       receipt_amount: paid ? trade.totalAmount : "0.00",
@@ -711,7 +719,7 @@ export async function startAlipaySandbox(
       buyer_pay_amount: paid ? trade.totalAmount : "0.00",
       sign_type: "RSA2",
       seller_id: sellerId,
-      notify_time: beijingTime(),
+      notify_time: beijingTime(opts.notifyTime ?? Date.now()),
       version: "1.0",
       out_trade_no: trade.outTradeNo,
       total_amount: trade.totalAmount,
@@ -737,7 +745,7 @@ export async function startAlipaySandbox(
   };
 
   const notify: AlipaySandbox["notify"] = async (outTradeNo, target, opts = {}) => {
-    const fields = notifyFields(mustGet(outTradeNo));
+    const fields = notifyFields(mustGet(outTradeNo), opts);
     // Notifications sign every field but sign and sign_type.
     const content = Object.keys(fields)
       .filter((k) => k !== "sign_type" && fields[k] !== "")
@@ -829,7 +837,15 @@ export async function startAlipaySandbox(
             if (!target) throw new AlipaySandboxError("bad_request", 400, "url is required");
             mustGet(no);
             try {
-              return send(200, await notify(no, target, { tamper: input.tamper === true }));
+              const opts: NotifyOptions = { tamper: input.tamper === true };
+              const notifyId = str("notifyId");
+              if (notifyId !== undefined) opts.notifyId = notifyId;
+              if (input.notifyTime !== undefined) {
+                if (typeof input.notifyTime !== "number")
+                  throw new AlipaySandboxError("bad_request", 400, "notifyTime must be unix ms");
+                opts.notifyTime = input.notifyTime;
+              }
+              return send(200, await notify(no, target, opts));
             } catch (error) {
               throw new AlipaySandboxError(
                 "notify_failed",

@@ -109,12 +109,13 @@ export type WechatPaySandbox = {
   /**
    * POSTs WeChat Pay's TRANSACTION.SUCCESS notification (resource AES-256-GCM-encrypted with the
    * APIv3 key, headers signed) to `url`. `tamper` changes the body after signing; `probe` sends
-   * a `WECHATPAY/SIGNTEST/…` signature, as WeChat Pay's own probes do.
+   * a `WECHATPAY/SIGNTEST/…` signature, as WeChat Pay's own probes do. `eventId` (default: a
+   * new one) sends the same event again, as WeChat Pay's resends do.
    */
   notify(
     outTradeNo: string,
     url: string,
-    opts?: { tamper?: boolean; probe?: boolean },
+    opts?: { tamper?: boolean; probe?: boolean; eventId?: string },
   ): Promise<{ status: number; text: string }>;
   /** Fault injection for the next `count` API requests (faults queue up in order). */
   inject(fault: WechatFault, count?: number): void;
@@ -542,7 +543,7 @@ export async function startWechatPaySandbox(
       );
     const nonce = Formatter.nonce(12);
     const event = {
-      id: randomUUID(),
+      id: opts.eventId ?? randomUUID(),
       create_time: rfc3339Beijing(),
       resource_type: "encrypt-resource",
       event_type: "TRANSACTION.SUCCESS",
@@ -664,6 +665,7 @@ export async function startWechatPaySandbox(
               result = await notify(no, target, {
                 tamper: input.tamper === true,
                 probe: input.probe === true,
+                ...(typeof input.eventId === "string" ? { eventId: input.eventId } : {}),
               });
             } catch (error) {
               if (error instanceof WechatPaySandboxError) throw error;
