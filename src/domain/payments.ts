@@ -14,6 +14,20 @@ export const DEFAULT_SCHEDULE: Record<ProviderName, Backoff> = {
 /** How long a watch runs without an outcome when no deadline is given: 24 h. */
 export const DEFAULT_WATCH_MS = 24 * 3600_000;
 
+/**
+ * How long an ended watch (any state) is kept at least, whatever DQ_RETENTION_SECONDS says
+ * (the longer of the two wins): 25 hours, both providers' notification windows (Alipay resends
+ * for about 24.4 h, WeChat Pay for about 24 h), so that a late notification still finds its
+ * watch: a late payment is told once, and a notification's id is remembered as long.
+ */
+export const ENDED_WATCH_KEEP_MS = 25 * 3600_000;
+
+/**
+ * The ended states a verified late payment is still told for (payment.paid or payment.mismatch
+ * with "late": true, once): the watch gave up or was stopped, and the money came anyway.
+ */
+export const LATE_PAYMENT_AFTER = ["expired", "closed", "failed", "stopped"] as const;
+
 export const MAX_NOTIFY_TOPICS = 10;
 /**
  * The shortest wait between two polls of one watch a schedule may ask for, ms (DQ_MIN_POLL_MS's
@@ -152,7 +166,8 @@ export const Payment = z
     state: WatchState.meta({
       description:
         "polling until an outcome; stopped once deleted; mismatch when paid with another " +
-        "amount than `amount`.",
+        "amount than `amount`. A verified payment after the watch ended expired, closed, " +
+        "failed or stopped makes it paid (or mismatch): its late outcome is `outcome`.",
       example: "polling",
     }),
     polls: z.number().meta({ description: "Queries made so far.", example: 3 }),
@@ -178,7 +193,9 @@ export const Payment = z
       .unknown()
       .optional()
       .meta({
-        description: "The outcome sent to the notify topics (see the outcome event).",
+        description:
+          "The outcome sent to the notify topics (see the outcome event); after a late " +
+          "payment, the late one (`late: true`), the earlier one being `firstOutcome`.",
         example: {
           event: "payment.paid",
           tradeState: "SUCCESS",
@@ -194,6 +211,15 @@ export const Payment = z
       .meta({
         description: "The amount the order must be paid, when the watch was given one.",
         example: { total: 1999, currency: "CNY" },
+      }),
+    firstOutcome: z
+      .unknown()
+      .optional()
+      .meta({
+        description:
+          "After a late payment (`outcome.late`): the outcome the watch had ended with before " +
+          "it (expired, closed or failed; none when it was stopped).",
+        example: { event: "payment.expired", tradeState: "WAIT_BUYER_PAY" },
       }),
     createdAt: z
       .number()

@@ -53,9 +53,18 @@ export type ProviderOptions = {
   clock?: () => number;
 };
 
-/** The result of checking a provider's asynchronous notification. */
+/**
+ * The result of checking a provider's asynchronous notification: the trade's answer and the
+ * notification's own id (Alipay's notify_id, WeChat Pay's event id; resends keep it), or why it
+ * is refused ("unverified: …", "stale: …", …).
+ */
 export type NotificationResult =
-  | { ok: true; outTradeNo: string; answer: ProviderAnswer & { kind: "trade" } }
+  | {
+      ok: true;
+      outTradeNo: string;
+      answer: ProviderAnswer & { kind: "trade" };
+      notifyId?: string;
+    }
   | { ok: false; reason: string };
 
 /**

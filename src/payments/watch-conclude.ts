@@ -9,8 +9,16 @@ import { judge, outcomePrefix } from "./watch-conclusions";
 import { watchIdOf } from "./watch-records";
 import type { Conclusion, PaymentsOptions, Spec } from "./watch-types";
 
-/** A conclusion applied (or not: the watch had moved on) and the work that follows. */
-export type Concluded = { applied: boolean; work: Work[] };
+/**
+ * A conclusion applied (or not: the watch had moved on) and the work that follows. `how`: "late"
+ * for a late payment told, "duplicate" for a notification the watch had taken already.
+ */
+export type Concluded = { applied: boolean; how: "" | "late" | "duplicate"; work: Work[] };
+
+const NOTHING: Concluded = { applied: false, how: "", work: [] };
+
+/** A notification id the watch can remember (Alipay's notify_id, WeChat Pay's event id). */
+const NOTIFY_ID = /^[\w.:-]{1,128}$/;
 
 /** What a conclusion comes to: who concluded it, for which poll (or "" for a notification). */
 export type Concluding = {
@@ -21,12 +29,15 @@ export type Concluding = {
   source: "poll" | "notify";
   conclusion: Conclusion;
   polls: number;
+  /** A notification's own id (Alipay's notify_id, WeChat Pay's event id), to take it once. */
+  notifyId?: string;
 };
 
 /**
  * Applies a conclusion through the watch's one transition. An outcome is added to each notify
  * topic by the same script, exactly once; its pushes then go out from this run. A poll that did
- * not end the watch leads to the polls due soon.
+ * not end the watch leads to the polls due soon. A verified payment of a watch that had ended
+ * (expired, closed, failed, stopped) is told once more, late.
  */
 export async function conclude(
   options: PaymentsOptions,
@@ -44,10 +55,12 @@ export async function conclude(
     outcome ? outcomePrefix(spec, c.source, c.polls, conclusion) : "",
     options.defaults.ttrMs,
     options.defaults.maxAttempts,
+    c.notifyId ?? "",
   ]);
-  if (!result.applied) return { applied: false, work: [] };
+  const { how } = result;
+  if (!result.applied) return { ...NOTHING, how };
   const now = run.clock();
-  if (!outcome) return { applied: true, work: [soon(PAYMENTS_TOPIC, now)] };
+  if (!outcome) return { applied: true, how, work: [soon(PAYMENTS_TOPIC, now)] };
   run.log({
     level: "info",
     event: "payment_outcome",
@@ -56,26 +69,29 @@ export async function conclude(
     state: conclusion.state,
     tradeState: conclusion.tradeState,
     source: c.source,
+    ...(how === "late" ? { late: true } : {}),
   });
-  return { applied: true, work: [...new Set(spec.notify)].map((topic) => soon(topic, now)) };
+  return { applied: true, how, work: [...new Set(spec.notify)].map((topic) => soon(topic, now)) };
 }
 
 /**
  * A provider's verified notification about an order settles its watch through the same
- * transition as a poll; an order nobody watches (or a watch already ended) is ignored.
+ * transition as a poll (a late payment of an ended watch included); an order nobody watches, and
+ * a notification that says nothing final, are ignored. `notifyId`: the notification's own id.
  */
 export async function concludeByNotification(
   options: PaymentsOptions,
   run: Run,
   order: { provider: ProviderName; account: string; outTradeNo: string },
   answer: ProviderAnswer & { kind: "trade" },
+  notifyId?: string,
 ): Promise<Concluded> {
   const watchId = await watchIdOf(order.provider, order.account, order.outTradeNo);
   const stored = await options.scripts.run("watchRead", run.clock(), [watchId]);
-  if (stored?.fields.state !== "polling") return { applied: false, work: [] };
+  if (!stored) return NOTHING;
   const spec = JSON.parse(stored.fields.spec ?? "{}") as Spec;
   const conclusion = judge(spec, answer, run.clock);
-  if (conclusion.kind !== "outcome") return { applied: false, work: [] };
+  if (conclusion.kind !== "outcome") return NOTHING;
   const polls = Number(stored.fields.polls ?? 0);
   return conclude(options, run, {
     watchId,
@@ -84,5 +100,7 @@ export async function concludeByNotification(
     source: "notify",
     conclusion,
     polls,
+    // Kept in the watch space-separated: an id of other characters is not remembered.
+    ...(notifyId && NOTIFY_ID.test(notifyId) ? { notifyId } : {}),
   });
 }

@@ -62,5 +62,6 @@ export function paymentOf(stored: WatchRecord): Payment {
   }
   if (fields.lastAnswer) payment.lastAnswer = JSON.parse(fields.lastAnswer);
   if (fields.outcome) payment.outcome = new RawJson(fields.outcome);
+  if (fields.firstOutcome) payment.firstOutcome = new RawJson(fields.firstOutcome);
   return payment;
 }

@@ -47,10 +47,17 @@ export class Payments {
 
   /**
    * A provider's verified notification about an order: settles its watch (an order nobody
-   * watches is ignored). `applied`: it changed the watch; `work`: the outcome's pushes.
+   * watches is ignored), or tells a late payment of an ended one. `applied`: it changed the
+   * watch; `how`: "late", or "duplicate" for a `notifyId` the watch took before; `work`: the
+   * outcome's pushes.
    */
-  notified(run: Run, order: Order, answer: ProviderAnswer & { kind: "trade" }): Promise<Concluded> {
-    return concludeByNotification(this.options, run, order, answer);
+  notified(
+    run: Run,
+    order: Order,
+    answer: ProviderAnswer & { kind: "trade" },
+    notifyId?: string,
+  ): Promise<Concluded> {
+    return concludeByNotification(this.options, run, order, answer, notifyId);
   }
 }
 

@@ -268,8 +268,9 @@ export function wechatPayProvider(
 
 /**
  * Checks a WeChat Pay notification: its Wechatpay-* headers over the raw body (a
- * `WECHATPAY/SIGNTEST/` probe fails), then decrypts `resource` with the APIv3 key (AES-256-GCM).
- * `now` is unix ms. On success the transaction's answer.
+ * `WECHATPAY/SIGNTEST/` probe fails; the timestamp within 5 minutes of `now`, unix ms), then
+ * decrypts `resource` with the APIv3 key (AES-256-GCM). On success the transaction's answer and
+ * the event's id.
  */
 export async function verifyWechatPayNotification(
   account: WechatPayAccount,
@@ -281,7 +282,8 @@ export async function verifyWechatPayNotification(
   if ("reason" in keys) return { ok: false, reason: keys.reason };
   const problem = await verifyHeaders(keys, headers, rawBody, now);
   if (problem) return { ok: false, reason: problem };
-  const resource = (parseJson(rawBody) as { resource?: unknown } | undefined)?.resource;
+  const event = parseJson(rawBody) as { resource?: unknown } | undefined;
+  const resource = event?.resource;
   const ciphertext = stringField(resource, "ciphertext");
   const nonce = stringField(resource, "nonce");
   if (!ciphertext || !nonce) return { ok: false, reason: "no encrypted resource" };
@@ -313,5 +315,7 @@ export async function verifyWechatPayNotification(
   const answer = tradeAnswer(transaction);
   if (answer.kind !== "trade")
     return { ok: false, reason: answer.kind === "transient" ? answer.reason : "unreadable" };
-  return { ok: true, outTradeNo, answer };
+  // The event's id, signed with the body: WeChat Pay's resends of one event keep it.
+  const notifyId = stringField(event, "id");
+  return { ok: true, outTradeNo, answer, ...(notifyId ? { notifyId } : {}) };
 }

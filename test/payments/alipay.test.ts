@@ -397,6 +397,8 @@ describe("verifyAlipayNotification", () => {
     subject: "T恤 & 帽子 = 100% 好",
     passback_params: "",
   };
+  /** Our clock: 10 s after the notification's notify_time (2025-01-01 00:00:09 in Beijing). */
+  const NOW = Date.parse("2024-12-31T16:00:19.000Z");
   /** Alipay's notify signing content: all fields but sign and sign_type, sorted, non-empty. */
   const content = (f: Record<string, string>, keepSignType = false) =>
     Object.keys(f)
@@ -423,26 +425,53 @@ describe("verifyAlipayNotification", () => {
         amount: { total: 29, currency: "CNY" },
         paidAt: Date.parse("2024-12-31T16:00:07.000Z"),
       },
+      notifyId: "ac05099524730693a8b330c5ecf72da9786",
     };
     const wire = new URLSearchParams(form).toString();
-    expect(await verifyAlipayNotification(acct, new URLSearchParams(wire))).toEqual(expected);
-    expect(await verifyAlipayNotification(acct, form)).toEqual(expected);
+    expect(await verifyAlipayNotification(acct, new URLSearchParams(wire), NOW)).toEqual(expected);
+    expect(await verifyAlipayNotification(acct, form, NOW)).toEqual(expected);
     // The older content that keeps sign_type is accepted too, as the official SDK does.
-    expect(await verifyAlipayNotification(acct, signed(fields, true))).toMatchObject({ ok: true });
+    expect(await verifyAlipayNotification(acct, signed(fields, true), NOW)).toMatchObject({
+      ok: true,
+    });
     const waiting = signed({ ...fields, trade_status: "WAIT_BUYER_PAY" });
-    expect(await verifyAlipayNotification(acct, waiting)).toMatchObject({
+    expect(await verifyAlipayNotification(acct, waiting, NOW)).toMatchObject({
       ok: true,
       answer: { outcome: "pending" },
     });
   });
 
+  it("takes a verified notification as fresh within Alipay's resend window, not past it nor from the future", async () => {
+    const at = (ms: number) => signed({ ...fields, notify_time: beijingByIntl(ms) });
+    const H = 3600_000;
+    // Alipay's last resend comes about 24.4 h after the first: still a fact to take.
+    for (const ok of [at(NOW - 24.9 * H), at(NOW + 299_000), at(NOW)]) {
+      expect(await verifyAlipayNotification(acct, ok, NOW)).toMatchObject({ ok: true });
+    }
+    const cases: [Record<string, string>, string][] = [
+      [at(NOW - 25.2 * H), "stale: notify_time 25.2 h old (Alipay's resends end within 25 h)"],
+      [at(NOW + 360_000), "stale: notify_time 360 s ahead of our clock (more than 300 s)"],
+      [signed({ ...fields, notify_time: "2025-01-01T00:00:09" }), "stale: no readable notify_time"],
+      [
+        signed(Object.fromEntries(Object.entries(fields).filter(([k]) => k !== "notify_time"))),
+        "stale: no readable notify_time",
+      ],
+    ];
+    for (const [input, reason] of cases) {
+      expect(await verifyAlipayNotification(acct, input, NOW)).toEqual({ ok: false, reason });
+    }
+  });
+
   it("refuses tampered, unsigned, foreign and ambiguous notifications", async () => {
     const form = signed(fields);
     const cases: [Record<string, string> | URLSearchParams, string][] = [
-      [{ ...form, total_amount: "2.90" }, "signature does not verify"],
-      [{ ...form, trade_status: "TRADE_FINISHED" }, "signature does not verify"],
-      [{ ...form, sign: nodeSign(other.pkcs8Pem, content(fields)) }, "signature does not verify"],
-      [{ ...fields }, "no sign field"],
+      [{ ...form, total_amount: "2.90" }, "unverified: signature does not verify"],
+      [{ ...form, trade_status: "TRADE_FINISHED" }, "unverified: signature does not verify"],
+      [
+        { ...form, sign: nodeSign(other.pkcs8Pem, content(fields)) },
+        "unverified: signature does not verify",
+      ],
+      [{ ...fields }, "unverified: no sign field"],
       [{ ...form, sign_type: "RSA" }, "sign_type is not RSA2"],
       [signed({ ...fields, app_id: "2021999999999999" }), "app_id is not this account's"],
       [
@@ -451,7 +480,7 @@ describe("verifyAlipayNotification", () => {
       ],
     ];
     for (const [input, reason] of cases) {
-      expect(await verifyAlipayNotification(acct, input)).toEqual({ ok: false, reason });
+      expect(await verifyAlipayNotification(acct, input, NOW)).toEqual({ ok: false, reason });
     }
   });
 });

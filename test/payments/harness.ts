@@ -15,6 +15,7 @@ import {
   type WechatPaySandbox,
   type WechatPaySandboxOptions,
 } from "../../dev/wechatpay-sandbox";
+import type { LogEntry } from "../../src/log";
 import { keys } from "../../src/redis/keys";
 import type { Service } from "../../src/service";
 import { bridgeService } from "../support/service";
@@ -36,6 +37,8 @@ export type Harness = {
   /** The service's key builders (its prefix). */
   key: ReturnType<typeof keys>;
   token: string;
+  /** What the service logged so far. */
+  logs: LogEntry[];
   call(method: string, path: string, body?: unknown, token?: string): Promise<Called>;
   /** Runs the polls that are due, as the Node entry's ticker does. */
   pollNow(): Promise<void>;
@@ -67,17 +70,22 @@ export async function startHarness(
     startWechatPaySandbox(options.wechat),
   ]);
   const token = `${name}-admin`;
-  const { service, redis, prefix } = bridgeService(name, {
-    DQ_TOKENS: token,
-    DQ_ALIPAY_ACCOUNTS: JSON.stringify({
-      sandbox: alipay.account,
-      "sandbox-v3": { ...alipay.account, api: "v3" },
-    }),
-    DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
-    // Watches poll every few hundred ms, to run in seconds.
-    DQ_MIN_POLL_MS: "0",
-    ...options.vars,
-  });
+  const logs: LogEntry[] = [];
+  const { service, redis, prefix } = bridgeService(
+    name,
+    {
+      DQ_TOKENS: token,
+      DQ_ALIPAY_ACCOUNTS: JSON.stringify({
+        sandbox: alipay.account,
+        "sandbox-v3": { ...alipay.account, api: "v3" },
+      }),
+      DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
+      // Watches poll every few hundred ms, to run in seconds.
+      DQ_MIN_POLL_MS: "0",
+      ...options.vars,
+    },
+    (entry) => logs.push(entry),
+  );
   const realFetch = globalThis.fetch;
   globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
@@ -116,6 +124,7 @@ export async function startHarness(
     redis,
     key: keys(prefix),
     token,
+    logs,
     call,
     pollNow,
     until,

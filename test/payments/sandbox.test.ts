@@ -58,7 +58,8 @@ describe.each(["classic", "v3"] as const)("Alipay %s against the sandbox", (api)
     const parsed = parseAlipayAccounts(JSON.stringify({ sandbox: { ...sandbox.account, api } }));
     account = parsed.get("sandbox") as AlipayAccount;
     notifications = await receiver(
-      async (_req, body) => verifyAlipayNotification(account, new URLSearchParams(body)),
+      async (_req, body) =>
+        verifyAlipayNotification(account, new URLSearchParams(body), Date.now()),
       (result) => ({ status: 200, body: result.ok ? "success" : "fail" }),
     );
   });
@@ -201,6 +202,7 @@ describe.each(["classic", "v3"] as const)("Alipay %s against the sandbox", (api)
         amount: { total: 29, currency: "CNY" },
         paidAt: parseBeijingTime(sandbox.trade(no)?.gmtPayment ?? ""),
       },
+      notifyId: expect.stringMatching(/^\d{8}00222\d{27}$/),
     });
     expect(await sandbox.notify(no, notifications.url, { tamper: true })).toEqual({
       status: 200,
@@ -208,7 +210,7 @@ describe.each(["classic", "v3"] as const)("Alipay %s against the sandbox", (api)
     });
     expect(notifications.results[before + 1]).toEqual({
       ok: false,
-      reason: "signature does not verify",
+      reason: "unverified: signature does not verify",
     });
     sandbox.refund(no);
     expect(await sandbox.notify(no, notifications.url)).toEqual({ status: 200, text: "success" });
@@ -376,6 +378,7 @@ describe.each(["publicKey", "certificate"] as const)(
           amount: { total: 29, currency: "CNY" },
           paidAt: Date.parse(sandbox.trade(no)?.successTime ?? ""),
         },
+        notifyId: expect.any(String),
       });
       const tampered = await sandbox.notify(no, notifications.url, { tamper: true });
       expect(tampered.status).toBe(401);

@@ -267,6 +267,7 @@ describe("verifyWechatPayNotification", () => {
       amount: { total: 100, currency: "CNY" },
       paidAt: Date.parse("2025-01-01T02:03:04.000Z"),
     },
+    notifyId: "EV-2018022511223320873",
   };
 
   it("verifies the headers and decrypts the resource made by node:crypto", async () => {

@@ -6,6 +6,7 @@ import { Redis } from "@upstash/redis";
 import { inject } from "vitest";
 import { freePort } from "../../dev/redis-server";
 import { type ServiceProcess, startService } from "../../dev/service-process";
+import type { Logger } from "../../src/log";
 import { buildService, type Service } from "../../src/service";
 
 export type TestService = {
@@ -73,12 +74,13 @@ export function spawnNodeEntry(env: Record<string, string | undefined>): NodeEnt
 
 /**
  * The service as buildService wires it, in this process, on the run's bridge with a key prefix
- * of its own (`<name><label>`): `vars` are its DQ_* settings. Also answers a client of the same
- * Redis user (to look at its keys) and the prefix.
+ * of its own (`<name><label>`): `vars` are its DQ_* settings, `log` its logger (none by
+ * default). Also answers a client of the same Redis user (to look at its keys) and the prefix.
  */
 export function bridgeService(
   name: string,
   vars: Record<string, string>,
+  log: Logger = () => {},
 ): { service: Service; redis: Redis; prefix: string } {
   const label = crypto.randomUUID().slice(0, 8);
   const url = inject("bridgeUrl");
@@ -87,7 +89,7 @@ export function bridgeService(
   const service = buildService(
     { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token, DQ_PREFIX: prefix, ...vars },
     (settings) => new Redis({ url: settings.url, token: settings.token, ...settings.options }),
-    { log: () => {} },
+    { log },
   );
   return { service, redis: new Redis({ url, token }), prefix };
 }

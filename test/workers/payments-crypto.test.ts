@@ -321,6 +321,7 @@ describe("providers in workerd, on golden answers", () => {
         amount: { total: 100, currency: "CNY" },
         paidAt: Date.parse("2025-01-01T02:03:04Z"),
       },
+      notifyId: "EV-1",
     });
     headers.set("wechatpay-signature", `WECHATPAY/SIGNTEST/${WX_NOTIFY_SIGNATURE}`);
     expect(

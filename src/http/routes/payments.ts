@@ -146,10 +146,13 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
     account: string,
     outTradeNo: string,
     answer: ProviderAnswer & { kind: "trade" },
+    notifyId: string | undefined,
   ) => {
     try {
       const order = { provider, account, outTradeNo };
-      const { work } = await payments.notified(c.get("run"), order, answer);
+      const { work, how } = await payments.notified(c.get("run"), order, answer, notifyId);
+      // Taken before (a resend): acknowledged again, and nothing else.
+      if (how === "duplicate") log({ level: "info", event: "notify_duplicate", provider, account });
       // The outcome's pushes go out after the answer: the providers want one within seconds.
       drainAfter(c, options.dispatcher, work);
       return true;
@@ -167,7 +170,7 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
     // Alipay reads the text "success"; anything else makes it send again later.
     if (!account) return c.text("fail", 404);
     const form = new URLSearchParams(await cappedText(c.req.raw, MAX_NOTIFICATION_BYTES));
-    const result = await verifyAlipayNotification(account, form);
+    const result = await verifyAlipayNotification(account, form, c.get("run").clock());
     if (!result.ok) {
       log({
         level: "warn",
@@ -178,7 +181,14 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
       });
       return c.text("fail", 400);
     }
-    const taken = await notified(c, "alipay", name, result.outTradeNo, result.answer);
+    const taken = await notified(
+      c,
+      "alipay",
+      name,
+      result.outTradeNo,
+      result.answer,
+      result.notifyId,
+    );
     return taken ? c.text("success") : c.text("fail", 503);
   });
 
@@ -189,7 +199,8 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
       | undefined;
     if (!account) return c.json({ code: "FAIL", message: `no account "${clip(name)}"` }, 404);
     const raw = await cappedText(c.req.raw, MAX_NOTIFICATION_BYTES);
-    const result = await verifyWechatPayNotification(account, c.req.raw.headers, raw, Date.now());
+    const now = c.get("run").clock();
+    const result = await verifyWechatPayNotification(account, c.req.raw.headers, raw, now);
     if (!result.ok) {
       log({
         level: "warn",
@@ -200,7 +211,14 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
       });
       return c.json({ code: "FAIL", message: result.reason }, 401);
     }
-    const taken = await notified(c, "wechatpay", name, result.outTradeNo, result.answer);
+    const taken = await notified(
+      c,
+      "wechatpay",
+      name,
+      result.outTradeNo,
+      result.answer,
+      result.notifyId,
+    );
     return taken ? c.body(null, 204) : c.json({ code: "FAIL", message: "try again" }, 503);
   });
 }

@@ -1,6 +1,7 @@
 // watchStart, watchRead, watchPolled, watchStop: the transitions of a payment watch. A watch is a
 // hash (keys.ts: watch); its polls are a job of the internal push topic __payments, claimed and
 // delivered to the poller like a push job; its outcome is a job added to each notify topic.
+import { ENDED_WATCH_KEEP_MS, LATE_PAYMENT_AFTER } from "../../../domain/payments";
 import { WATCH_JOB_PREFIX } from "../../keys";
 import { asArray, byName, defineScript, jsonText } from "../script";
 
@@ -51,16 +52,26 @@ export const WATCH_FIELDS = [
   "lastAnswer",
   /** Transient answers in a row (their retries double); none after a pending one. */
   "streak",
-  /** The outcome job's body, once there is one. */
+  /** The outcome job's body, once there is one (after a late payment: the late one). */
   "outcome",
   /** When the watch reached its outcome or was stopped, ms. */
   "endedAt",
+  /** After a late payment: the outcome the watch had ended with before it, if any. */
+  "firstOutcome",
+  /** The ids of the notifications taken for this watch, newest first, space-separated (≤ 16). */
+  "notified",
 ] as const;
 
 export type WatchField = (typeof WATCH_FIELDS)[number];
 
 /** The fields by name, for the Lua below. */
 const FIELD = byName(WATCH_FIELDS);
+
+/** How many notification ids a watch remembers (a payment's notifications and their resends). */
+export const NOTIFY_IDS_KEPT = 16;
+
+/** Lua: how long an ended watch is kept, ms: the retention window, and at least 25 hours. */
+const KEEP = `math.max(RETENTION, ${ENDED_WATCH_KEEP_MS})`;
 
 /** A watch as stored: its hash's fields, and when its next poll is due. */
 export type WatchRecord = {
@@ -234,43 +245,92 @@ return out
   },
 });
 
-export const watchPolled = defineScript<{ applied: boolean; state: string }>({
+/** What watchPolled did: applied, and how ("late": a late payment told; "duplicate": a notification seen before). */
+export type WatchPolled = { applied: boolean; state: string; how: "" | "late" | "duplicate" };
+
+/** Lua: LATE_PAYMENT_AFTER as a set. */
+const LATE_AFTER = `{${LATE_PAYMENT_AFTER.map((state) => `${state} = true`).join(", ")}}`;
+
+export const watchPolled = defineScript<WatchPolled>({
   name: "watchPolled",
   lua: `
 --[[ watchPolled: applies a poll's answer, or a provider's notification, to a watch: the one
-  transition from polling to an outcome, shared by polls and notifications.
+  transition from polling to an outcome, shared by polls and notifications, and the one from an
+  ended watch to a late payment.
   ARGV[4] watch id   ARGV[5] the poll job's receipt, or "" for a notification
   ARGV[6] pending | transient | outcome   ARGV[7] the answer's trade state (or the error)
   ARGV[8] the outcome state (paid | closed | failed | expired | mismatch), for an outcome
   ARGV[9] the outcome job's body up to its metadata: JSON text ending in "metadata": (the stored
           metadata text and "}" complete it)
   ARGV[10] default ttr (ms)   ARGV[11] default max attempts   (for the outcome jobs)
-  Only a watch still polling changes; a poll applies only under the reservation it was claimed
-  with (a poller that lost its lease changes nothing). pending: the next poll is the schedule's
-  next step (at the deadline at the latest); transient: soon (5 s, doubling, at most 60 s, and
-  never later than the schedule's next step, nor than the deadline while it is ahead);
-  outcome: the state and outcome are stored, the poll job finishes and each notify topic gets
-  the outcome as the job ${WATCH_JOB_PREFIX}<watch id>:<n> (exactly once: the same atomic step).
-  Returns {1, new state} or {0, state as it was} when nothing applied.
-  Cost: HMGET; for a poll, GET (the job); HSET; pending/transient: the release's commands;
-  outcome: the job's finish, per topic the add's, PEXPIRE.
+  ARGV[12] the notification's id (Alipay notify_id, WeChat Pay's event id), or ""
+  A notification whose id the watch took before changes nothing ("duplicate"); a new id is
+  remembered (the last ${NOTIFY_IDS_KEPT}). A watch still polling: a poll applies only under the
+  reservation it was claimed with (a poller that lost its lease changes nothing). pending: the
+  next poll is the schedule's next step (at the deadline at the latest); transient: soon (5 s,
+  doubling, at most 60 s, and never later than the schedule's next step, nor than the deadline
+  while it is ahead); outcome: the state and outcome are stored, the poll job finishes and each
+  notify topic gets the outcome as the job ${WATCH_JOB_PREFIX}<watch id>:<n> (exactly once: the
+  same atomic step). A watch ended ${LATE_PAYMENT_AFTER.join(", ")} and a paid or mismatch
+  outcome, from a poll (its lease no longer matters) or a notification: the late payment, once
+  ("late"): the state becomes the outcome's, the outcome (with "late":true) replaces the one
+  kept as firstOutcome, and each topic gets it as ${WATCH_JOB_PREFIX}<watch id>:late:<n>.
+  An ended watch is kept max(RETENTION, ${ENDED_WATCH_KEEP_MS / 3600_000} h) from its last change.
+  Returns {1, new state, how} or {0, state as it was, how} when nothing applied; how is "",
+  "late" or "duplicate".
+  Cost: HMGET; for a notification with an id, HSET; for a poll, GET (the job); HSET;
+  pending/transient: the release's commands; outcome: the job's finish, per topic the add's,
+  PEXPIRE; late: HSET, per topic the add's, PEXPIRE.
 ]]
-local watchId, receipt, kind = ARGV[4], ARGV[5], ARGV[6]
+local watchId, receipt, kind, notifyId = ARGV[4], ARGV[5], ARGV[6], ARGV[12]
 local wkey = key.watch(watchId)
-local state, notify, deadline, metadata = unpack(rcall("HMGET", wkey, "${FIELD.state}", "${FIELD.notify}",
-  "${FIELD.deadline}", "${FIELD.metadata}"))
-if not state then return {0, ""} end
-if state ~= "polling" then return {0, state} end
 local jobId = "${WATCH_JOB_PREFIX}" .. watchId
+local state, notify, deadline, metadata, outcome, seen = unpack(rcall("HMGET", wkey,
+  "${FIELD.state}", "${FIELD.notify}", "${FIELD.deadline}", "${FIELD.metadata}",
+  "${FIELD.outcome}", "${FIELD.notified}"))
+if not state then return {0, "", ""} end
+
+-- Each notify topic gets the job <jobId><suffix><n> with \`body\`, once (an id that exists is kept).
+local function fanOut(suffix, body)
+  local defaults = {ttr = tonumber(ARGV[10]), maxAttempts = tonumber(ARGV[11])}
+  for n, topic in ipairs(cjson.decode(notify)) do
+    addJob(jobId .. suffix .. n, topic, NOW, body, nil, nil, nil, defaults)
+  end
+  rcall("PEXPIRE", wkey, ${KEEP})
+end
+
+if notifyId ~= "" then
+  if seen and string.find(" " .. seen .. " ", " " .. notifyId .. " ", 1, true) then
+    return {0, state, "duplicate"}
+  end
+  local ids = {notifyId}
+  for id in string.gmatch(seen or "", "%S+") do
+    if #ids < ${NOTIFY_IDS_KEPT} then ids[#ids + 1] = id end
+  end
+  rcall("HSET", wkey, "${FIELD.notified}", table.concat(ids, " "))
+end
+
+if state ~= "polling" then
+  local paid = kind == "outcome" and (ARGV[8] == "paid" or ARGV[8] == "mismatch")
+  if not (paid and (${LATE_AFTER})[state]) then return {0, state, ""} end
+  -- Paid after all: told once, as the state now is paid (or mismatch), so it never is again.
+  local late = ARGV[9] .. (metadata or "null") .. ',"late":true}'
+  rcall("HSET", wkey, "${FIELD.state}", ARGV[8], "${FIELD.outcome}", late,
+    "${FIELD.lastAnswer}", cjson.encode({tradeState = ARGV[7], at = NOW}))
+  if outcome then rcall("HSET", wkey, "${FIELD.firstOutcome}", outcome) end
+  fanOut(":late:", late)
+  return {1, ARGV[8], "late"}
+end
+
 local meta, body, code = nil, nil, CODE.ok
 if receipt ~= "" then
   meta, body, code = held(jobId, receipt, "")
-  if code ~= CODE.ok then return {0, state} end
+  if code ~= CODE.ok then return {0, state, ""} end
   rcall("HINCRBY", wkey, "${FIELD.polls}", 1)
 end
 rcall("HSET", wkey, "${FIELD.lastAnswer}", cjson.encode({tradeState = ARGV[7], at = NOW}))
 if kind ~= "outcome" then
-  if receipt == "" then return {1, state} end
+  if receipt == "" then return {1, state, ""} end
   rcall("ZREM", key.reserved(meta.topic), jobId)
   -- This was poll number meta.attempts, which came its schedule's step meta.attempts after the
   -- one before (the first: that step after the start): the next comes one step further.
@@ -286,10 +346,10 @@ if kind ~= "outcome" then
   -- transient wait holds: retrying at once would hammer the provider until the close gives up.
   if NOW < tonumber(deadline) then wait = math.min(wait, tonumber(deadline) - NOW) end
   retry(jobId, meta, body, wait)
-  return {1, state}
+  return {1, state, ""}
 end
 -- An outcome: the watch ends, its poll job with it, and each notify topic is told once.
-local outcome = ARGV[9] .. (metadata or "null") .. "}"
+outcome = ARGV[9] .. (metadata or "null") .. "}"
 rcall("HSET", wkey, "${FIELD.state}", ARGV[8], "${FIELD.outcome}", outcome, "${FIELD.endedAt}", NOW)
 if not meta then meta, body = load(jobId) end
 if meta and meta.state ~= "finished" and meta.state ~= "deleted" then
@@ -297,16 +357,16 @@ if meta and meta.state ~= "finished" and meta.state ~= "deleted" then
   meta.state, meta.endedAt, meta.leaseEnd = "finished", NOW, nil
   save(jobId, meta, body)
 end
-local defaults = {ttr = tonumber(ARGV[10]), maxAttempts = tonumber(ARGV[11])}
-for n, topic in ipairs(cjson.decode(notify)) do
-  addJob(jobId .. ":" .. n, topic, NOW, outcome, nil, nil, nil, defaults)
-end
-rcall("PEXPIRE", wkey, RETENTION)
-return {1, ARGV[8]}
+fanOut(":", outcome)
+return {1, ARGV[8], ""}
 `,
   parse(reply) {
-    const [applied, state] = asArray(reply, "watchPolled");
-    return { applied: Number(applied) === 1, state: String(state ?? "") };
+    const [applied, state, how] = asArray(reply, "watchPolled");
+    return {
+      applied: Number(applied) === 1,
+      state: String(state ?? ""),
+      how: how === "late" || how === "duplicate" ? how : "",
+    };
   },
 });
 
@@ -314,7 +374,8 @@ export const watchStop = defineScript<{ found: boolean; state: string }>({
   name: "watchStop",
   lua: `
 --[[ watchStop: stops a watch (DELETE). A polling watch reads "stopped" from then on and its
-  poll job is deleted; one that has an outcome keeps it. Kept RETENTION ms either way.
+  poll job is deleted; one that has an outcome keeps it. Kept max(RETENTION,
+  ${ENDED_WATCH_KEEP_MS / 3600_000} h) either way (a late payment may still come: watchPolled).
   ARGV[4] watch id
   Returns {1, state} or {0, ""} when there is no such watch.
   Cost: HGET, GET; for a polling watch HSET, the job's unindex and SET; PEXPIRE (x2).
@@ -333,7 +394,7 @@ if state == "polling" then
     save(jobId, meta, body)
   end
 end
-rcall("PEXPIRE", wkey, RETENTION)
+rcall("PEXPIRE", wkey, ${KEEP})
 return {1, state}
 `,
   parse(reply) {
