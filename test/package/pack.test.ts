@@ -113,23 +113,26 @@ afterAll(() => {
 });
 
 describe("npm pack", () => {
-  it("packs the built modules, their declarations, package.json and the README, and no sources", async () => {
+  it("packs the built modules, their declarations, package.json, the README and the license, and no sources", async () => {
     const listed = await succeed("tar", ["-tzf", tarball], work);
     const files = listed.stdout.trim().split("\n").sort();
     expect(files).toContain("package/package.json");
     expect(files).toContain("package/README.md");
+    expect(files).toContain("package/LICENSE");
     for (const entry of ["index", "client/index", "client/node", "redis/tcp"]) {
       expect(files).toContain(`package/dist/lib/${entry}.js`);
       expect(files).toContain(`package/dist/lib/${entry}.d.ts`);
     }
     const stray = files.filter(
-      (file) => !/^package\/(package\.json|README\.md|dist\/lib\/.+\.(js|d\.ts))$/.test(file),
+      (file) =>
+        !/^package\/(package\.json|README\.md|LICENSE|dist\/lib\/.+\.(js|d\.ts))$/.test(file),
     );
     expect(stray).toEqual([]);
     const manifest = JSON.parse(
       await readFile(join(consumer, "node_modules", "delayq", "package.json"), "utf8"),
-    ) as { private?: boolean; exports: Record<string, unknown> };
+    ) as { private?: boolean; license?: string; exports: Record<string, unknown> };
     expect(manifest.private).toBeUndefined();
+    expect(manifest.license).toBe("MIT");
     expect(Object.keys(manifest.exports)).toEqual([
       ".",
       "./client",
