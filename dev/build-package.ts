@@ -1,5 +1,6 @@
-// npm run build (and npm's prepare): compiles the npm package, ES modules and declarations, to dist/lib.
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+// npm run build (and npm's prepare): compiles the npm package to dist/lib: ES modules and their
+// declarations, and the same modules as CommonJS in dist/lib/cjs for require().
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import ts from "typescript";
@@ -44,6 +45,32 @@ export function withExtensions(file: string, text: string): string {
   return out + text.slice(done);
 }
 
+/** Where the CommonJS modules go, inside the outDir: the package's `require` condition. */
+export const CJS_DIR = "cjs";
+
+/**
+ * The CommonJS twin of one emitted ES module, for `require()` (Node 20 before 20.19 cannot
+ * require an ES module, nor can Jest's default runtime). TypeScript's own per-file transpiler on
+ * the finished ES module (its specifiers already end in `.js`), so the two builds differ in their
+ * module syntax only. One file each, not one bundle an entry: `delayq/tcp` throws the
+ * `DelayqError` that `require("delayq")` exports, as the ES modules do. A program that both
+ * imports and requires delayq gets two copies, as with any dual package.
+ */
+export function toCommonJs(file: string, text: string): string {
+  const { outputText, diagnostics } = ts.transpileModule(text, {
+    fileName: file,
+    reportDiagnostics: true,
+    compilerOptions: {
+      module: ts.ModuleKind.CommonJS,
+      target: ts.ScriptTarget.ES2022,
+      removeComments: false,
+      verbatimModuleSyntax: false,
+    },
+  });
+  if (diagnostics && diagnostics.length > 0) throw new Error(format(diagnostics));
+  return outputText;
+}
+
 /** Compiles tsconfig.build.json's entries into its outDir, from scratch; returns the files. */
 export function buildPackage(): string[] {
   const read = ts.readConfigFile(CONFIG, ts.sys.readFile);
@@ -73,6 +100,20 @@ export function buildPackage(): string[] {
   if (emitted.diagnostics.length > 0) throw new Error(format(emitted.diagnostics));
   // After the whole emit, so that every specifier's target is already on disk.
   for (const file of written) writeFileSync(file, withExtensions(file, readFileSync(file, "utf8")));
+  // The CommonJS tree: each module transpiled, each declaration copied (a declaration under a
+  // "type": "commonjs" package.json describes a CommonJS module to TypeScript, as it must for a
+  // `require`), so the `require` condition has types of the right kind.
+  const cjs = join(fresh, CJS_DIR);
+  for (const file of [...written]) {
+    const target = join(cjs, relative(fresh, file));
+    const text = readFileSync(file, "utf8");
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, file.endsWith(".d.ts") ? text : toCommonJs(file, text));
+    written.push(target);
+  }
+  const marker = join(cjs, "package.json");
+  writeFileSync(marker, `${JSON.stringify({ type: "commonjs" })}\n`);
+  written.push(marker);
   if (existsSync(outDir)) renameSync(outDir, stale);
   renameSync(fresh, outDir);
   rmSync(stale, { recursive: true, force: true });

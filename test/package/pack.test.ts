@@ -1,21 +1,39 @@
-// The npm package as a user gets it: npm pack, installed into a new project, run by plain Node, bundled, type-checked.
+// The npm package as a user gets it: npm pack, installed into a new project, run by plain Node
+// (import and require), bundled, type-checked; and what installing it pulls in.
 import { execFile } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
+import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { build } from "esbuild";
+import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startTestService, type TestService } from "../support/service";
 
 const root = join(import.meta.dirname, "..", "..");
 const work = mkdtempSync(join(tmpdir(), "delayq-pack-"));
-/** A project that depends on the tarball, its dependencies installed by npm from the cache. */
+/**
+ * A project that depends on the tarball and on both Redis clients delayq can drive (the optional
+ * peers a user picks from), installed by npm from its cache.
+ */
 const consumer = join(work, "consumer");
+/** A project that depends on the tarball alone: what `npm install delayq` gives. */
+const alone = join(work, "alone");
 /** The tarball unpacked where no dependency can be found: what the client may import at most. */
 const bare = join(work, "bare");
 let tarball = "";
+
+type Manifest = {
+  private?: boolean;
+  license?: string;
+  exports: Record<string, unknown>;
+  dependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+};
+type LockEntry = { version?: string; dev?: boolean; devOptional?: boolean; peer?: boolean };
 
 type Run = { code: number; stdout: string; stderr: string };
 
@@ -54,6 +72,56 @@ function node(cwd: string, source: string, env: Record<string, string> = {}): Pr
   return run(process.execPath, ["--input-type=module", "-e", source], cwd, plain);
 }
 
+/** Like {@link node}, on a CommonJS script: `require()` as a CommonJS user calls it. */
+function nodeCommonJs(cwd: string, source: string, env: Record<string, string> = {}): Promise<Run> {
+  const plain = { PATH: process.env.PATH, HOME: process.env.HOME, ...env };
+  return run(process.execPath, ["--input-type=commonjs", "-e", source], cwd, plain);
+}
+
+/**
+ * Installs a project depending on `dependencies` with npm, offline. Its lockfile offers every
+ * package of the checkout's package-lock.json (so npm takes them from its cache, at the
+ * checkout's versions), and npm keeps only those the dependencies need: what it installs is
+ * what the package's own manifest asks for, as for a user.
+ */
+async function installProject(dir: string, dependencies: Record<string, string>): Promise<void> {
+  mkdirSync(dir);
+  const lock = JSON.parse(await readFile(join(root, "package-lock.json"), "utf8")) as {
+    packages: Record<string, LockEntry>;
+  };
+  const name = relative(work, dir);
+  const packages: Record<string, unknown> = { "": { name, dependencies } };
+  for (const [path, { dev, devOptional, peer, ...entry }] of Object.entries(lock.packages)) {
+    if (path !== "") packages[path] = entry;
+  }
+  const manifest = { name, private: true, type: "module", dependencies };
+  await writeFile(join(dir, "package.json"), JSON.stringify(manifest, null, 2));
+  await writeFile(
+    join(dir, "package-lock.json"),
+    JSON.stringify({ name, lockfileVersion: 3, requires: true, packages }, null, 2),
+  );
+  await succeed("npm", ["install", "--offline", "--no-audit", "--no-fund"], dir);
+}
+
+/** The packages installed at the top of a project's node_modules (scoped ones as @scope/name). */
+function installed(dir: string): string[] {
+  const top = join(dir, "node_modules");
+  return readdirSync(top)
+    .filter((name) => !name.startsWith("."))
+    .flatMap((name) =>
+      name.startsWith("@") ? readdirSync(join(top, name)).map((sub) => `${name}/${sub}`) : [name],
+    )
+    .sort();
+}
+
+/** Every file under `dir`, relative to it, sorted. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => relative(dir, join(entry.parentPath, entry.name)))
+    .sort();
+}
+
 /** The last line of a script's output, as JSON; fails with the whole output otherwise. */
 function answer(result: Run): unknown {
   const last = result.stdout.trim().split("\n").at(-1) ?? "";
@@ -80,25 +148,18 @@ beforeAll(async () => {
   expect(packed).toEqual([`delayq-${version}.tgz`]);
   tarball = join(work, packed[0] ?? "");
 
-  // The consumer's lockfile pins the package's dependencies to the checkout's versions (the
-  // entries of package-lock.json that are not dev-only), so npm installs them from its cache,
-  // offline. A runtime dependency listed only under devDependencies would be missing here.
-  mkdirSync(consumer);
+  // The user who picked a Redis client installs it beside delayq (both here, as the tests use
+  // both), at the checkout's versions.
   const lock = JSON.parse(await readFile(join(root, "package-lock.json"), "utf8")) as {
-    packages: Record<string, { dev?: boolean; devOptional?: boolean }>;
+    packages: Record<string, LockEntry>;
   };
-  const dependencies = { delayq: `file:${tarball}` };
-  const packages: Record<string, unknown> = { "": { name: "consumer", dependencies } };
-  for (const [path, entry] of Object.entries(lock.packages)) {
-    if (path !== "" && !entry.dev && !entry.devOptional) packages[path] = entry;
-  }
-  const manifest = { name: "consumer", private: true, type: "module", dependencies };
-  await writeFile(join(consumer, "package.json"), JSON.stringify(manifest, null, 2));
-  await writeFile(
-    join(consumer, "package-lock.json"),
-    JSON.stringify({ name: "consumer", lockfileVersion: 3, requires: true, packages }, null, 2),
-  );
-  await succeed("npm", ["install", "--offline", "--no-audit", "--no-fund"], consumer);
+  const locked = (name: string) => lock.packages[`node_modules/${name}`]?.version ?? "missing";
+  await installProject(consumer, {
+    delayq: `file:${tarball}`,
+    ioredis: locked("ioredis"),
+    "@upstash/redis": locked("@upstash/redis"),
+  });
+  await installProject(alone, { delayq: `file:${tarball}` });
 
   mkdirSync(join(bare, "node_modules", "delayq"), { recursive: true });
   await succeed(
@@ -113,27 +174,41 @@ afterAll(() => {
 });
 
 describe("npm pack", () => {
-  it("packs the built modules, their declarations, package.json, the README and the license, and no sources", async () => {
+  /** The installed package's manifest, as npm packed it. */
+  const manifest = async () =>
+    JSON.parse(
+      await readFile(join(consumer, "node_modules", "delayq", "package.json"), "utf8"),
+    ) as Manifest;
+
+  it("packs the built modules (ES and CommonJS), their declarations, package.json, the README and the license, and no sources", async () => {
     const listed = await succeed("tar", ["-tzf", tarball], work);
     const files = listed.stdout.trim().split("\n").sort();
     expect(files).toContain("package/package.json");
     expect(files).toContain("package/README.md");
     expect(files).toContain("package/LICENSE");
+    expect(files).toContain("package/dist/lib/cjs/package.json");
     for (const entry of ["index", "client/index", "client/node", "redis/tcp"]) {
-      expect(files).toContain(`package/dist/lib/${entry}.js`);
-      expect(files).toContain(`package/dist/lib/${entry}.d.ts`);
+      for (const tree of ["dist/lib", "dist/lib/cjs"]) {
+        expect(files).toContain(`package/${tree}/${entry}.js`);
+        expect(files).toContain(`package/${tree}/${entry}.d.ts`);
+      }
     }
     const stray = files.filter(
       (file) =>
-        !/^package\/(package\.json|README\.md|LICENSE|dist\/lib\/.+\.(js|d\.ts))$/.test(file),
+        !/^package\/(package\.json|README\.md|LICENSE|dist\/lib\/cjs\/package\.json|dist\/lib\/.+\.(js|d\.ts))$/.test(
+          file,
+        ),
     );
     expect(stray).toEqual([]);
-    const manifest = JSON.parse(
-      await readFile(join(consumer, "node_modules", "delayq", "package.json"), "utf8"),
-    ) as { private?: boolean; license?: string; exports: Record<string, unknown> };
-    expect(manifest.private).toBeUndefined();
-    expect(manifest.license).toBe("MIT");
-    expect(Object.keys(manifest.exports)).toEqual([
+    // The CommonJS tree is the ES one again, module for module.
+    const lib = join(bare, "node_modules", "delayq", "dist", "lib");
+    const esm = filesUnder(lib).filter((file) => !file.startsWith("cjs/"));
+    const cjs = filesUnder(join(lib, "cjs")).filter((file) => file !== "package.json");
+    expect(cjs).toEqual(esm);
+    const { private: hidden, license, exports } = await manifest();
+    expect(hidden).toBeUndefined();
+    expect(license).toBe("MIT");
+    expect(Object.keys(exports)).toEqual([
       ".",
       "./client",
       "./client/node",
@@ -141,9 +216,86 @@ describe("npm pack", () => {
       "./package.json",
     ]);
   });
+
+  it("depends on zod alone; ioredis and @upstash/redis are optional peers", async () => {
+    const { dependencies, peerDependencies, peerDependenciesMeta } = await manifest();
+    expect(Object.keys(dependencies ?? {})).toEqual(["zod"]);
+    expect(Object.keys(peerDependencies ?? {}).sort()).toEqual(["@upstash/redis", "ioredis"]);
+    expect(peerDependenciesMeta).toEqual({
+      "@upstash/redis": { optional: true },
+      ioredis: { optional: true },
+    });
+  });
+
+  it("npm install of the package alone installs delayq and zod, nothing else", () => {
+    expect(installed(alone)).toEqual(["delayq", "zod"]);
+    expect(readdirSync(join(alone, "node_modules", "delayq"))).not.toContain("node_modules");
+    // The user who picks ioredis and @upstash/redis gets them and their own dependencies.
+    expect(installed(consumer)).toEqual(expect.arrayContaining(["@upstash/redis", "ioredis"]));
+  });
+
+  it("imports at run time and in its declarations only node's modules, zod and the peers", async () => {
+    const lib = join(bare, "node_modules", "delayq", "dist", "lib");
+    const { dependencies, peerDependencies } = await manifest();
+    const declared = new Set([
+      ...Object.keys(dependencies ?? {}),
+      ...Object.keys(peerDependencies ?? {}),
+    ]);
+    const builtins = new Set(builtinModules);
+    const undeclared: string[] = [];
+    const used = new Set<string>();
+    for (const file of filesUnder(lib).filter((name) => /\.(js|d\.ts)$/.test(name))) {
+      const text = await readFile(join(lib, file), "utf8");
+      // TypeScript's own scanner: import/export ... from, import("…"), require("…").
+      const { importedFiles } = ts.preProcessFile(text, true, true);
+      const required = [...text.matchAll(/\brequire\("([^"]+)"\)/g)].map((match) => match[1] ?? "");
+      for (const spec of [...importedFiles.map(({ fileName }) => fileName), ...required]) {
+        if (spec.startsWith(".")) continue;
+        const name = spec.startsWith("@")
+          ? spec.split("/").slice(0, 2).join("/")
+          : spec.split("/")[0];
+        if (spec.startsWith("node:") || builtins.has(spec)) continue;
+        used.add(name ?? spec);
+        if (!declared.has(name ?? spec)) undeclared.push(`${file}: ${spec}`);
+      }
+    }
+    expect(undeclared).toEqual([]);
+    expect([...used].sort()).toEqual(["ioredis", "zod"]);
+  });
 });
 
-describe("plain Node imports the installed package", () => {
+/** How a user's program loads the package: as an ES module (`import`) or CommonJS (`require`). */
+type Loading = "import" | "require";
+
+/**
+ * A program that loads `modules` (specifier → the names it takes) the way `loading` says, then
+ * runs `body` (which may await) and prints its last line.
+ */
+function program(loading: Loading, modules: Record<string, string[]>, body: string): string {
+  const entries = Object.entries(modules);
+  if (loading === "import") {
+    const lines = entries.map(([spec, names]) => `import { ${names.join(", ")} } from "${spec}";`);
+    return `${lines.join("\n")}\n${body}`;
+  }
+  const lines = entries.map(
+    ([spec, names]) => `const { ${names.join(", ")} } = require("${spec}");`,
+  );
+  return `${lines.join("\n")}\n(async () => {\n${body}\n})().catch((error) => { console.error(error); process.exit(1); });`;
+}
+
+/** Plain Node on {@link program}'s text. */
+function runProgram(
+  loading: Loading,
+  cwd: string,
+  modules: Record<string, string[]>,
+  body: string,
+  env: Record<string, string> = {},
+): Promise<Run> {
+  const source = program(loading, modules, body);
+  return loading === "import" ? node(cwd, source, env) : nodeCommonJs(cwd, source, env);
+}
+
+describe("plain Node imports and requires the installed package", () => {
   let service: TestService;
   beforeAll(async () => {
     service = await startTestService();
@@ -152,23 +304,25 @@ describe("plain Node imports the installed package", () => {
     await service?.stop();
   });
 
-  it("delayq/client talks to a real service and checks signatures", async () => {
-    const secret = "whsec_pack_test_0123456789";
-    const raw = JSON.stringify({ id: "pack-1", topic: "pack", body: { n: 1 } });
-    const t = Math.floor(Date.now() / 1000);
-    // Signed with node:crypto, not with delayq's code.
-    const mac = createHmac("sha256", secret).update(`${t}.${raw}`, "utf8").digest("hex");
-    const script = `
-      import { createClient, DelayqClientError, SIGNATURE_HEADER, verifySignature } from "delayq/client";
-      const { DQ_URL, DQ_TOKEN, SECRET, RAW, HEADER } = process.env;
+  it.each<Loading>(["import", "require"])(
+    "delayq/client talks to a real service and checks signatures (%s)",
+    async (loading) => {
+      const secret = "whsec_pack_test_0123456789";
+      const id = `pack-${loading}`;
+      const raw = JSON.stringify({ id, topic: "pack", body: { n: 1 } });
+      const t = Math.floor(Date.now() / 1000);
+      // Signed with node:crypto, not with delayq's code.
+      const mac = createHmac("sha256", secret).update(`${t}.${raw}`, "utf8").digest("hex");
+      const body = `
+      const { DQ_URL, DQ_TOKEN, SECRET, RAW, HEADER, ID } = process.env;
       const dq = createClient({ baseUrl: DQ_URL, token: DQ_TOKEN, retries: 0 });
-      const added = await dq.add({ topic: "pack", id: "pack-1", body: { n: 1 } });
+      const added = await dq.add({ topic: "pack", id: ID, body: { n: 1 } });
       const [job] = await dq.pop("pack", { count: 1 });
       await dq.finish(job.id, { receipt: job.receipt });
-      const after = await dq.get("pack-1");
+      const after = await dq.get(ID);
       let refused;
       try {
-        await createClient({ baseUrl: DQ_URL, token: "not-a-token", retries: 0 }).get("pack-1");
+        await createClient({ baseUrl: DQ_URL, token: "not-a-token", retries: 0 }).get(ID);
       } catch (error) {
         refused = error instanceof DelayqClientError ? { code: error.code, status: error.status } : String(error);
       }
@@ -178,55 +332,86 @@ describe("plain Node imports the installed package", () => {
         signed: await verifySignature(SECRET, HEADER, RAW),
         altered: await verifySignature(SECRET, HEADER, RAW + " "),
       }));`;
-    const result = await node(consumer, script, {
-      DQ_URL: service.url,
-      DQ_TOKEN: service.token,
-      SECRET: secret,
-      RAW: raw,
-      HEADER: `t=${t},v1=${mac}`,
-    });
-    expect(answer(result)).toEqual({
-      created: true,
-      popped: "pack-1",
-      body: { n: 1 },
-      state: "finished",
-      refused: { code: "unauthorized", status: 401 },
-      header: "delayq-signature",
-      signed: true,
-      altered: false,
-    });
-  });
+      const names = ["createClient", "DelayqClientError", "SIGNATURE_HEADER", "verifySignature"];
+      const result = await runProgram(loading, consumer, { "delayq/client": names }, body, {
+        DQ_URL: service.url,
+        DQ_TOKEN: service.token,
+        SECRET: secret,
+        RAW: raw,
+        HEADER: `t=${t},v1=${mac}`,
+        ID: id,
+      });
+      expect(answer(result)).toEqual({
+        created: true,
+        popped: id,
+        body: { n: 1 },
+        state: "finished",
+        refused: { code: "unauthorized", status: 401 },
+        header: "delayq-signature",
+        signed: true,
+        altered: false,
+      });
+    },
+  );
 
-  it("delayq/client needs no other package at run time; delayq does (its dependencies)", async () => {
-    const client = await node(
-      bare,
-      `import { createClient, verifySignature } from "delayq/client";
-       import { nodeFetch } from "delayq/client/node";
-       const dq = createClient({ baseUrl: "http://127.0.0.1:9", token: "t" });
-       const overHttp = createClient({ baseUrl: process.env.DQ_URL, token: process.env.DQ_TOKEN, fetch: nodeFetch() });
-       const added = await overHttp.add({ topic: "pack-node", body: { n: 2 } });
-       console.log(JSON.stringify({
-         client: typeof dq.add, verify: await verifySignature("s", undefined, "x"),
-         nodeFetch: (await overHttp.get(added.job.id)).body,
-       }));`,
-      { DQ_URL: service.url, DQ_TOKEN: service.token },
-    );
-    expect(answer(client)).toEqual({ client: "function", verify: false, nodeFetch: { n: 2 } });
-    // The control: in the same place the library fails, for want of its dependencies.
-    const library = await node(
-      bare,
-      `import { DelayQueue } from "delayq"; console.log(typeof DelayQueue);`,
-    );
-    expect(library.code).not.toBe(0);
-    expect(library.stderr).toContain("ERR_MODULE_NOT_FOUND");
-  });
+  it.each<Loading>(["import", "require"])(
+    "delayq/client needs no other package at run time; delayq does (its dependencies) (%s)",
+    async (loading) => {
+      const client = await runProgram(
+        loading,
+        bare,
+        {
+          "delayq/client": ["createClient", "verifySignature"],
+          "delayq/client/node": ["nodeFetch"],
+        },
+        `const dq = createClient({ baseUrl: "http://127.0.0.1:9", token: "t" });
+         const overHttp = createClient({ baseUrl: process.env.DQ_URL, token: process.env.DQ_TOKEN, fetch: nodeFetch() });
+         const added = await overHttp.add({ topic: "pack-node", body: { n: 2 } });
+         console.log(JSON.stringify({
+           client: typeof dq.add, verify: await verifySignature("s", undefined, "x"),
+           nodeFetch: (await overHttp.get(added.job.id)).body,
+         }));`,
+        { DQ_URL: service.url, DQ_TOKEN: service.token },
+      );
+      expect(answer(client)).toEqual({ client: "function", verify: false, nodeFetch: { n: 2 } });
+      // The control: in the same place the library fails, for want of its dependencies.
+      const library = await runProgram(
+        loading,
+        bare,
+        { delayq: ["DelayQueue"] },
+        "console.log(typeof DelayQueue);",
+      );
+      expect(library.code).not.toBe(0);
+      expect(library.stderr).toMatch(/Cannot find (package|module) 'zod'/);
+    },
+  );
 
-  it("delayq's DelayQueue runs over delayq/tcp and over @upstash/redis, one DelayqError class", async () => {
-    const label = crypto.randomUUID().slice(0, 8);
-    const script = `
-      import { Redis } from "@upstash/redis";
-      import { DelayQueue, DelayqError, REDIS_CLIENT_OPTIONS } from "delayq";
-      import { connectRedis } from "delayq/tcp";
+  it.each<Loading>(["import", "require"])(
+    "without the optional peers, delayq loads; delayq/tcp asks for ioredis (%s)",
+    async (loading) => {
+      const library = await runProgram(
+        loading,
+        alone,
+        { delayq: ["DelayQueue", "DelayqError"] },
+        `console.log(JSON.stringify({ queue: typeof DelayQueue, error: new DelayqError("job_not_found", "x").code }));`,
+      );
+      expect(answer(library)).toEqual({ queue: "function", error: "job_not_found" });
+      const tcp = await runProgram(
+        loading,
+        alone,
+        { "delayq/tcp": ["connectRedis"] },
+        "console.log(typeof connectRedis);",
+      );
+      expect(tcp.code).not.toBe(0);
+      expect(tcp.stderr).toMatch(/Cannot find (package|module) 'ioredis'/);
+    },
+  );
+
+  it.each<Loading>(["import", "require"])(
+    "delayq's DelayQueue runs over delayq/tcp and over @upstash/redis, one DelayqError class (%s)",
+    async (loading) => {
+      const label = crypto.randomUUID().slice(0, 8);
+      const body = `
       const { REDIS_URL, REST_URL, REST_TOKEN, PREFIX } = process.env;
       const tcp = connectRedis(REDIS_URL);
       const overTcp = new DelayQueue({ redis: tcp, prefix: PREFIX });
@@ -250,20 +435,26 @@ describe("plain Node imports the installed package", () => {
       console.log(JSON.stringify({
         created: added.created, state: seen.state, body: seen.body, misconfigured, missing,
       }));`;
-    const result = await node(consumer, script, {
-      REDIS_URL: `redis://127.0.0.1:${inject("redisPort")}`,
-      REST_URL: inject("bridgeUrl"),
-      REST_TOKEN: `${inject("bridgeToken")}:${label}`,
-      PREFIX: `pack${label}`,
-    });
-    expect(answer(result)).toEqual({
-      created: true,
-      state: "delayed",
-      body: { n: 2 },
-      misconfigured: "internal_error",
-      missing: "job_not_found",
-    });
-  });
+      const modules = {
+        "@upstash/redis": ["Redis"],
+        delayq: ["DelayQueue", "DelayqError", "REDIS_CLIENT_OPTIONS"],
+        "delayq/tcp": ["connectRedis"],
+      };
+      const result = await runProgram(loading, consumer, modules, body, {
+        REDIS_URL: `redis://127.0.0.1:${inject("redisPort")}`,
+        REST_URL: inject("bridgeUrl"),
+        REST_TOKEN: `${inject("bridgeToken")}:${label}`,
+        PREFIX: `pack${label}`,
+      });
+      expect(answer(result)).toEqual({
+        created: true,
+        state: "delayed",
+        body: { n: 2 },
+        misconfigured: "internal_error",
+        missing: "job_not_found",
+      });
+    },
+  );
 });
 
 describe("tsc type-checks a project that imports the package", () => {
@@ -311,12 +502,14 @@ export async function use(url: string): Promise<string> {
   const typescript = join(root, "node_modules", "typescript", "bin", "tsc");
 
   it.each([
-    ["NodeNext", { module: "NodeNext", moduleResolution: "NodeNext" }],
-    ["Bundler", { module: "ESNext", moduleResolution: "Bundler" }],
+    ["NodeNext", "check.ts", { module: "NodeNext", moduleResolution: "NodeNext" }, "dist/lib"],
+    ["Bundler", "check.ts", { module: "ESNext", moduleResolution: "Bundler" }, "dist/lib"],
+    // A CommonJS file: its imports are require()s, which take the package's CommonJS build.
+    ["NodeNext", "check.cts", { module: "NodeNext", moduleResolution: "NodeNext" }, "dist/lib/cjs"],
   ])(
-    "with moduleResolution %s",
-    async (name, resolution) => {
-      await writeFile(join(consumer, "check.ts"), check);
+    "with moduleResolution %s (%s)",
+    async (name, source, resolution, tree) => {
+      await writeFile(join(consumer, source), check);
       const config = {
         compilerOptions: {
           ...resolution,
@@ -329,26 +522,36 @@ export async function use(url: string): Promise<string> {
           types: ["node"],
           typeRoots: [join(root, "node_modules", "@types")],
         },
-        files: ["check.ts"],
+        files: [source],
       };
-      const file = `tsconfig.${name.toLowerCase()}.json`;
+      const file = `tsconfig.${name.toLowerCase()}.${source.replace(".", "-")}.json`;
       await writeFile(join(consumer, file), JSON.stringify(config, null, 2));
-      const result = await run(process.execPath, [typescript, "-p", file], consumer);
-      expect(`${result.stdout}${result.stderr}`).toBe("");
+      const result = await run(process.execPath, [typescript, "-p", file, "--listFiles"], consumer);
+      // --listFiles names every file read, each an absolute path; anything else is a diagnostic.
+      const lines = `${result.stdout}${result.stderr}`.split("\n").filter(Boolean);
+      expect(lines.filter((line) => !line.startsWith("/"))).toEqual([]);
       expect(result.code).toBe(0);
+      const read = lines
+        .filter((line) => line.includes("/node_modules/delayq/"))
+        .map((line) => line.slice(line.indexOf("/node_modules/delayq/") + 21));
+      expect(read).toContain(`${tree}/client/index.d.ts`);
+      const other = tree === "dist/lib" ? "dist/lib/cjs/" : "dist/lib/";
+      expect(read.filter((path) => path.startsWith(other) && !path.startsWith(`${tree}/`))).toEqual(
+        [],
+      );
     },
     120_000,
   );
 });
 
 describe("a bundler (esbuild) takes the installed package", () => {
-  async function bundle(contents: string) {
+  async function bundle(contents: string, format: "esm" | "cjs" = "esm") {
     const result = await build({
       stdin: { contents, resolveDir: consumer, loader: "js" },
       absWorkingDir: consumer,
       bundle: true,
-      format: "esm",
-      platform: "browser",
+      format,
+      platform: format === "esm" ? "browser" : "node",
       write: false,
       metafile: true,
       logLevel: "silent",
@@ -368,5 +571,13 @@ describe("a bundler (esbuild) takes the installed package", () => {
     const inputs = await bundle(`export { DelayQueue, tick } from "delayq";`);
     expect(inputs).toContain("node_modules/delayq/dist/lib/index.js");
     expect(inputs.some((input) => input.startsWith("node_modules/zod/"))).toBe(true);
+  });
+
+  it("bundles require('delayq/client') from the CommonJS build", async () => {
+    const inputs = await bundle(`module.exports = require("delayq/client").createClient;`, "cjs");
+    expect(inputs).toContain("node_modules/delayq/dist/lib/cjs/client/index.js");
+    expect(
+      inputs.filter((input) => !input.startsWith("node_modules/delayq/dist/lib/cjs/")),
+    ).toEqual(["<stdin>"]);
   });
 });
