@@ -3,7 +3,7 @@
 // the service's own signWebhook.
 import { type SpawnOptions, spawn } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -155,6 +155,66 @@ it("installs with pip and imports as delayq from the venv, not the source tree",
   expect(where?.endsWith(join("site-packages", "delayq"))).toBe(true);
   expect(version).toMatch(/^\d+\.\d+\.\d+$/);
 }, 30_000);
+
+/** METADATA of the wheel, read by Python's own parser of that format (email headers). */
+const READ_METADATA = `
+import email, json, sys, zipfile
+wheel = zipfile.ZipFile(sys.argv[1])
+[name] = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+meta = email.message_from_string(wheel.read(name).decode("utf-8"))  # METADATA is UTF-8
+print(json.dumps({
+    "name": meta["Name"], "summary": meta["Summary"], "license": meta["License"],
+    "contentType": meta["Description-Content-Type"], "urls": meta.get_all("Project-URL"),
+    "description": meta.get_payload(),
+}))
+`;
+
+it("builds a wheel whose metadata carries the README as its description and the project URLs", async () => {
+  // As a user builds it where no index is reachable; where setuptools can build wheels itself
+  // (>= 70.1, or with `wheel`), the backend is setuptools.build_meta and this checks its output.
+  const out = join(scratch, "wheel");
+  await must("pip wheel ./clients/python", venvPython, [
+    "-m",
+    "pip",
+    "wheel",
+    "--quiet",
+    "--no-build-isolation",
+    "--no-index",
+    "--no-deps",
+    "--wheel-dir",
+    out,
+    packageDir,
+  ]);
+  const [wheel] = readdirSync(out).filter((name) => name.endsWith(".whl"));
+  expect(wheel).toMatch(/^delayq-\d+\.\d+\.\d+-py3-none-any\.whl$/);
+  const printed = await must("reading METADATA", venvPython, [
+    "-c",
+    READ_METADATA,
+    join(out, wheel ?? ""),
+  ]);
+  const meta = JSON.parse(printed.trim().split("\n").at(-1) ?? "") as {
+    name: string;
+    summary: string;
+    license: string;
+    contentType: string;
+    urls: string[] | null;
+    description: string;
+  };
+  const readme = readFileSync(join(packageDir, "README.md"), "utf8");
+  expect(meta.name).toBe("delayq");
+  expect(meta.summary).toMatch(/delayq/);
+  expect(meta.license).toBe("MIT");
+  expect(meta.contentType).toBe("text/markdown");
+  expect(meta.description.trim()).toBe(readme.trim());
+  // The URLs are pyproject.toml's [project.urls], each as "Label, URL".
+  const pyproject = readFileSync(join(packageDir, "pyproject.toml"), "utf8");
+  const table = /^\[project\.urls\]\n((?:\w+ = "[^"]+"\n)+)/m.exec(pyproject)?.[1] ?? "";
+  const urls = [...table.matchAll(/^(\w+) = "([^"]+)"$/gm)].map((m) => `${m[1]}, ${m[2]}`);
+  expect(urls.map((url) => url.split(",")[0])).toEqual(
+    expect.arrayContaining(["Homepage", "Repository", "Issues"]),
+  );
+  expect(meta.urls).toEqual(urls);
+}, 60_000);
 
 type PyrightDiagnostic = {
   file: string;

@@ -1,14 +1,18 @@
 """PEP 517 backend: setuptools, or its own wheel writer where setuptools cannot build wheels."""
 
 # setuptools before 70.1 builds wheels only with the `wheel` package installed. Where neither is
-# there (pip install --no-build-isolation into an environment without `wheel`), this backend
-# still reads the project from pyproject.toml with setuptools, and writes the pure-Python wheel
-# itself with the standard library. Everywhere else it is setuptools.build_meta, untouched.
+# there (pip install --no-build-isolation into an environment without `wheel`, as on a machine
+# with no package index: a standard backend cannot be fetched there), this backend still reads
+# the project from pyproject.toml with setuptools, has setuptools write its metadata (the README
+# as the description, the project URLs: what setuptools.build_meta writes), and zips the
+# pure-Python wheel itself with the standard library. Everywhere else it is
+# setuptools.build_meta, untouched.
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import os
 import zipfile
 from typing import Any, Dict, List, Optional, Tuple
@@ -100,7 +104,6 @@ class _Project:
         tool = config.get("tool", {}).get("setuptools", {})
         self.name: str = meta["name"]
         self.version: str = meta["version"]
-        self.meta = meta
         self.packages: List[str] = list(tool.get("packages") or [])
         package_dir: Dict[str, str] = tool.get("package-dir") or {}
         self.source_root = os.path.join(_ROOT, package_dir.get("", "."))
@@ -128,27 +131,15 @@ class _Project:
         return out
 
     def metadata(self) -> bytes:
-        meta = self.meta
-        lines = ["Metadata-Version: 2.1", f"Name: {self.name}", f"Version: {self.version}"]
-        if meta.get("description"):
-            lines.append(f"Summary: {meta['description']}")
-        if meta.get("requires-python"):
-            lines.append(f"Requires-Python: {meta['requires-python']}")
-        license_ = meta.get("license")
-        if isinstance(license_, dict) and license_.get("text"):
-            lines.append(f"License: {license_['text']}")
-        if meta.get("keywords"):
-            lines.append(f"Keywords: {','.join(meta['keywords'])}")
-        for classifier in meta.get("classifiers") or []:
-            lines.append(f"Classifier: {classifier}")
-        for label, url in (meta.get("urls") or {}).items():
-            lines.append(f"Project-URL: {label}, {url}")
-        readme = meta.get("readme")
-        description = ""
-        if isinstance(readme, dict) and readme.get("text"):
-            lines.append(f"Description-Content-Type: {readme.get('content-type', 'text/plain')}")
-            description = readme["text"]
-        return ("\n".join(lines) + "\n\n" + description).encode("utf-8")
+        """METADATA, written by setuptools from pyproject.toml as it writes PKG-INFO."""
+        from setuptools.config.pyprojecttoml import apply_configuration
+        from setuptools.dist import Distribution
+
+        # The readme's path is read from pyproject.toml's folder, whatever the working directory.
+        dist = apply_configuration(Distribution(), os.path.join(_ROOT, "pyproject.toml"))
+        out = io.StringIO()
+        dist.metadata.write_pkg_file(out)
+        return out.getvalue().encode("utf-8")
 
 
 def _normalize(name: str) -> str:
