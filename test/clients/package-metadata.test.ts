@@ -118,3 +118,34 @@ describe("one license", () => {
     expect(composer.license).toBe("MIT");
   });
 });
+
+describe("one repository address", () => {
+  it("package.json, pyproject.toml and composer.json point at the same repository", () => {
+    const npm = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+      homepage: string;
+      repository: { type: string; url: string };
+      bugs: { url: string };
+    };
+    const repository = npm.repository.url.replace(/^git\+/, "").replace(/\.git$/, "");
+    expect(repository).toMatch(/^https:\/\/[^/]+\/[^/]+\/[^/]+$/);
+    expect(npm.repository.type).toBe("git");
+    expect(npm.homepage.startsWith(repository)).toBe(true);
+    const issues = `${repository}/issues`;
+    expect(npm.bugs.url).toBe(issues);
+
+    const pyproject = readFileSync(join(root, "clients", "python", "pyproject.toml"), "utf8");
+    const table = /^\[project\.urls\]\n((?:\w+ = "[^"]+"\n)+)/m.exec(pyproject)?.[1] ?? "";
+    const urls = Object.fromEntries(
+      [...table.matchAll(/^(\w+) = "([^"]+)"$/gm)].map((m) => [m[1], m[2]]),
+    );
+    expect(urls.Repository).toBe(repository);
+    expect(urls.Homepage).toBe(repository);
+    expect(urls.Issues).toBe(issues);
+    expect(urls.Documentation?.startsWith(`${repository}/`)).toBe(true);
+
+    const support = composer.support as { issues: string; source: string };
+    expect(support.issues).toBe(issues);
+    expect(support.source.startsWith(`${repository}/`)).toBe(true);
+    expect(String(composer.homepage).startsWith(`${repository}/`)).toBe(true);
+  });
+});
