@@ -837,6 +837,101 @@ describe.concurrent("payment watches from outside: notifications", () => {
   });
 });
 
+describe("payment watches from outside: money and the closed loop", () => {
+  it("a paid answer with another amount than expected ends mismatch, by poll or notification: never payment.paid", async () => {
+    wechat.createTrade("bb-mis-w", { total: 1999 });
+    wechat.pay("bb-mis-w");
+    alipay.createTrade("bb-mis-a", { totalAmount: "5.00" });
+    await watch({
+      provider: "wechatpay",
+      account: "shop",
+      outTradeNo: "bb-mis-w",
+      schedule: [1],
+      amount: { total: 2999 },
+      notify: ["bb-money"],
+    });
+    await watch({
+      provider: "alipay",
+      account: "shop",
+      outTradeNo: "bb-mis-a",
+      schedule: [30],
+      amount: { total: 600, currency: "CNY" },
+      notify: ["bb-money"],
+    });
+    alipay.pay("bb-mis-a");
+    expect(await alipay.notify("bb-mis-a", notifyUrl("alipay", "shop"))).toEqual({
+      status: 200,
+      text: "success",
+    });
+    const w = await settled("wechatpay", "shop", "bb-mis-w", 8000);
+    expect(w).toMatchObject({
+      state: "mismatch",
+      amount: { total: 2999, currency: "CNY" },
+      outcome: {
+        event: "payment.mismatch",
+        amount: { total: 1999, currency: "CNY" },
+        expected: { total: 2999, currency: "CNY" },
+        source: "poll",
+      },
+    });
+    expect(await readWatch("alipay", "shop", "bb-mis-a")).toMatchObject({
+      state: "mismatch",
+      outcome: {
+        event: "payment.mismatch",
+        amount: { total: 500, currency: "CNY" },
+        expected: { total: 600, currency: "CNY" },
+        source: "notify",
+      },
+    });
+    const events = (await drain("bb-money")).map((j) => `${j.body.outTradeNo} ${j.body.event}`);
+    expect(events.sort()).toEqual(["bb-mis-a payment.mismatch", "bb-mis-w payment.mismatch"]);
+  });
+
+  it("a payment after the watch expired is told once more, late; its resend and later news are not", async () => {
+    alipay.createTrade("bb-late-paid", { totalAmount: "8.00" });
+    await watch({
+      provider: "alipay",
+      account: "shop",
+      outTradeNo: "bb-late-paid",
+      schedule: [1],
+      deadline: Date.now() + 1500,
+      notify: ["bb-late"],
+    });
+    expect(await settled("alipay", "shop", "bb-late-paid", 8000)).toMatchObject({
+      state: "expired",
+      outcome: { event: "payment.expired", tradeState: "WAIT_BUYER_PAY" },
+    });
+    alipay.pay("bb-late-paid");
+    const notifyId = `bb${Date.now()}`;
+    for (let n = 0; n < 2; n++) {
+      // The second is Alipay's resend of the first (the same notify_id).
+      const sent = await alipay.notify("bb-late-paid", notifyUrl("alipay", "shop"), { notifyId });
+      expect(sent).toEqual({ status: 200, text: "success" });
+    }
+    alipay.pay("bb-late-paid", { finished: true });
+    expect(await alipay.notify("bb-late-paid", notifyUrl("alipay", "shop"))).toEqual({
+      status: 200,
+      text: "success",
+    });
+    expect(await readWatch("alipay", "shop", "bb-late-paid")).toMatchObject({
+      state: "paid",
+      outcome: {
+        event: "payment.paid",
+        tradeState: "TRADE_SUCCESS",
+        amount: { total: 800, currency: "CNY" },
+        source: "notify",
+        late: true,
+      },
+      firstOutcome: { event: "payment.expired" },
+    });
+    const jobs = await drain("bb-late");
+    expect(jobs.map((j) => `${j.body.event}${j.body.late ? " late" : ""}`)).toEqual([
+      "payment.expired",
+      "payment.paid late",
+    ]);
+  });
+});
+
 describe("payment watches from outside: fan-out", () => {
   /** The fan-out's outcomes by order, and when the notification that settled one was sent. */
   const fan: { outcomes: Record<string, Record<string, unknown>>; notifiedAt: number } = {
