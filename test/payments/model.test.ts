@@ -127,45 +127,43 @@ function end(m: Model, state: Ended): void {
 
 /** A poll, as the rules say: `fault` the first request of it answered 5xx. */
 function polled(m: Model, w: World, fault: boolean): void {
+  const ended = pollEnds(m, w, fault);
+  if (ended) end(m, ended);
+}
+
+/** How a poll ends the watch, or undefined when it polls again (its next due time set). */
+function pollEnds(m: Model, w: World, fault: boolean): Ended | undefined {
   if (w.t < w.start + DEADLINE_MS) {
     // A query; a 5xx is retried one step later at most (5 s capped by the 1 s step).
-    if (fault) {
-      m.due = Math.min(w.t + STEP_MS, w.start + DEADLINE_MS);
-      return;
-    }
-    if (m.trade === "SUCCESS") return end(m, paidAs(w));
-    if (m.trade === "CLOSED") return end(m, "closed");
-    if (m.trade === "PAYERROR") return end(m, "failed");
+    if (!fault && m.trade === "SUCCESS") return paidAs(w);
+    if (!fault && m.trade === "CLOSED") return "closed";
+    if (!fault && m.trade === "PAYERROR") return "failed";
     m.due = Math.min(w.t + STEP_MS, w.start + DEADLINE_MS);
-    return;
+    return undefined;
   }
   // The deadline: the close (when asked), then a query whatever the close answered.
-  let closeFailed = false;
-  let queryFault = fault;
-  if (w.closeOnDeadline) {
-    if (fault) closeFailed = true;
-    // WeChat Pay closes an unpaid order (PAYERROR included); a paid one it refuses.
-    else if (m.trade === "NOTPAY" || m.trade === "PAYERROR") m.trade = "CLOSED";
-    queryFault = false;
+  const closeFailed = w.closeOnDeadline && fault;
+  // WeChat Pay closes an unpaid order (PAYERROR included); a paid one it refuses.
+  if (w.closeOnDeadline && !fault && (m.trade === "NOTPAY" || m.trade === "PAYERROR")) {
+    m.trade = "CLOSED";
   }
-  if (queryFault) {
-    m.due = w.t + STEP_MS; // transient, past the deadline: the transient wait, not at once
-    return;
+  const queryFault = fault && !w.closeOnDeadline;
+  // Transient past the deadline (the query, or the close of an unpaid order): the transient
+  // wait, not at once.
+  if (queryFault || (closeFailed && m.trade === "NOTPAY")) {
+    m.due = w.t + STEP_MS;
+    return undefined;
   }
-  if (m.trade === "SUCCESS") return end(m, paidAs(w));
-  if (m.trade === "PAYERROR") return end(m, "failed");
-  if (closeFailed && m.trade === "NOTPAY") {
-    m.due = w.t + STEP_MS; // the close is tried again
-    return;
-  }
-  end(m, "expired");
+  if (m.trade === "SUCCESS") return paidAs(w);
+  if (m.trade === "PAYERROR") return "failed";
+  return "expired";
 }
 
 function notified(m: Model, w: World, resend: boolean): void {
   if (resend) return; // taken before: acknowledged, nothing else
   const as = paidAs(w);
-  if (m.state === "polling") return end(m, as);
-  if (LATE_AFTER.has(m.state)) {
+  if (m.state === "polling") end(m, as);
+  else if (LATE_AFTER.has(m.state)) {
     m.state = as;
     m.told.push(`payment.${as} (late)`);
   }
