@@ -1,13 +1,11 @@
-import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AlipaySandbox, startAlipaySandbox } from "../../dev/alipay-sandbox";
-import { startWechatPaySandbox, type WechatPaySandbox } from "../../dev/wechatpay-sandbox";
-import type { Service } from "../../src/service";
-import { bridgeService } from "../support/service";
+import type { AlipaySandbox } from "../../dev/alipay-sandbox";
+import type { WechatPaySandbox } from "../../dev/wechatpay-sandbox";
+import { type Harness, NOTIFY_ORIGIN, publicWatchId, startHarness, uid } from "./harness";
 
+let h: Harness;
 let alipay: AlipaySandbox;
 let wechat: WechatPaySandbox;
-let service: Service;
 const TOKEN = "pay-admin";
 const SHOP = "pay-shop";
 /** A tenant's token with the topics of SHOP, but no payment account of its own. */
@@ -18,37 +16,26 @@ const OTHER_ACCOUNT = "pay-other-account";
 const EVERY_TOPIC = "pay-every-topic";
 
 beforeAll(async () => {
-  alipay = await startAlipaySandbox();
-  wechat = await startWechatPaySandbox();
-  ({ service } = bridgeService("pay", {
-    DQ_TOKENS: [
-      TOKEN,
-      `${SHOP}:shop.*|*/sandbox`,
-      `${NO_ACCOUNTS}:shop.*`,
-      `${OTHER_ACCOUNT}:shop.*|alipay/other-*`,
-      `${EVERY_TOPIC}:*`,
-    ].join(","),
-    DQ_ALIPAY_ACCOUNTS: JSON.stringify({ sandbox: alipay.account }),
-    DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: wechat.account }),
-    // Its watches poll every few hundred ms, to run in seconds.
-    DQ_MIN_POLL_MS: "0",
-  }));
+  h = await startHarness("pay", {
+    vars: {
+      DQ_TOKENS: [
+        TOKEN,
+        `${SHOP}:shop.*|*/sandbox`,
+        `${NO_ACCOUNTS}:shop.*`,
+        `${OTHER_ACCOUNT}:shop.*|alipay/other-*`,
+        `${EVERY_TOPIC}:*`,
+      ].join(","),
+    },
+  });
+  ({ alipay, wechat } = h);
 }, 30_000);
 
 afterAll(async () => {
-  await alipay?.close();
-  await wechat?.close();
+  await h?.close();
 });
 
-async function call(method: string, path: string, body?: unknown, token = TOKEN) {
-  const res = await service.app.request(path, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
-}
+const call = (method: string, path: string, body?: unknown, token = TOKEN) =>
+  h.call(method, path, body, token);
 
 /**
  * Runs the polls that are due, as the Node entry's ticker does (functions/node.ts): the tick
@@ -57,59 +44,13 @@ async function call(method: string, path: string, body?: unknown, token = TOKEN)
  * poll claimed ahead, another test's included: 21 s under load, past this suite's 20 s limit
  * (the timeouts CI saw in "ends paid when the trade is paid").
  */
-async function pollNow() {
-  await service.scheduler.tick(service.runs.tick({}));
-}
-
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  ms = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await pollNow();
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function watchState(provider: string, no: string, state: string) {
-  return until(`${provider}/${no} ${state}`, async () => {
-    const got = await call("GET", `/v1/payments/${provider}/sandbox/${no}`);
-    return got.json?.payment?.state === state ? got.json.payment : undefined;
-  });
-}
-
-/** The outcome jobs of a pull topic (popped and finished). */
-async function outcomes(topic: string): Promise<{ text: string; json: any }[]> {
-  const popped = await call("POST", `/v1/topics/${topic}/pop`, { count: 100 });
-  const jobs = popped.json.jobs as { id: string; receipt: string }[];
-  for (const job of jobs) await call("POST", `/v1/jobs/${job.id}/finish`, { receipt: job.receipt });
-  // The raw text of each body: the metadata is echoed byte for byte.
-  return jobs.map((_job, n) => {
-    const text = popped.text.split('"body":')[n + 1] ?? "";
-    return { text, json: (popped.json.jobs[n] as { body: unknown }).body };
-  });
-}
-
-const uid = () => crypto.randomUUID().slice(0, 8);
-
-/**
- * A watch's id as anyone can compute it from the order (base32 of SHA-256 over provider,
- * account and outTradeNo), here with node:crypto, independently of delayq's code.
- */
-function publicWatchId(provider: string, outTradeNo: string, account = "sandbox"): string {
-  const digest = createHash("sha256").update(`${provider}\n${account}\n${outTradeNo}`).digest();
-  let bits = "";
-  for (const byte of digest) bits += byte.toString(2).padStart(8, "0");
-  return Array.from(
-    { length: 26 },
-    (_, i) => "abcdefghijklmnopqrstuvwxyz234567"[parseInt(bits.slice(i * 5, i * 5 + 5), 2)],
-  ).join("");
-}
+const pollNow = () => h.pollNow();
+const until = <T>(what: string, probe: () => Promise<T | undefined>, ms?: number) =>
+  h.until(what, probe, ms);
+const watchState = (provider: string, no: string, state: string) =>
+  h.watchState(provider, no, state);
+/** The outcome jobs of a pull topic (popped and finished), each body's raw text too. */
+const outcomes = (topic: string) => h.outcomes(topic);
 
 describe("a WeChat Pay watch", () => {
   it("polls on its schedule until paid, then tells each notify topic once, metadata as sent", async () => {
@@ -312,7 +253,7 @@ describe("notifications", () => {
       notify: [topic],
     });
     alipay.pay(no);
-    const target = "http://delayq.test/v1/notify/alipay/sandbox";
+    const target = `${NOTIFY_ORIGIN}/v1/notify/alipay/sandbox`;
     const sent = await alipayNotify(no, target);
     expect(sent).toEqual({ status: 200, text: "success" });
     const paid = (await call("GET", `/v1/payments/alipay/sandbox/${no}`)).json.payment;
@@ -336,7 +277,7 @@ describe("notifications", () => {
       notify: [`r-${uid()}`],
     });
     wechat.pay(no);
-    const target = "http://delayq.test/v1/notify/wechatpay/sandbox";
+    const target = `${NOTIFY_ORIGIN}/v1/notify/wechatpay/sandbox`;
     expect((await wechatNotify(no, target, { tamper: true })).status).toBe(401);
     expect((await wechatNotify(no, target, { probe: true })).status).toBe(401);
     expect((await call("GET", `/v1/payments/wechatpay/sandbox/${no}`)).json.payment.state).toBe(
@@ -584,30 +525,15 @@ describe("watch input and lifecycle", () => {
   });
 });
 
-/** Sends the Alipay sandbox's signed notification through the app (not over the network). */
-async function alipayNotify(no: string, target: string) {
-  return sendVia(target, () => alipay.notify(no, target));
+/** Sends the sandbox's signed notification to the app (NOTIFY_ORIGIN is routed to it). */
+function alipayNotify(no: string, target: string) {
+  return alipay.notify(no, target);
 }
 
-async function wechatNotify(
+function wechatNotify(
   no: string,
   target: string,
   opts: { tamper?: boolean; probe?: boolean } = {},
 ) {
-  return sendVia(target, () => wechat.notify(no, target, opts));
-}
-
-/** Routes the sandbox's POST to `target` into the app by swapping the global fetch meanwhile. */
-async function sendVia(target: string, send: () => Promise<{ status: number; text: string }>) {
-  const real = globalThis.fetch;
-  globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
-    const url = String(input instanceof Request ? input.url : input);
-    if (url === target) return service.app.request(new URL(url).pathname, init);
-    return real(input, init);
-  }) as typeof fetch;
-  try {
-    return await send();
-  } finally {
-    globalThis.fetch = real;
-  }
+  return wechat.notify(no, target, opts);
 }
