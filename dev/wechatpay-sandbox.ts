@@ -3,8 +3,10 @@ import { type KeyObject, randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Aes, Formatter, Rsa } from "wechatpay-axios-plugin";
 import {
+  generateRsaKeyPair,
   privateKeyPem,
   publicKeyPem,
+  type RsaKeyPair,
   randomSerialHex,
   rsaKeyPair,
   type SelfSignedCertificate,
@@ -91,9 +93,18 @@ export type WechatPayAccount =
 export type WechatPaySandbox = {
   url: string;
   account: WechatPayAccount;
-  /** PEMs, and the serial the sandbox puts in Wechatpay-Serial (PUB_KEY_ID_… or the certificate's). */
+  /**
+   * PEMs, and the serial the sandbox puts in Wechatpay-Serial (PUB_KEY_ID_… or the certificate's):
+   * the current ones, which rotateCertificate() changes.
+   */
   keys: { merchantPublicKey: string; platformPrivateKey: string; platformSerial: string };
   mode: "publicKey" | "certificate";
+  /**
+   * Certificate mode: a new platform key and certificate, which signs every answer and
+   * notification from now on; GET /v3/certificates serves it beside the earlier ones (as WeChat
+   * Pay does while both are valid). Answers its serial.
+   */
+  rotateCertificate(): Promise<{ serial: string }>;
   createTrade(outTradeNo: string, opts?: { total?: number }): WechatTrade;
   /** NOTPAY/USERPAYING → SUCCESS. */
   pay(outTradeNo: string): WechatTrade;
@@ -204,7 +215,7 @@ export async function startWechatPaySandbox(
   const mode = options.mode ?? "publicKey";
   const hangMs = options.hangMs ?? 30_000;
   const slowMs = options.slowMs ?? 1000;
-  const [merchant, platform] = await Promise.all([
+  const [merchant, basePlatform] = await Promise.all([
     rsaKeyPair("wechatpay-merchant"),
     rsaKeyPair("wechatpay-platform"),
   ]);
@@ -212,17 +223,34 @@ export async function startWechatPaySandbox(
   const wrong = merchant;
   const serialNo = randomSerialHex();
   const apiV3Key = Formatter.nonce(32);
-  let certificate: SelfSignedCertificate | undefined;
-  let platformSerial: string;
-  if (mode === "certificate") {
-    certificate = selfSignedCertificate(platform.privateKey, {
+  /** Certificate mode: every platform certificate issued, the newest (the signing one) last. */
+  const issued: SelfSignedCertificate[] = [];
+  const issue = (pair: RsaKeyPair) => {
+    const certificate = selfSignedCertificate(pair.privateKey, {
       subject:
         "/C=CN/ST=Guangdong/L=Shenzhen/O=Tenpay.com/OU=Tenpay.com CA Center/CN=Tenpay.com sign",
     });
-    platformSerial = certificate.serial;
-  } else {
-    platformSerial = `PUB_KEY_ID_01${mchid.padStart(10, "0").slice(-10)}${digits(20)}`;
-  }
+    issued.push(certificate);
+    return certificate.serial;
+  };
+  /** What signs answers and notifications now, and the Wechatpay-Serial that names it. */
+  let platform = basePlatform;
+  let platformSerial =
+    mode === "certificate"
+      ? issue(platform)
+      : `PUB_KEY_ID_01${mchid.padStart(10, "0").slice(-10)}${digits(20)}`;
+  const rotateCertificate = async (): Promise<{ serial: string }> => {
+    if (mode !== "certificate")
+      throw new WechatPaySandboxError(
+        "bad_mode",
+        409,
+        "only certificate mode rotates certificates",
+      );
+    const pair = await generateRsaKeyPair();
+    platformSerial = issue(pair);
+    platform = pair;
+    return { serial: platformSerial };
+  };
 
   const trades = new Map<string, WechatTrade>();
   const log: WechatRequestRecord[] = [];
@@ -435,26 +463,22 @@ export async function startWechatPaySandbox(
       if (trade.state !== "CLOSED" && trade.state !== "REVOKED") setTradeState(trade, "CLOSED");
       return { status: 204, body: "" };
     }
-    if (method === "GET" && url.pathname === "/v3/certificates" && certificate) {
-      const nonce = Formatter.nonce(12);
-      return {
-        status: 200,
-        body: JSON.stringify({
-          data: [
-            {
-              effective_time: rfc3339Beijing(certificate.notBefore),
-              encrypt_certificate: {
-                algorithm: "AEAD_AES_256_GCM",
-                associated_data: "certificate",
-                ciphertext: Aes.AesGcm.encrypt(certificate.pem, apiV3Key, nonce, "certificate"),
-                nonce,
-              },
-              expire_time: rfc3339Beijing(certificate.notAfter),
-              serial_no: certificate.serial,
-            },
-          ],
-        }),
-      };
+    if (method === "GET" && url.pathname === "/v3/certificates" && issued.length > 0) {
+      const data = issued.map((certificate) => {
+        const nonce = Formatter.nonce(12);
+        return {
+          effective_time: rfc3339Beijing(certificate.notBefore),
+          encrypt_certificate: {
+            algorithm: "AEAD_AES_256_GCM",
+            associated_data: "certificate",
+            ciphertext: Aes.AesGcm.encrypt(certificate.pem, apiV3Key, nonce, "certificate"),
+            nonce,
+          },
+          expire_time: rfc3339Beijing(certificate.notAfter),
+          serial_no: certificate.serial,
+        };
+      });
+      return { status: 200, body: JSON.stringify({ data }) };
     }
     return error(404, "NOT_FOUND", `请求的资源不存在：${method} ${url.pathname}`);
   };
@@ -628,6 +652,9 @@ export async function startWechatPaySandbox(
         return send(201, createTrade(outTradeNo, amount === undefined ? {} : { total: amount }));
       }
       if (path === "/requests" && req.method === "GET") return send(200, log);
+      if (path === "/certificates/rotate" && req.method === "POST") {
+        return send(200, await rotateCertificate());
+      }
       if (path === "/faults" && req.method === "POST") {
         const fault = input.fault as WechatFault;
         if (!WECHAT_FAULTS.includes(fault))
@@ -710,8 +737,8 @@ export async function startWechatPaySandbox(
     apiV3Key,
     baseUrl: url,
   };
-  const account: WechatPayAccount = certificate
-    ? { ...base, platformCertificates: [certificate.pem] }
+  const account: WechatPayAccount = issued[0]
+    ? { ...base, platformCertificates: [issued[0].pem] }
     : {
         ...base,
         platformPublicKey: publicKeyPem(platform.publicKey),
@@ -723,10 +750,15 @@ export async function startWechatPaySandbox(
     account,
     keys: {
       merchantPublicKey: publicKeyPem(merchant.publicKey),
-      platformPrivateKey: privateKeyPem(platform.privateKey),
-      platformSerial,
+      get platformPrivateKey() {
+        return privateKeyPem(platform.privateKey);
+      },
+      get platformSerial() {
+        return platformSerial;
+      },
     },
     mode,
+    rotateCertificate,
     createTrade,
     pay: (outTradeNo) => move(outTradeNo, ["NOTPAY", "USERPAYING"], "SUCCESS"),
     close,

@@ -6,23 +6,27 @@ import { DelayqError } from "../domain/errors";
 import { messageOf } from "../log";
 import { watchIdOfJob } from "../redis/keys";
 import type { Run } from "../run/run";
+import { countingFetches } from "./provider";
 import { providerOf } from "./watch-accounts";
 import { conclude } from "./watch-conclude";
 import { atDeadline, judge } from "./watch-conclusions";
 import { type Conclusion, type PaymentsOptions, POLL_SUBREQUESTS, type Spec } from "./watch-types";
+import { fetchesCertificates } from "./wechatpay-certificates";
 
 /** The handler the dispatcher runs each claimed poll job with (push url `internal:payments`). */
 export function paymentPoller(options: PaymentsOptions): JobHandler {
+  // WeChat Pay's certificate mode may download the certificates once in a poll.
+  const download = [...options.wechatpay.values()].some(fetchesCertificates) ? 1 : 0;
   return {
-    subrequests: POLL_SUBREQUESTS,
+    subrequests: POLL_SUBREQUESTS + download,
     run: (job, run) => poll(options, job, run),
   };
 }
 
 /**
  * One poll of a claimed poll job. Answers the subrequests it made (at most POLL_SUBREQUESTS: the
- * watch's read, a close, a query, the transition) and the work that follows (an outcome's pushes,
- * the next polls due soon), which its run pays for.
+ * watch's read, a close, a query, the transition; one more for a WeChat certificate download) and
+ * the work that follows (an outcome's pushes, the next polls due soon), which its run pays for.
  */
 async function poll(options: PaymentsOptions, job: ClaimedJob, run: Run): Promise<Handled> {
   const spec = JSON.parse(job.body) as Spec;
@@ -62,17 +66,21 @@ async function ask(
   spec: Spec,
   clock: () => number,
 ): Promise<{ conclusion: Conclusion; calls: number }> {
-  // The provider calls, counted before they are made (a failed one counts too).
-  let calls = 0;
+  // The provider calls, counted as they are made (a failed one and a certificate download too).
+  const counted = countingFetches(options.providerOptions);
   try {
-    const api = providerOf(options, spec.provider, spec.account);
+    const api = providerOf(
+      { ...options, providerOptions: counted.options },
+      spec.provider,
+      spec.account,
+    );
     const atEnd = clock() >= spec.deadline;
-    calls = atEnd && spec.closeOnDeadline ? 2 : 1;
     const conclusion = atEnd
       ? await atDeadline(spec, api, clock)
       : judge(spec, await api.query(spec.outTradeNo), clock);
-    return { conclusion, calls };
+    return { conclusion, calls: counted.made() };
   } catch (error) {
+    const calls = counted.made();
     if (error instanceof DelayqError && error.code === "unknown_account") {
       return { conclusion: { kind: "outcome", state: "failed", tradeState: error.message }, calls };
     }

@@ -141,6 +141,23 @@ export async function fetchText(
   }
 }
 
+/**
+ * `options` with a fetch that counts the calls made through it, failed ones too: the
+ * subrequests a poll made, a certificate download included.
+ */
+export function countingFetches(options: ProviderOptions = {}): {
+  options: ProviderOptions;
+  made(): number;
+} {
+  const doFetch = options.fetch ?? fetch;
+  let made = 0;
+  const counted: typeof fetch = (input, init) => {
+    made += 1;
+    return doFetch(input, init);
+  };
+  return { options: { ...options, fetch: counted }, made: () => made };
+}
+
 /** A provider's message cut to a length fit for logs and stored answers. */
 export function clip(text: string, max = 200): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;

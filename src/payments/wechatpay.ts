@@ -10,10 +10,10 @@ import {
   signRsaSha256,
   verifyRsaSha256,
 } from "./crypto";
-import { bytesToBase64, certificates, normalizeSerial } from "./keys";
 import {
   type CloseAnswer,
   clip,
+  type Fetched,
   fetchText,
   type NotificationResult,
   PaymentsError,
@@ -25,6 +25,7 @@ import {
   stringField,
   type TradeOutcome,
 } from "./provider";
+import { type CertificateDownload, platformCertificateKey } from "./wechatpay-certificates";
 
 /** WeChat Pay's trade_state words and what the poller makes of them. */
 export const WECHATPAY_TRADE_STATES: Readonly<Record<string, TradeOutcome>> = {
@@ -52,27 +53,20 @@ const CLOSE_REFUSED = new Set([
 const RETRYABLE = new Set(["SYSTEM_ERROR", "SYSTEMERROR", "FREQUENCY_LIMITED", "BANKERROR"]);
 const PROBE_PREFIX = "WECHATPAY/SIGNTEST/";
 
+/** Platform certificates' keys are kept apart, with those fetched: wechatpay-certificates.ts. */
 type Keys = {
   privateKey: CryptoKey;
   /** The WeChat Pay public key by its ID (PUB_KEY_ID_…). */
   publicKeys: Map<string, CryptoKey>;
-  /** Platform certificates' keys by normalised serial. */
-  certificates: Map<string, CryptoKey>;
 };
 async function importKeys(account: WechatPayAccount): Promise<Keys> {
   const keys: Keys = {
     privateKey: await importKeyCached("private", account.privateKey),
     publicKeys: new Map(),
-    certificates: new Map(),
   };
   if (account.platformPublicKey && account.platformPublicKeyId) {
     const key = await importKeyCached("public", account.platformPublicKey);
     keys.publicKeys.set(account.platformPublicKeyId, key);
-  }
-  for (const text of account.platformCertificates ?? []) {
-    for (const cert of certificates(text)) {
-      keys.certificates.set(cert.serial, await importKeyCached("public", bytesToBase64(cert.spki)));
-    }
   }
   return keys;
 }
@@ -86,9 +80,32 @@ async function loadKeys(account: WechatPayAccount): Promise<Keys | { reason: str
   }
 }
 
-/** The key that Wechatpay-Serial names: the public key's ID, or a platform certificate's serial. */
-function keyForSerial(keys: Keys, serial: string): CryptoKey | undefined {
-  return keys.publicKeys.get(serial) ?? keys.certificates.get(normalizeSerial(serial));
+/** The key a Wechatpay-Serial names, or why there is none. */
+type KeyLookup = (serial: string) => Promise<CryptoKey | { reason: string }>;
+
+/**
+ * The key that Wechatpay-Serial names: the public key's ID, or a platform certificate's serial
+ * (fetching the account's certificates when it is unknown, at most once a minute).
+ */
+function keyLookup(
+  account: WechatPayAccount,
+  keys: Keys,
+  options: ProviderOptions,
+  now: number,
+): KeyLookup {
+  const download: CertificateDownload = {
+    fetch: () => signedFetch(account, keys.privateKey, "GET", "/v3/certificates", "", options),
+    verify: (headers, body, keyOf) =>
+      verifyHeaders(
+        async (serial) =>
+          keyOf(serial) ?? { reason: `unknown Wechatpay-Serial ${clip(serial, 64)}` },
+        headers,
+        body,
+        now,
+      ),
+  };
+  return async (serial) =>
+    keys.publicKeys.get(serial) ?? platformCertificateKey(account, serial, now, download);
 }
 
 /**
@@ -98,7 +115,7 @@ function keyForSerial(keys: Keys, serial: string): CryptoKey | undefined {
  * of `now` (ms).
  */
 async function verifyHeaders(
-  keys: Keys,
+  lookup: KeyLookup,
   headers: Headers,
   body: string,
   now: number,
@@ -112,8 +129,8 @@ async function verifyHeaders(
   if (signature.startsWith(PROBE_PREFIX))
     return "unverified: signature probe (WECHATPAY/SIGNTEST/)";
   if (!/^\d{1,12}$/.test(timestamp)) return "unverified: malformed Wechatpay-Timestamp";
-  const key = keyForSerial(keys, serial);
-  if (!key) return `unverified: unknown Wechatpay-Serial ${clip(serial, 64)}`;
+  const key = await lookup(serial);
+  if ("reason" in key) return `unverified: ${key.reason}`;
   if (!(await verifyRsaSha256(key, `${timestamp}\n${nonce}\n${body}\n`, signature))) {
     return "unverified: signature does not verify";
   }
@@ -147,21 +164,21 @@ type Call =
   | { ok: true; status: number; text: string }
   | { ok: false; answer: { kind: "transient" | "config"; reason: string } };
 
-async function call(
+/** A request signed with the merchant's key (WECHATPAY2-SHA256-RSA2048), its answer read whole. */
+async function signedFetch(
   account: WechatPayAccount,
+  privateKey: CryptoKey,
   method: "GET" | "POST",
   path: string,
   body: string,
   options: ProviderOptions,
-): Promise<Call> {
-  const keys = await loadKeys(account);
-  if ("reason" in keys) return { ok: false, answer: { kind: "config", reason: keys.reason } };
+): Promise<Fetched> {
   const clock = options.clock ?? Date.now;
   const url = new URL(`${account.baseUrl}${path}`);
   const timestamp = Math.floor(clock() / 1000);
   const nonce = randomNonce();
   const message = `${method}\n${url.pathname}${url.search}\n${timestamp}\n${nonce}\n${body}\n`;
-  const signature = await signRsaSha256(keys.privateKey, message);
+  const signature = await signRsaSha256(privateKey, message);
   const headers: Record<string, string> = {
     authorization:
       `WECHATPAY2-SHA256-RSA2048 mchid="${account.mchid}",nonce_str="${nonce}",` +
@@ -173,11 +190,24 @@ async function call(
   // In public-key mode this asks WeChat Pay to sign its answer with that key.
   if (account.platformPublicKeyId) headers["wechatpay-serial"] = account.platformPublicKeyId;
   if (method === "POST") headers["content-type"] = "application/json";
-  const fetched = await fetchText(
+  return fetchText(
     url.href,
     { method, headers, body: method === "POST" ? body : undefined },
     options,
   );
+}
+
+async function call(
+  account: WechatPayAccount,
+  method: "GET" | "POST",
+  path: string,
+  body: string,
+  options: ProviderOptions,
+): Promise<Call> {
+  const keys = await loadKeys(account);
+  if ("reason" in keys) return { ok: false, answer: { kind: "config", reason: keys.reason } };
+  const clock = options.clock ?? Date.now;
+  const fetched = await signedFetch(account, keys.privateKey, method, path, body, options);
   const transient = (reason: string): Call => ({
     ok: false,
     answer: { kind: "transient", reason },
@@ -189,7 +219,13 @@ async function call(
     return transient(`HTTP ${status}${code ? ` ${code}` : ""}`);
   }
   // Every other answer, errors and 204 included, must be WeChat Pay's own before we act on it.
-  const problem = await verifyHeaders(keys, fetched.headers, text, clock());
+  const now = clock();
+  const problem = await verifyHeaders(
+    keyLookup(account, keys, options, now),
+    fetched.headers,
+    text,
+    now,
+  );
   if (problem) return transient(`${problem} (HTTP ${status})`);
   return { ok: true, status, text };
 }
@@ -277,10 +313,16 @@ export async function verifyWechatPayNotification(
   headers: Headers,
   rawBody: string,
   now: number,
+  options: ProviderOptions = {},
 ): Promise<NotificationResult> {
   const keys = await loadKeys(account);
   if ("reason" in keys) return { ok: false, reason: keys.reason };
-  const problem = await verifyHeaders(keys, headers, rawBody, now);
+  const problem = await verifyHeaders(
+    keyLookup(account, keys, options, now),
+    headers,
+    rawBody,
+    now,
+  );
   if (problem) return { ok: false, reason: problem };
   const event = parseJson(rawBody) as { resource?: unknown } | undefined;
   const resource = event?.resource;

@@ -552,6 +552,72 @@ describe("certificate mode", () => {
   });
 });
 
+describe("certificate mode: rotation and the certificate download", () => {
+  let rotating: WechatPaySandbox;
+  let rotatingAccount: CertificateAccount;
+  beforeAll(async () => {
+    rotating = await startWechatPaySandbox({ mode: "certificate", mchid: "1900000003" });
+    rotatingAccount = rotating.account as CertificateAccount;
+  }, 30_000);
+  afterAll(async () => {
+    await rotating.close();
+  });
+
+  it("signs with a new certificate once rotated, and /v3/certificates serves both, as the plugin's downloader reads them", async () => {
+    const [firstPem] = rotatingAccount.platformCertificates;
+    const first = rotating.keys.platformSerial;
+    const rotated = await fetch(`${rotating.url}/__sandbox/certificates/rotate`, {
+      method: "POST",
+    });
+    const { serial } = (await rotated.json()) as { serial: string };
+    expect(serial).not.toBe(first);
+    expect(rotating.keys.platformSerial).toBe(serial);
+
+    // The download with wechatpay-axios-plugin's client (its own verifier left out: it holds a copy
+    // of the certificates it was given, and the answer is signed with one it has not seen), each
+    // certificate decrypted with the APIv3 key by its AesGcm, and the answer checked by its Rsa
+    // against the certificate it names, just decrypted.
+    const c = client(rotatingAccount, { [first]: firstPem as string });
+    const list = await c
+      .chain("v3/certificates")
+      .get({ transformResponse: [(raw: string) => raw] });
+    const body = list.data as string;
+    type Entry = {
+      serial_no: string;
+      encrypt_certificate: { nonce: string; associated_data: string; ciphertext: string };
+    };
+    const certs: Record<string, string> = {};
+    for (const entry of (JSON.parse(body) as { data: Entry[] }).data) {
+      const { nonce, associated_data: aad, ciphertext } = entry.encrypt_certificate;
+      certs[entry.serial_no] = Aes.AesGcm.decrypt(ciphertext, rotatingAccount.apiV3Key, nonce, aad);
+    }
+    expect(Object.keys(certs)).toEqual([first, serial]);
+    expect(certs[first]).toBe(firstPem);
+    expect(new X509Certificate(certs[serial] as string).serialNumber.toUpperCase()).toBe(serial);
+    const h = list.headers as Record<string, string>;
+    expect(h["wechatpay-serial"]).toBe(serial);
+    const signed = Formatter.response(
+      h["wechatpay-timestamp"] as string,
+      h["wechatpay-nonce"] as string,
+      body,
+    );
+    expect(Rsa.verify(signed, h["wechatpay-signature"] as string, certs[serial] as string)).toBe(
+      true,
+    );
+    expect(Rsa.verify(signed, h["wechatpay-signature"] as string, firstPem as string)).toBe(false);
+
+    // Answers are signed with the new certificate from now on.
+    rotating.createTrade("rotated-order");
+    const answer = await client(rotatingAccount, { [serial]: certs[serial] as string })
+      .chain("v3/pay/transactions/out-trade-no/{out_trade_no}")
+      .get({ params: { mchid: rotatingAccount.mchid }, out_trade_no: "rotated-order" });
+    expect(answer.headers["wechatpay-serial"]).toBe(serial);
+    // Public-key mode has no certificates to rotate.
+    const refused = await fetch(`${sandbox.url}/__sandbox/certificates/rotate`, { method: "POST" });
+    expect(refused.status).toBe(409);
+  });
+});
+
 describe("requests()", () => {
   it("never holds a key or a signature", () => {
     const text = JSON.stringify(sandbox.requests());

@@ -1,12 +1,17 @@
 // Certificate modes inside workerd: @peculiar/asn1-x509 reads the certificates, WebCrypto checks
-// their chain, our MD5 makes Alipay's SNs, and the Worker entry refuses a certificate that does
-// not chain. Every expected value below was made once in Node (openssl, node:crypto, the official
+// their chain, our MD5 makes Alipay's SNs, the Worker entry refuses a certificate that does not
+// chain, and a WeChat Pay answer signed by an unknown certificate fetches /v3/certificates. Every expected value below was made once in Node (openssl, node:crypto, the official
 // alipay-sdk) and pasted here; nothing here is computed by the code under test.
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../functions/worker";
-import { checkAccounts, parseAlipayAccounts } from "../../src/payments/accounts";
+import {
+  checkAccounts,
+  parseAlipayAccounts,
+  parseWechatPayAccounts,
+} from "../../src/payments/accounts";
 import { alipayProvider } from "../../src/payments/alipay";
+import { wechatPayProvider } from "../../src/payments/wechatpay";
 
 /** A 2048-bit test key (node:crypto), PKCS#8: the key of ALIPAY_CERT's first certificate. */
 const KEY_PEM = `-----BEGIN PRIVATE KEY-----
@@ -135,6 +140,47 @@ const ANSWER_INNER =
 const ANSWER_SIGN =
   "mKWfVHm7goSyXl7bhe1syzp2zTgPTTu45lYzxUklajMbbhTyDmGRC6HEUUmDFCUV4WRxlBxE0ibwgIbt1OZPryXvIa/DNZTKXOztrIXlGnKqNiyMlg/GRRZMcPWRGWfPVQ4+vgIeAKu8vG6Mib7HuddzyPGz/YOUSElejMcyVlpWepJpSKmyPOfb62f6cCSDSt5iVdg4SsTU3n3LZOXNs1ruXULw5aqcQa8E06B9hmaiZ2Yv9qRmqjVE+MHvtBLayBDAJ95dMR+X/Uj9mwLC6nzS23zhhqhTjFoxWjSAQ78zamZR3+JFdJyurbv/E1QEbJJTAR/Qj8S6ttO6J0ctgg==";
 
+/** WeChat Pay: the configured platform certificate (openssl, a key of its own). */
+const WX_CERT_A = `-----BEGIN CERTIFICATE-----
+MIID6TCCAtGgAwIBAgIUGis8TV5vcIGSo7TF1uf4CRI0VngwDQYJKoZIhvcNAQEL
+BQAwgYIxCzAJBgNVBAYTAkNOMRIwEAYDVQQIDAlHdWFuZ2RvbmcxETAPBgNVBAcM
+CFNoZW56aGVuMRMwEQYDVQQKDApUZW5wYXkuY29tMR0wGwYDVQQLDBRUZW5wYXku
+Y29tIENBIENlbnRlcjEYMBYGA1UEAwwPVGVucGF5LmNvbSBzaWduMCAXDTI2MTIw
+NjA3MDIxNloYDzIxMjYxMTEyMDcwMjE2WjCBgjELMAkGA1UEBhMCQ04xEjAQBgNV
+BAgMCUd1YW5nZG9uZzERMA8GA1UEBwwIU2hlbnpoZW4xEzARBgNVBAoMClRlbnBh
+eS5jb20xHTAbBgNVBAsMFFRlbnBheS5jb20gQ0EgQ2VudGVyMRgwFgYDVQQDDA9U
+ZW5wYXkuY29tIHNpZ24wggEiMA0GCSqGSIb3DQEBAQUAA4IBDwAwggEKAoIBAQCj
+sEkcCEPTNc5F7gOyIa21iNWDHtIsKp1mO39QPJek/bsK3Xy4kVIQhQsA90iP8jPq
++WzZnXAwuYJE8l4TnwpVm9l0G1FwPID9Vkj8TB8UQQcny0UYiBmImTo5nghJcKDj
+br8l0Q6lECOjvOMbZH+273gR1hO1HNfa9mGzQ53c5rKZelItlIrceI/1rpoUs8uP
+iG6cozaDO3PwUkyuXvKD4smD8CpzNhRURFSKz1pxRdaOLNs/BW5bVZD0OJCcPksH
+riWRst9+bKqz0eAM4MS5xo3avaCg0DtF/IykjTE7hbD0v5IbyBmLbhyonk2bvI+J
+0GwUm8ZrdbFan8IaEFQzAgMBAAGjUzBRMB0GA1UdDgQWBBRm0Huw46cE+mfDDqQb
+BxecU0qUETAfBgNVHSMEGDAWgBRm0Huw46cE+mfDDqQbBxecU0qUETAPBgNVHRMB
+Af8EBTADAQH/MA0GCSqGSIb3DQEBCwUAA4IBAQAU9ihQN5j2rRuINV+rlb9A6hyw
+EapJ3ZfrFvVDIur3cIIp27AkBILJ/9R8E7eJ73P+S8ve4qF0ABWGOdb32ZWPPNwI
+TyOyoMlLu8TpC4yk8aSzR4mCiqQDVY8WsudpxjOMmPdLrZDFM7aVnvTaYov4gUvb
+yITLwipBEcBdW0WfT96h+aH6n0FsqjFd0Dv3uDVbpKzBGm9PSlqibHhsMf8UB3p6
+d1XvOW7cr/3fVAqrVbKjk4THyyKhgISGbpmVyPjItHGHqV9Bl0daxUvoZfyh5kug
+Ck/EwAGjPsgV9/ezJV5nn2Q8SsSORuHf4w8w/MzqjW8yAivnmBFGV1160B4/
+-----END CERTIFICATE-----
+`;
+/** The certificate WeChat Pay rotated to (openssl, another key): signs the answers below. */
+const WX_SERIAL_B = "7F6E5D4C3B2A19080706050403020100AABBCCDD";
+const WX_API_V3_KEY = "c0ffeec0ffeec0ffeec0ffeec0ffee12";
+/** When the answers were signed (s), and their nonces. */
+const WX_T = 1796540536;
+/** A query answer signed by B (node:crypto) at WX_T with nonce "nonce-query". */
+const WX_B_QUERY =
+  '{"mchid":"1900000109","out_trade_no":"order-1042","transaction_id":"4200000002","trade_state":"SUCCESS","success_time":"2026-12-01T10:03:04+08:00","amount":{"total":2500,"currency":"CNY"}}';
+const WX_B_QUERY_SIGNATURE =
+  "XROuU/Hax3B3nVYlmZhcTN5RpEXrt7+eLwwQb8tHNOjOU9OCG9B3Xg6nUJq5h5UcmU52+BZ6fkMoDLmboAIA+gyiRqi4FJ6kLDrrQa5yzweSDNHwQKw28tMXUwcRApqdIPqGXtBNQ5x3fa4zV2qKYDkkhGrJtGoeiKoegpGbtb07cLwGT08hyz4/F39er6n3q4BQkwPmeGAsN06uCUQTIq5wpA6IcHW9A9l68gUGnUT28xcq7FSGN2XXdGYPdbEQMbWoTxI/3ALfkAfjFspn2Ux0iVq4vGWcpjVeR8fBK/pbUFWNbRUnQ5L7RQOuSwNPYQdiITtWgdMtKflznId4tg==";
+/** GET /v3/certificates: B encrypted with the APIv3 key (node:crypto AES-256-GCM), signed by B with nonce "nonce-certs". */
+const WX_B_CERTIFICATES =
+  '{"data":[{"effective_time":"2026-12-01T00:00:00+08:00","encrypt_certificate":{"algorithm":"AEAD_AES_256_GCM","associated_data":"certificate","ciphertext":"PU+Dth0k/g3DJtl140ISkeGtMbJBXq5+GLGUM7wxU75YKV9hGXb0U3aOOesBVNEqUUf9xtmIoq4qI+hsRddV5AtXsTL8qWRLdNXa0jRYUbzBzFCvQj/YzlKJwsupJARpMiP8jiJ+jD/8fGD7E0SmRfg0z2d9q4bu+7icUD/qbTcuFP1HtOo8FBGFbkIed2z2HA+zs4n2RkKRoJp1G3iyQ4gbPkLD20N2G04LksAMdREx0X3z+T4scg1fGu86YDhDFGcy+JA09jOgLBKOX9rM61Y5RYEhdn7SoircZ7erEShCSwmFCWZSkbPCYVkE0kfF7LfqCd5wXh4MXUnryi+qV4kg1UpWopB3cOzXxMnK87vyME+1ZP+w7Ipbtlsy06BEBQFuBEwFGNn3lBP4Cyk0ZudXSBsRDubGTI7i+BpidL2zXjRSF2gxAsVy9cwwg8SXvjBgaF4f9Il6zFCBUQ5Avjwf7/pk3RqXCn6gkk02c+YnhewPA9+FdplwLo2oaTam5MhueJniOFlsPtJHyUTIa9NJ01ba6KXSSr9SLWtlZGYMSm7CjrnHdX6sqtdFipvlI/7wdLWVsG0c6IYAOgsY2dbzfn0KbaBU8MwEmssD9dQLMRLsfl9fc18Ez2y5MjzSbHVwWlzy3sOLabRSHX+S0+8eTrlDtMt9iw8x+lib8K+vGiw+x8+sS3Q1YJgpJ5lctMtZm/VUADnfdxo8iUhknjdiUXv3c5dv5HHw/w/MAyAdXszUL/ECsRxw1FdY+7CWHBpES6n1OU+G9qa6LyhQWF/ox5WQd5O3I94APWXzkBBKV03ziAYmFfNPR9prStAuNCUB/Pv1pkjC1lpRl0yN9lhqF8tNi6eCfgaXc/ZO9ubIeJlFYhj7u5I999l/Ylt7mCvR5yDjrrkGftWOsylfCqbSRY2M/a2zro+933OZ9SeBlZQLdYgnLQm5aTDg7INlgws43OzPfHjNMGuR2jg3fqTXWmnEIJm/SyLEl9Eoyy6d/STnOZS7wdQq3Mn2EbIXSXHlboGmOanuPJ6/yc5QdCav1/jyVwiUTlX3CPCeNVGoO4MJyGfSulWeTOOyD9YgALC0bJ3bERFHItQU0LTVIQv2jSQeDB7ewVanujwHknOmj7KH8iosdnNWqzsqdluBIOEIXx+BM+N/a2YdEEDVdifMpXskHo9TFVBQSsSAbP3LyguGaZM3JCtqwmq6vS5ZkEoI7InGy+BeYBZmYITAWz6LAu2E/cVRRcQFzRSWHhG73nLHrNZzEMA2wtHcB6VlODTDrNzQVicE0z7FF2YPaLfZXX9W1rkK8ueU/2+HoZfoLBXjazHO1pwX8dx2o6HWpEuM7GL8sTHIKWa/PZhm2ev7HFHdgmhtjss46qcKIeB7SEwEpj+mkcegn3gqIVlFbv1cKUmOaqAsaTxuH4O/6W51d7n+GbEmyF4+G2sOGx11qPuZNrmsIlWHj+qYGHNVL0TVdXM4vBc8kzeSR+jFeC1J/8lgl8KX88IvwF7kUb83TZr/LYjTQvtBFZhLY+7Wg2iEJXxFHYDbWpTTX6c3B2N32JysU7stOhZWCm+CpEemUVYIqJNSnJdXw116s4AYcXMyRhMsJwnzHFD174hvV+9bDEVPj4N92V1w4UkqFAp5YOvFL68oL0QLarQaCUOvJGL6xdswPm8BY4odk23JIBh9ctSTcB0rXbnKHoeccAdP6j5z7E20/EHqKwhS5YfFOt8s7GkylnCoo6kmR2m70sbRCrZzzC8QU7uJRLF7RsZ2ZgIEAxZob87FYZlsoNsi7UNljMA/rIOGQ/BT6TAKd1Tw236XpAmXIZ1pnEKNDCr2m3Ats7sOasFaiOnWObz5wwm1naPGDIYnlaFuBvJlEBN5CL8FLZyoouk5Prwx9HUSlY5+P1DJ","nonce":"n0nce0f12byt"},"expire_time":"2126-12-01T00:00:00+08:00","serial_no":"7F6E5D4C3B2A19080706050403020100AABBCCDD"}]}';
+const WX_B_CERTIFICATES_SIGNATURE =
+  "Rs97dVATZCZfgZ/2LIb/3sSzHM1kpHmqSd72tpNU608fUqcjQAiTpSAJ/Ior0C2zh4wJIbsF3SqDwKH+oYAGhDvYUmZ0spV2ZaXxpHsei/U+Jg2NACyBe6rmi2MIUsM3ymaLtOXnnOeoarMGveeSE1Tg30rpQlECKhppFMiZtPaNjiPNA6NSGPgxt8ztKlUKTac3lV4cZvBWI/q6j57ofV0/CglBxMysp0P1bzUqNfu+GDhSsoWoWa0f6TfLOD29IUJgdTHn3H8TYeLQrgloVJDFFh2uPH39OptqONdLiZCcKKS4YM/jQDGxPYGWKlMOTtKQsWyzebRqNDnq9NUBSw==";
+
 const firstCertificate = (pem: string) => pem.split(/(?<=-----END CERTIFICATE-----\n)/)[0] ?? "";
 const certMode = (alipayCert = ALIPAY_CERT) => ({
   appId: "2021000000000001",
@@ -182,6 +228,50 @@ describe("Alipay certificate mode in workerd", () => {
       "order-1042",
     );
     expect(other).toMatchObject({ kind: "transient" });
+  });
+});
+
+describe("WeChat Pay certificate mode in workerd", () => {
+  it("fetches /v3/certificates for an unknown serial, decrypts and checks it, then verifies", async () => {
+    const account = parseWechatPayAccounts({
+      shop: {
+        mchid: "1900000109",
+        serialNo: "3775B6A45ACD588826D15E583A95F5DD4B3B4C2A",
+        privateKey: KEY_PEM,
+        apiV3Key: WX_API_V3_KEY,
+        platformCertificates: [WX_CERT_A],
+      },
+    }).get("shop");
+    if (!account) throw new Error("no account");
+    const paths: string[] = [];
+    const signedByB = (body: string, nonce: string, signature: string) =>
+      new Response(body, {
+        headers: {
+          "wechatpay-serial": WX_SERIAL_B,
+          "wechatpay-timestamp": String(WX_T),
+          "wechatpay-nonce": nonce,
+          "wechatpay-signature": signature,
+        },
+      });
+    const wechat = (async (input: RequestInfo | URL) => {
+      const path = new URL(String(input)).pathname;
+      paths.push(path);
+      if (path === "/v3/certificates")
+        return signedByB(WX_B_CERTIFICATES, "nonce-certs", WX_B_CERTIFICATES_SIGNATURE);
+      return signedByB(WX_B_QUERY, "nonce-query", WX_B_QUERY_SIGNATURE);
+    }) as typeof fetch;
+    const provider = wechatPayProvider(account, { fetch: wechat, clock: () => WX_T * 1000 });
+    expect(await provider.query("order-1042")).toMatchObject({
+      kind: "trade",
+      outcome: "paid",
+      amount: { total: 2500, currency: "CNY" },
+    });
+    expect(await provider.query("order-1042")).toMatchObject({ kind: "trade" });
+    expect(paths).toEqual([
+      "/v3/pay/transactions/out-trade-no/order-1042",
+      "/v3/certificates",
+      "/v3/pay/transactions/out-trade-no/order-1042",
+    ]);
   });
 });
 
