@@ -37,6 +37,22 @@ export const MIN_POLL_MS = 1000;
 /** The largest `metadata`, in bytes of JSON: it rides in every outcome job's body. */
 export const MAX_METADATA_BYTES = 16_384;
 
+/**
+ * Why a watch may not poll on `schedule`, or undefined: a wait under `minPollMs` (DQ_MIN_POLL_MS),
+ * a named preset's included. Refused rather than clamped: a preset's cadence is the provider's
+ * rule, and a watch silently polling at another one would not be on the schedule it was given.
+ */
+export function scheduleProblem(schedule: Backoff, minPollMs: number): string | undefined {
+  const shortest = shortestStep(schedule);
+  if (shortest * 1000 >= minPollMs) return undefined;
+  const named =
+    typeof schedule === "string" ? `"${schedule}" waits ${shortest} s between polls; ` : "";
+  return (
+    `schedule: ${named}every wait must be at least ${minPollMs / 1000} s (DQ_MIN_POLL_MS): ` +
+    "providers rate-limit order queries"
+  );
+}
+
 /** The shortest wait a backoff ever gives, seconds (exponential: its first, or its max). */
 export function shortestStep(backoff: Backoff): number {
   if (typeof backoff === "number") return backoff;
@@ -98,7 +114,10 @@ export const WatchInput = z
         "When to poll: the first poll comes this backoff's first step after the watch starts, " +
         "each later one the next step after the previous poll (the last step repeats). " +
         "Default: the provider's (wechatpay: 5 s, 30 s, 1 min, 3 min, ...; alipay: 4 min, 10 min, ...). " +
-        "Every wait must be at least DQ_MIN_POLL_MS (1 s by default).",
+        "Presets from the providers' advice: wechatpay-native (5 s steps through the first " +
+        "minute, then backing off), alipay-f2f (4 s steps for a minute, then backing off), " +
+        "refund (1 min, 5, 10, 20, 30 min). " +
+        "Every wait must be at least DQ_MIN_POLL_MS (1 s by default), a preset's too.",
       example: [5, 30, 60],
     }),
     deadline: Timestamp.optional().meta({

@@ -40,6 +40,19 @@ export const BACKOFF_SCHEDULES = {
   alipay: [240, 600, 600, 3600, 7200, 21600, 54000],
   /** A Youzan-style queue's retry array, modelled on Alipay. */
   youzan: [0, 0, 120, 600, 600, 3600, 7200, 21600, 54000],
+  /**
+   * WeChat Pay Native (QR) orders: the buyer pays within a minute of the scan or not at all, so
+   * WeChat Pay advises querying every few seconds through the first minute: 5 s steps for 60 s,
+   * then its back-end steps (30 s, 1 min, 3 min, 5 min, 10 min, 30 min).
+   */
+  "wechatpay-native": [5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 30, 60, 180, 300, 600, 1800],
+  /**
+   * Alipay face-to-face (当面付) orders: Alipay advises querying every 3-6 s for about a minute,
+   * then cancelling: 4 s steps for 60 s, then backing off as WeChat Pay's back-end steps do.
+   */
+  "alipay-f2f": [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 30, 60, 180, 300, 600, 1800],
+  /** Refunds, WeChat Pay's advice: 1 min after the refund, then 5, 10, 20 and 30 min (repeated). */
+  refund: [60, 300, 600, 1200, 1800],
 } as const;
 
 export type ScheduleName = keyof typeof BACKOFF_SCHEDULES;

@@ -11,7 +11,7 @@ import {
   MAX_METADATA_BYTES,
   MIN_POLL_MS,
   type Payment,
-  shortestStep,
+  scheduleProblem,
   WatchInput,
 } from "../domain/payments";
 import { RawJson } from "../domain/raw-json";
@@ -96,14 +96,8 @@ function specOf(options: PaymentsOptions, watch: Watch, now: number): Spec {
     throw new DelayqError("invalid_request", "deadline: must be in the future");
   }
   const schedule = watch.schedule ?? DEFAULT_SCHEDULE[watch.provider];
-  const minPollMs = options.minPollMs ?? MIN_POLL_MS;
-  if (shortestStep(schedule) * 1000 < minPollMs) {
-    throw new DelayqError(
-      "invalid_request",
-      `schedule: every wait must be at least ${minPollMs / 1000} s (DQ_MIN_POLL_MS): ` +
-        "providers rate-limit order queries",
-    );
-  }
+  const problem = scheduleProblem(schedule, options.minPollMs ?? MIN_POLL_MS);
+  if (problem) throw new DelayqError("invalid_request", problem);
   return {
     provider: watch.provider,
     account: watch.account,

@@ -20,7 +20,7 @@ namespace Delayq;
  * idempotent on the server; a retried `release` or `bury` whose first attempt landed answers
  * `not_reserved`; a `pop` whose answer was lost gives its jobs back when their TTR runs out.
  *
- * @phpstan-type Backoff int|float|'wechatpay'|'alipay'|'youzan'|list<int|float>|array{type: 'exponential', delay: int|float, factor?: int|float, max?: int|float}
+ * @phpstan-type Backoff int|float|'wechatpay'|'alipay'|'youzan'|'wechatpay-native'|'alipay-f2f'|'refund'|list<int|float>|array{type: 'exponential', delay: int|float, factor?: int|float, max?: int|float}
  * @phpstan-type Job array{id: string, topic: string, state: 'delayed'|'ready'|'reserved'|'finished'|'dead'|'deleted', body: mixed, dueAt: int, ttr: int, attempts: int, maxAttempts: int, createdAt: int, backoff?: Backoff, deadline?: int, reservedUntil?: int, receipt?: string, endedAt?: int, deadReason?: 'attempts'|'deadline'|'buried'}
  * @phpstan-type AddJob array{topic: string, id?: string, body?: mixed, delay?: int|float, runAt?: int|string, ttr?: int, maxAttempts?: int, backoff?: Backoff, deadline?: int|string, replace?: bool}
  * @phpstan-type AddResult array{created: bool, job: Job}

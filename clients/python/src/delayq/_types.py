@@ -12,7 +12,9 @@ JobState = Literal["delayed", "ready", "reserved", "finished", "dead", "deleted"
 ListableState = Literal["delayed", "ready", "reserved", "dead"]
 """The states ``list_jobs`` can page through."""
 
-ScheduleName = Literal["wechatpay", "alipay", "youzan"]
+ScheduleName = Literal[
+    "wechatpay", "alipay", "youzan", "wechatpay-native", "alipay-f2f", "refund"
+]
 """A named retry schedule (see the README's "Retries: the exact rule")."""
 
 Provider = Literal["alipay", "wechatpay"]

@@ -9,7 +9,8 @@ const B36_PAIRS = Array.from({ length: 36 * 36 }, (_, n) => n.toString(36).padSt
 );
 
 const schedules = Object.entries(BACKOFF_SCHEDULES)
-  .map(([name, steps]) => `${name} = {${steps.join(", ")}}`)
+  // ["wechatpay-native"] = {...}: a name with a hyphen is no Lua identifier.
+  .map(([name, steps]) => `[${JSON.stringify(name)}] = {${steps.join(", ")}}`)
   .join(", ");
 
 /** Needs `rcall`, `key`, NOW, the record codec and the slot helpers in scope. */
