@@ -1,4 +1,5 @@
-// A local Alipay: the classic gateway and v3 trade query/close on Alipay's signed wire protocol, plus a control API.
+// A local Alipay: the classic gateway and v3 trade query/close and refund query on Alipay's signed
+// wire protocol, plus a control API.
 import { createSign, type KeyObject, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AlipaySdk } from "alipay-sdk";
@@ -7,8 +8,11 @@ import {
   certificateSnError,
   sandboxCertificates,
 } from "./alipay-sandbox-certs";
+import { type AlipayRefund, alipayRefunds, REFUND_QUERY } from "./alipay-sandbox-refunds";
 import { pemToBase64, privateKeyPem, publicKeyPem, rsaKeyPair } from "./payment-keys";
 import { digits, serveSandbox } from "./sandbox-http";
+
+export type { AlipayRefund } from "./alipay-sandbox-refunds";
 
 export type AlipayTradeStatus =
   | "WAIT_BUYER_PAY"
@@ -130,6 +134,19 @@ export type AlipaySandbox = {
     url: string,
     opts?: NotifyOptions,
   ): Promise<{ status: number; text: string }>;
+  /**
+   * A refund request of a paid trade (out_request_no, unique within the trade), processing until
+   * succeedRefund: refund queries answer it without refund_status until then. `refundAmount`:
+   * yuan, default what is left to refund.
+   */
+  createRefund(
+    outTradeNo: string,
+    outRequestNo: string,
+    opts?: { refundAmount?: string },
+  ): AlipayRefund;
+  /** The refund succeeds (REFUND_SUCCESS); refunding all of the trade closes it (TRADE_CLOSED). */
+  succeedRefund(outTradeNo: string, outRequestNo: string): AlipayRefund;
+  getRefund(outTradeNo: string, outRequestNo: string): AlipayRefund | undefined;
   /** Fault injection for the next `count` API requests (faults queue up in order). */
   inject(fault: AlipayFault, count?: number): void;
   requests(): AlipayRequestRecord[];
@@ -167,10 +184,11 @@ export class AlipaySandboxError extends Error {
   }
 }
 
-const SUPPORTED_METHODS = new Set(["alipay.trade.query", "alipay.trade.close"]);
+const SUPPORTED_METHODS = new Set(["alipay.trade.query", "alipay.trade.close", REFUND_QUERY]);
 const V3_PATHS: Record<string, string> = {
   "/v3/alipay/trade/query": "alipay.trade.query",
   "/v3/alipay/trade/close": "alipay.trade.close",
+  "/v3/alipay/trade/fastpay/refund/query": REFUND_QUERY,
 };
 const BEIJING_OFFSET_MS = 8 * 3600_000;
 const AMOUNT = /^(?:0|[1-9]\d{0,9})(?:\.\d{1,2})?$/;
@@ -323,6 +341,13 @@ export async function startAlipaySandbox(
     return { ...trade };
   };
 
+  const refunds = alipayRefunds({
+    now: () => beijingTime(),
+    fail: (code, status, message) => {
+      throw new AlipaySandboxError(code, status, message);
+    },
+  });
+
   const closeTrade = (outTradeNo: string): AlipayTrade => {
     const trade = mustGet(outTradeNo);
     if (trade.status !== "WAIT_BUYER_PAY")
@@ -407,6 +432,7 @@ export async function startAlipaySandbox(
         httpStatus: 400,
       };
     if (method === "alipay.trade.query") return { ok: true, fields: queryFields(trade) };
+    if (method === REFUND_QUERY) return refunds.query(trade, b);
     if (trade.status !== "WAIT_BUYER_PAY")
       return {
         ok: false,
@@ -763,6 +789,42 @@ export async function startAlipaySandbox(
     return { status: res.status, text: await res.text() };
   };
 
+  /**
+   * The control API's refund routes: POST /trades/{no}/refunds {outRequestNo (or outRefundNo),
+   * amount?}, GET /trades/{no}/refunds/{outRequestNo}, POST …/{outRequestNo}/succeed. Undefined
+   * for another path.
+   */
+  const refundControl = (
+    method: string,
+    path: string,
+    str: (name: string) => string | undefined,
+  ): { status: number; value: unknown } | undefined => {
+    const m = /^\/trades\/([^/]+)\/refunds(?:\/([^/]+)(?:\/(succeed))?)?$/.exec(path);
+    if (!m) return undefined;
+    const trade = mustGet(decodeURIComponent(m[1] as string));
+    const outRequestNo = m[2] === undefined ? undefined : decodeURIComponent(m[2]);
+    if (outRequestNo === undefined && method === "POST") {
+      const asked = str("outRequestNo") ?? str("outRefundNo");
+      if (!asked) throw new AlipaySandboxError("bad_request", 400, "outRequestNo is required");
+      const amount = str("amount") ?? str("refundAmount");
+      const opts = amount === undefined ? {} : { refundAmount: amount };
+      return { status: 201, value: refunds.create(trade, asked, opts) };
+    }
+    if (outRequestNo === undefined) return undefined;
+    if (m[3] === "succeed" && method === "POST")
+      return { status: 200, value: refunds.succeed(trade, outRequestNo) };
+    if (m[3] === undefined && method === "GET") {
+      const refund = refunds.get(trade.outTradeNo, outRequestNo);
+      return refund
+        ? { status: 200, value: refund }
+        : {
+            status: 404,
+            value: { error: "refund_not_found", message: `no refund ${outRequestNo}` },
+          };
+    }
+    return undefined;
+  };
+
   const control = async (
     req: IncomingMessage,
     res: ServerResponse,
@@ -818,6 +880,8 @@ export async function startAlipaySandbox(
         inject(fault, Number(str("count") ?? 1));
         return send(200, { queued: faults });
       }
+      const refunded = refundControl(req.method ?? "GET", path, str);
+      if (refunded) return send(refunded.status, refunded.value);
       const m = /^\/trades\/([^/]+)(?:\/(pay|close|refund|notify))?$/.exec(path);
       if (m) {
         const no = decodeURIComponent(m[1] as string);
@@ -922,6 +986,10 @@ export async function startAlipaySandbox(
       return trade ? { ...trade } : undefined;
     },
     notify,
+    createRefund: (outTradeNo, outRequestNo, opts) =>
+      refunds.create(mustGet(outTradeNo), outRequestNo, opts),
+    succeedRefund: (outTradeNo, outRequestNo) => refunds.succeed(mustGet(outTradeNo), outRequestNo),
+    getRefund: (outTradeNo, outRequestNo) => refunds.get(outTradeNo, outRequestNo),
     inject,
     requests: () => log.map((r) => ({ ...r })),
   };

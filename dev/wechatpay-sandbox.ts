@@ -1,4 +1,5 @@
-// A local WeChat Pay: APIv3 order query/close and notifications on WeChat Pay's signed wire protocol, plus a control API.
+// A local WeChat Pay: APIv3 order query/close, refund query and notifications (payments and
+// refunds) on WeChat Pay's signed wire protocol, plus a control API.
 import { type KeyObject, randomBytes, randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Aes, Formatter, Rsa } from "wechatpay-axios-plugin";
@@ -13,6 +14,13 @@ import {
   selfSignedCertificate,
 } from "./payment-keys";
 import { digits, serveSandbox } from "./sandbox-http";
+import {
+  type WechatRefund,
+  type WechatRefundStatus,
+  wechatRefunds,
+} from "./wechatpay-sandbox-refunds";
+
+export type { WechatRefund, WechatRefundStatus } from "./wechatpay-sandbox-refunds";
 
 export type WechatTradeState =
   | "NOTPAY"
@@ -127,6 +135,23 @@ export type WechatPaySandbox = {
     outTradeNo: string,
     url: string,
     opts?: { tamper?: boolean; probe?: boolean; eventId?: string },
+  ): Promise<{ status: number; text: string }>;
+  /**
+   * A refund of a paid order (SUCCESS or REFUND; the order's trade_state becomes REFUND), in
+   * PROCESSING until setRefundStatus moves it. `refund`: fen, default what is left to refund.
+   */
+  createRefund(outTradeNo: string, outRefundNo: string, opts?: { refund?: number }): WechatRefund;
+  /** PROCESSING (or ABNORMAL) → SUCCESS, CLOSED or ABNORMAL. */
+  setRefundStatus(outRefundNo: string, status: WechatRefundStatus): WechatRefund;
+  getRefund(outRefundNo: string): WechatRefund | undefined;
+  /**
+   * POSTs WeChat Pay's REFUND.SUCCESS, REFUND.CLOSED or REFUND.ABNORMAL notification (the
+   * refund's status; a PROCESSING one is refused) to `url`, signed and encrypted as notify's.
+   */
+  notifyRefund(
+    outRefundNo: string,
+    url: string,
+    opts?: { tamper?: boolean; eventId?: string },
   ): Promise<{ status: number; text: string }>;
   /** Fault injection for the next `count` API requests (faults queue up in order). */
   inject(fault: WechatFault, count?: number): void;
@@ -327,6 +352,16 @@ export async function startWechatPaySandbox(
     return trade;
   };
 
+  const refunds = wechatRefunds({
+    mchid,
+    now: () => rfc3339Beijing(),
+    fail: (code, status, message) => {
+      throw new WechatPaySandboxError(code, status, message);
+    },
+    refunded: (outTradeNo) => setTradeState(mustGet(outTradeNo), "REFUND"),
+    error,
+  });
+
   const setState: WechatPaySandbox["setState"] = (outTradeNo, state) => {
     if (!STATES.includes(state))
       throw new WechatPaySandboxError(
@@ -480,6 +515,8 @@ export async function startWechatPaySandbox(
       });
       return { status: 200, body: JSON.stringify({ data }) };
     }
+    const refundReply = refunds.route(method, url);
+    if (refundReply) return refundReply;
     return error(404, "NOT_FOUND", `请求的资源不存在：${method} ${url.pathname}`);
   };
 
@@ -557,6 +594,14 @@ export async function startWechatPaySandbox(
     write(res, reply, fault);
   };
 
+  /** What one notification carries: its event type, summary, and the resource to encrypt. */
+  type Note = {
+    eventType: string;
+    summary: string;
+    originalType: "transaction" | "refund";
+    resource: Record<string, unknown>;
+  };
+
   const notify: WechatPaySandbox["notify"] = async (outTradeNo, target, opts = {}) => {
     const trade = mustGet(outTradeNo);
     if (trade.state !== "SUCCESS")
@@ -565,23 +610,41 @@ export async function startWechatPaySandbox(
         409,
         `WeChat Pay notifies paid orders only; ${outTradeNo} is ${trade.state}`,
       );
+    const note: Note = {
+      eventType: "TRANSACTION.SUCCESS",
+      summary: "支付成功",
+      originalType: "transaction",
+      resource: transaction(trade),
+    };
+    return send(note, target, opts);
+  };
+
+  const notifyRefund: WechatPaySandbox["notifyRefund"] = async (outRefundNo, target, opts = {}) =>
+    send({ ...refunds.event(outRefundNo), originalType: "refund" }, target, opts);
+
+  /** Encrypts a notification's resource, signs the event and POSTs it to `target`. */
+  const send = async (
+    note: Note,
+    target: string,
+    opts: { tamper?: boolean; probe?: boolean; eventId?: string },
+  ): Promise<{ status: number; text: string }> => {
     const nonce = Formatter.nonce(12);
     const event = {
       id: opts.eventId ?? randomUUID(),
       create_time: rfc3339Beijing(),
       resource_type: "encrypt-resource",
-      event_type: "TRANSACTION.SUCCESS",
-      summary: "支付成功",
+      event_type: note.eventType,
+      summary: note.summary,
       resource: {
-        original_type: "transaction",
+        original_type: note.originalType,
         algorithm: "AEAD_AES_256_GCM",
         ciphertext: Aes.AesGcm.encrypt(
-          JSON.stringify(transaction(trade)),
+          JSON.stringify(note.resource),
           apiV3Key,
           nonce,
-          "transaction",
+          note.originalType,
         ),
-        associated_data: "transaction",
+        associated_data: note.originalType,
         nonce,
       },
     };
@@ -592,7 +655,7 @@ export async function startWechatPaySandbox(
       ? `WECHATPAY/SIGNTEST/${randomBytes(180).toString("base64")}`
       : Rsa.sign(Formatter.response(ts, headerNonce, body), platform.privateKey);
     // Tampered in transit: the signature stays, the (still decryptable) body changes.
-    if (opts.tamper) body = JSON.stringify({ ...event, summary: "支付成功 " });
+    if (opts.tamper) body = JSON.stringify({ ...event, summary: `${note.summary} ` });
     const res = await fetch(target, {
       method: "POST",
       headers: {
@@ -615,6 +678,64 @@ export async function startWechatPaySandbox(
       throw new WechatPaySandboxError("bad_request", 400, "count must be a positive integer");
     faults.push({ fault, left: count });
   };
+
+  /**
+   * The control API's refund routes: POST /trades/{no}/refunds {outRefundNo, amount?}, GET
+   * /refunds/{no}, POST /refunds/{no}/succeed|close|abnormal, POST /refunds/{no}/notify {url,
+   * eventId?, tamper?}. Undefined for another path.
+   */
+  const refundControl = async (
+    method: string,
+    path: string,
+    input: Record<string, unknown>,
+  ): Promise<{ status: number; value: unknown } | undefined> => {
+    const made = /^\/trades\/([^/]+)\/refunds$/.exec(path);
+    if (made && method === "POST") {
+      const outRefundNo = input.outRefundNo;
+      if (typeof outRefundNo !== "string")
+        throw new WechatPaySandboxError("bad_request", 400, "outRefundNo is required");
+      const amount = input.amount ?? input.refund;
+      if (amount !== undefined && typeof amount !== "number")
+        throw new WechatPaySandboxError("bad_request", 400, "amount must be an integer (fen)");
+      const trade = decodeURIComponent(made[1] as string);
+      const opts = amount === undefined ? {} : { refund: amount };
+      return { status: 201, value: createRefund(trade, outRefundNo, opts) };
+    }
+    const one = /^\/refunds\/([^/]+)(?:\/(succeed|close|abnormal|notify))?$/.exec(path);
+    if (!one) return undefined;
+    const no = decodeURIComponent(one[1] as string);
+    const action = one[2];
+    if (!action && method === "GET") {
+      const refund = refunds.get(no);
+      return refund
+        ? { status: 200, value: refund }
+        : { status: 404, value: { error: "refund_not_found", message: `no refund ${no}` } };
+    }
+    if (method !== "POST" || !action) return undefined;
+    if (action !== "notify") {
+      const to = { succeed: "SUCCESS", close: "CLOSED", abnormal: "ABNORMAL" } as const;
+      return { status: 200, value: refunds.setStatus(no, to[action as keyof typeof to]) };
+    }
+    if (typeof input.url !== "string")
+      throw new WechatPaySandboxError("bad_request", 400, "url is required");
+    const opts = {
+      tamper: input.tamper === true,
+      ...(typeof input.eventId === "string" ? { eventId: input.eventId } : {}),
+    };
+    refunds.event(no); // a PROCESSING or unknown refund is refused before anything is sent
+    try {
+      return { status: 200, value: await notifyRefund(no, input.url, opts) };
+    } catch (error) {
+      throw new WechatPaySandboxError(
+        "notify_failed",
+        502,
+        `could not deliver to ${input.url}: ${(error as Error).message}`,
+      );
+    }
+  };
+
+  const createRefund: WechatPaySandbox["createRefund"] = (outTradeNo, outRefundNo, opts) =>
+    refunds.create(mustGet(outTradeNo), outRefundNo, opts);
 
   const control = async (
     req: IncomingMessage,
@@ -666,6 +787,8 @@ export async function startWechatPaySandbox(
         inject(fault, typeof input.count === "number" ? input.count : 1);
         return send(200, { queued: faults });
       }
+      const refunded = await refundControl(req.method ?? "GET", path, input);
+      if (refunded) return send(refunded.status, refunded.value);
       const m = /^\/trades\/([^/]+)(?:\/(pay|close|refund|state|notify))?$/.exec(path);
       if (m) {
         const no = decodeURIComponent(m[1] as string);
@@ -769,6 +892,10 @@ export async function startWechatPaySandbox(
       return trade ? { ...trade } : undefined;
     },
     notify,
+    createRefund,
+    setRefundStatus: (outRefundNo, status) => refunds.setStatus(outRefundNo, status),
+    getRefund: (outRefundNo) => refunds.get(outRefundNo),
+    notifyRefund,
     inject,
     requests: () => log.map((r) => ({ ...r })),
   };

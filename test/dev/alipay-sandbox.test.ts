@@ -296,6 +296,147 @@ describe("v3, through AlipaySdk.curl (which verifies 2xx answers)", () => {
   });
 });
 
+describe("refunds: alipay.trade.fastpay.refund.query through the official SDK, classic and v3", () => {
+  const REFUND_QUERY = "alipay.trade.fastpay.refund.query";
+  const V3_REFUND_QUERY = "/v3/alipay/trade/fastpay/refund/query";
+  const refundQuery = (outTradeNo: string, outRequestNo: string) =>
+    sdk.exec(
+      REFUND_QUERY,
+      {
+        bizContent: { outTradeNo, outRequestNo, queryOptions: ["gmt_refund_pay"] },
+        timestamp: beijingTime(),
+      },
+      { validateSign: true },
+    );
+  const v3RefundQuery = (outTradeNo: string, outRequestNo: string) =>
+    sdk.curl("POST", V3_REFUND_QUERY, {
+      body: { out_trade_no: outTradeNo, out_request_no: outRequestNo },
+    });
+
+  it("answers a processing refund without refund_status, then REFUND_SUCCESS with its amounts", async () => {
+    const id = no("refund");
+    sandbox.createTrade(id, { totalAmount: "12.30" });
+    sandbox.pay(id);
+    const made = sandbox.createRefund(id, "r1", { refundAmount: "2.3" });
+    expect(made).toMatchObject({ outRequestNo: "r1", refundAmount: "2.30", status: "PROCESSING" });
+    const processing = await refundQuery(id, "r1");
+    expect(processing).toMatchObject({
+      code: "10000",
+      msg: "Success",
+      outTradeNo: id,
+      outRequestNo: "r1",
+      tradeNo: sandbox.trade(id)?.tradeNo,
+      totalAmount: "12.30",
+    });
+    expect(processing.refundStatus).toBeUndefined();
+    expect(processing.refundAmount).toBeUndefined();
+    expect(last()).toMatchObject({
+      api: "classic",
+      verified: true,
+      method_: REFUND_QUERY,
+      bizContent: { out_trade_no: id, out_request_no: "r1", query_options: ["gmt_refund_pay"] },
+      code: "10000",
+    });
+    sandbox.succeedRefund(id, "r1");
+    const done = await refundQuery(id, "r1");
+    expect(done).toMatchObject({
+      code: "10000",
+      refundStatus: "REFUND_SUCCESS",
+      refundAmount: "2.30",
+      totalAmount: "12.30",
+      gmtRefundPay: sandbox.getRefund(id, "r1")?.gmtRefundPay,
+    });
+    expect(parseBeijingTime(done.gmtRefundPay)).toBeDefined();
+    // Part of it refunded: the trade stays paid.
+    expect(sandbox.trade(id)).toMatchObject({ status: "TRADE_SUCCESS", refundFee: "2.30" });
+  });
+
+  it("v3: the same answers, verified by curl; gmt_refund_pay only when asked", async () => {
+    const id = no("v3-refund");
+    sandbox.createTrade(id, { totalAmount: "8" });
+    sandbox.pay(id);
+    sandbox.createRefund(id, "all");
+    const processing = await v3RefundQuery(id, "all");
+    expect(processing.responseHttpStatus).toBe(200);
+    expect(processing.data).toEqual({
+      out_request_no: "all",
+      out_trade_no: id,
+      total_amount: "8.00",
+      trade_no: sandbox.trade(id)?.tradeNo,
+    });
+    sandbox.succeedRefund(id, "all");
+    const done = await v3RefundQuery(id, "all");
+    expect(done.data).toMatchObject({ refund_status: "REFUND_SUCCESS", refund_amount: "8.00" });
+    expect(done.data.gmt_refund_pay).toBeUndefined();
+    expect(last()).toMatchObject({ api: "v3", path: V3_REFUND_QUERY, verified: true });
+    // All of it refunded: Alipay closes the trade.
+    expect(sandbox.trade(id)).toMatchObject({ status: "TRADE_CLOSED", refundFee: "8.00" });
+  });
+
+  it("answers a refund request it never received without refund_status, and an unknown trade ACQ.TRADE_NOT_EXIST", async () => {
+    const id = no("norefund");
+    sandbox.createTrade(id);
+    sandbox.pay(id);
+    const none = await refundQuery(id, "never");
+    expect(none).toMatchObject({ code: "10000", outRequestNo: "never" });
+    expect(none.refundStatus).toBeUndefined();
+    const ghost = await refundQuery(no("ghost"), "r1");
+    expect(ghost).toMatchObject({ code: "40004", subCode: "ACQ.TRADE_NOT_EXIST" });
+    await expect(v3RefundQuery(no("ghost"), "r1")).rejects.toMatchObject({
+      code: "ACQ.TRADE_NOT_EXIST",
+      responseHttpStatus: 400,
+    });
+  });
+
+  it("faults apply to refund queries: badSignature is refused by the SDK", async () => {
+    const id = no("refund-fault");
+    sandbox.createTrade(id);
+    sandbox.pay(id);
+    sandbox.createRefund(id, "r1");
+    sandbox.inject("badSignature");
+    await expect(refundQuery(id, "r1")).rejects.toThrow(/验签失败|sign/i);
+    sandbox.inject("badSignature");
+    await expect(v3RefundQuery(id, "r1")).rejects.toThrow(/验签失败|sign/i);
+  });
+
+  it("control API: create (of a paid trade only, within what is left), read, succeed", async () => {
+    const call = async (path: string, body?: unknown, method = "POST") => {
+      const res = await fetch(`${sandbox.url}/__sandbox${path}`, {
+        method,
+        headers: { "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+    };
+    const id = no("refund-ctl");
+    sandbox.createTrade(id, { totalAmount: "10.00" });
+    expect((await call(`/trades/${id}/refunds`, { outRequestNo: "r1" })).json).toMatchObject({
+      error: "bad_state",
+    });
+    sandbox.pay(id);
+    expect(await call(`/trades/${id}/refunds`, { outRequestNo: "r1", amount: "4" })).toMatchObject({
+      status: 201,
+      json: {
+        outRequestNo: "r1",
+        refundAmount: "4.00",
+        totalAmount: "10.00",
+        status: "PROCESSING",
+      },
+    });
+    expect((await call(`/trades/${id}/refunds`, { outRequestNo: "r1" })).status).toBe(409);
+    expect(
+      (await call(`/trades/${id}/refunds`, { outRequestNo: "r2", amount: "6.01" })).status,
+    ).toBe(400);
+    expect((await call(`/trades/${id}/refunds/r1`, undefined, "GET")).json.status).toBe(
+      "PROCESSING",
+    );
+    expect((await call(`/trades/${id}/refunds/r1/succeed`)).json.status).toBe("REFUND_SUCCESS");
+    expect((await call(`/trades/${id}/refunds/r1/succeed`)).status).toBe(409);
+    expect((await call(`/trades/${id}/refunds/r9`, undefined, "GET")).status).toBe(404);
+    expect((await refundQuery(id, "r1")).refundStatus).toBe("REFUND_SUCCESS");
+  });
+});
+
 describe("certificate mode, through the official SDK in certificate mode", () => {
   type CertificateAccount = Extract<AlipayAccount, { appCert: string }>;
   let certSandbox: AlipaySandbox;

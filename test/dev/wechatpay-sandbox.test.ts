@@ -509,6 +509,183 @@ describe("notifications", () => {
   });
 });
 
+describe("refunds", () => {
+  let receiver: Server;
+  let receiverUrl: string;
+  const received: { headers: IncomingHttpHeaders; body: string }[] = [];
+  beforeAll(async () => {
+    receiver = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        received.push({ headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/notify`;
+  });
+  afterAll(() => new Promise<void>((r) => receiver.close(() => r())));
+
+  // The plugin verifies each answer's signature with the key Wechatpay-Serial names.
+  const refundQuery = (c: Wechatpay, outRefundNo: string) =>
+    c.chain("v3/refund/domestic/refunds/{out_refund_no}").get({ out_refund_no: outRefundNo });
+
+  it("answers the refund query, PROCESSING then SUCCESS, verified by the official client", async () => {
+    const id = no("refund");
+    sandbox.createTrade(id, { total: 1999 });
+    sandbox.pay(id);
+    const refundNo = no("rf");
+    const made = sandbox.createRefund(id, refundNo, { refund: 500 });
+    expect(made).toMatchObject({ outRefundNo: refundNo, status: "PROCESSING", refund: 500 });
+    // A refund moves the order to REFUND, as at WeChat Pay.
+    expect(sandbox.trade(id)?.state).toBe("REFUND");
+    const processing = await refundQuery(wx, refundNo);
+    expect(processing.status).toBe(200);
+    expect(processing.data).toMatchObject({
+      out_refund_no: refundNo,
+      out_trade_no: id,
+      transaction_id: sandbox.trade(id)?.transactionId,
+      refund_id: made.refundId,
+      status: "PROCESSING",
+      amount: { total: 1999, refund: 500, currency: "CNY" },
+      create_time: expect.stringMatching(/\+08:00$/),
+    });
+    expect(processing.data.success_time).toBeUndefined();
+    expect(last()).toMatchObject({
+      method: "GET",
+      path: `/v3/refund/domestic/refunds/${refundNo}`,
+      verified: true,
+      status: 200,
+    });
+    sandbox.setRefundStatus(refundNo, "SUCCESS");
+    const done = await refundQuery(wx, refundNo);
+    expect(done.data).toMatchObject({
+      status: "SUCCESS",
+      success_time: expect.stringMatching(/\+08:00$/),
+    });
+  });
+
+  it("closes or fails a refund, refuses to refund an unpaid order or more than is left, and answers 404 RESOURCE_NOT_EXISTS", async () => {
+    const id = no("refund2");
+    sandbox.createTrade(id, { total: 100 });
+    expect(() => sandbox.createRefund(id, no("rf"))).toThrow(/only a paid order/);
+    sandbox.pay(id);
+    const closed = no("rf");
+    sandbox.createRefund(id, closed, { refund: 60 });
+    expect(() => sandbox.createRefund(id, no("rf"), { refund: 41 })).toThrow(/1-40 fen/);
+    sandbox.setRefundStatus(closed, "CLOSED");
+    expect((await refundQuery(wx, closed)).data.status).toBe("CLOSED");
+    // A closed refund gives its amount back: all of the order may be refunded again.
+    const abnormal = no("rf");
+    expect(sandbox.createRefund(id, abnormal).refund).toBe(100);
+    sandbox.setRefundStatus(abnormal, "ABNORMAL");
+    expect((await refundQuery(wx, abnormal)).data.status).toBe("ABNORMAL");
+    // An abnormal refund may still succeed (the merchant retries it to another account).
+    expect(sandbox.setRefundStatus(abnormal, "SUCCESS").status).toBe("SUCCESS");
+    expect(() => sandbox.setRefundStatus(abnormal, "CLOSED")).toThrow(/SUCCESS already/);
+    const missing = await failure(refundQuery(wx, no("ghost")));
+    expect(missing.response?.status).toBe(404);
+    expect(missing.response?.data).toMatchObject({ code: "RESOURCE_NOT_EXISTS" });
+  });
+
+  it("faults apply to refund queries: 5xx, then badSignature refused by the client", async () => {
+    const id = no("refund3");
+    sandbox.createTrade(id);
+    sandbox.pay(id);
+    const refundNo = no("rf");
+    sandbox.createRefund(id, refundNo);
+    sandbox.inject("5xx");
+    expect((await failure(refundQuery(wx, refundNo))).response?.status).toBe(500);
+    sandbox.inject("badSignature");
+    await expect(refundQuery(wx, refundNo)).rejects.toThrow();
+    expect((await refundQuery(wx, refundNo)).status).toBe(200);
+  });
+
+  it("posts REFUND.SUCCESS, REFUND.CLOSED and REFUND.ABNORMAL, signed, the resource encrypted with the APIv3 key", async () => {
+    const id = no("refund4");
+    sandbox.createTrade(id, { total: 300 });
+    sandbox.pay(id);
+    const cases = [
+      ["SUCCESS", "退款成功"],
+      ["CLOSED", "退款关闭"],
+      ["ABNORMAL", "退款异常"],
+    ] as const;
+    for (const [status, summary] of cases) {
+      const refundNo = no("rf");
+      sandbox.createRefund(id, refundNo, { refund: 100 });
+      await expect(sandbox.notifyRefund(refundNo, receiverUrl)).rejects.toThrow(/PROCESSING/);
+      sandbox.setRefundStatus(refundNo, status);
+      expect(await sandbox.notifyRefund(refundNo, receiverUrl)).toEqual({ status: 204, text: "" });
+      const note = received.at(-1);
+      if (!note) throw new Error("nothing received");
+      const verified = Rsa.verify(
+        Formatter.response(
+          note.headers["wechatpay-timestamp"] as string,
+          note.headers["wechatpay-nonce"] as string,
+          note.body,
+        ),
+        note.headers["wechatpay-signature"] as string,
+        Rsa.from(account.platformPublicKey, Rsa.KEY_TYPE_PUBLIC),
+      );
+      expect(verified).toBe(true);
+      const event = JSON.parse(note.body);
+      expect(event).toMatchObject({
+        event_type: `REFUND.${status}`,
+        summary,
+        resource_type: "encrypt-resource",
+        resource: { original_type: "refund", associated_data: "refund" },
+      });
+      const { ciphertext, nonce, associated_data } = event.resource;
+      const plain = JSON.parse(
+        Aes.AesGcm.decrypt(ciphertext, account.apiV3Key, nonce, associated_data),
+      );
+      expect(plain).toMatchObject({
+        mchid: account.mchid,
+        out_trade_no: id,
+        transaction_id: sandbox.trade(id)?.transactionId,
+        out_refund_no: refundNo,
+        refund_id: sandbox.getRefund(refundNo)?.refundId,
+        refund_status: status,
+        amount: { total: 300, refund: 100, payer_total: 300, payer_refund: 100 },
+      });
+      expect(plain.success_time !== undefined).toBe(status === "SUCCESS");
+    }
+  });
+
+  it("control API: create, read, succeed, close, abnormal, notify (a resend keeps its id)", async () => {
+    const call = async (path: string, body?: unknown, method = "POST") => {
+      const res = await fetch(`${sandbox.url}/__sandbox${path}`, {
+        method,
+        headers: { "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+    };
+    const id = no("refund5");
+    sandbox.createTrade(id, { total: 900 });
+    sandbox.pay(id);
+    const [a, b, c] = [no("rf"), no("rf"), no("rf")];
+    expect(await call(`/trades/${id}/refunds`, { outRefundNo: a, amount: 300 })).toMatchObject({
+      status: 201,
+      json: { outRefundNo: a, refund: 300, total: 900, status: "PROCESSING" },
+    });
+    expect((await call(`/trades/${id}/refunds`, { outRefundNo: a })).status).toBe(409);
+    expect((await call(`/trades/${id}/refunds`, {})).status).toBe(400);
+    await call(`/trades/${id}/refunds`, { outRefundNo: b, amount: 300 });
+    await call(`/trades/${id}/refunds`, { outRefundNo: c, amount: 300 });
+    expect((await call(`/refunds/${a}`, undefined, "GET")).json.status).toBe("PROCESSING");
+    expect((await call(`/refunds/${a}/notify`, { url: receiverUrl })).status).toBe(409);
+    expect((await call(`/refunds/${a}/succeed`)).json.status).toBe("SUCCESS");
+    expect((await call(`/refunds/${b}/close`)).json.status).toBe("CLOSED");
+    expect((await call(`/refunds/${c}/abnormal`)).json.status).toBe("ABNORMAL");
+    const sent = await call(`/refunds/${a}/notify`, { url: receiverUrl, eventId: "evt-1" });
+    expect(sent.json).toEqual({ status: 204, text: "" });
+    expect(JSON.parse(received.at(-1)?.body ?? "{}").id).toBe("evt-1");
+    expect((await call(`/refunds/${no("ghost")}`, undefined, "GET")).status).toBe(404);
+  });
+});
+
 describe("certificate mode", () => {
   let certSandbox: WechatPaySandbox;
   let certAccount: CertificateAccount;
