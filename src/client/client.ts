@@ -237,16 +237,16 @@ export class DelayqClient {
 
   /**
    * A page of topics by name with their stats (`GET /v1/topics`); only the topics the token
-   * may act on. Pass `cursor` back as `after` for the next page.
+   * may act on. Pass `cursor` back as `cursor` for the next page, while `hasMore`.
    */
   async topics(options: TopicsOptions = {}): Promise<TopicPage> {
     const answer = await this.call({
       method: "GET",
       path: "/v1/topics",
-      query: { after: options.after, limit: options.limit },
+      query: { cursor: options.cursor ?? options.after, limit: options.limit },
     });
     expectField(answer, "topics", "array");
-    return answer.data as TopicPage;
+    return withHasMore(answer.data as TopicPage);
   }
 
   /** A topic's counts per state, earliest due time and config (`GET /v1/topics/{topic}`). */
@@ -261,7 +261,7 @@ export class DelayqClient {
 
   /**
    * A page of a topic's jobs in one state (`GET /v1/topics/{topic}/jobs`). Pass `cursor` back
-   * for the next page.
+   * for the next page, while `hasMore`.
    */
   async listJobs(topic: string, options: ListJobsOptions): Promise<JobPage> {
     const answer = await this.call({
@@ -270,7 +270,7 @@ export class DelayqClient {
       query: { state: options.state, cursor: options.cursor, limit: options.limit },
     });
     expectField(answer, "jobs", "array");
-    return answer.data as JobPage;
+    return withHasMore(answer.data as JobPage);
   }
 
   /**
@@ -416,4 +416,12 @@ function finishItems(jobs: readonly { id: string; receipt?: string }[]) {
   return jobs.map((job) =>
     "state" in job && typeof job.receipt === "string" ? { id: job.id, receipt: job.receipt } : job,
   );
+}
+
+/**
+ * The page with its `hasMore`. A server older than the field sends none: it is read from the
+ * `cursor` then, the same fact (a cursor comes only with a next page).
+ */
+function withHasMore<T extends { cursor?: string; hasMore: boolean }>(page: T): T {
+  return typeof page.hasMore === "boolean" ? page : { ...page, hasMore: page.cursor !== undefined };
 }

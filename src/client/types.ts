@@ -111,6 +111,8 @@ export type TopicsOptions = {
    * The `cursor` of the previous page. A token not limited to topics may also give a name (the
    * topics after it); a limited token only the cursors it was given.
    */
+  cursor?: string;
+  /** @deprecated The former name of `cursor`; give one of the two. */
   after?: string;
   /** Topics per page, 1 to 100. @default 100 */
   limit?: number;

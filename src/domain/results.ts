@@ -11,11 +11,17 @@ export type BatchItemResult = AddResult | { error: { code: ErrorCode; message: s
 /** One item of a batch finish: finished (or finished already), or why not. */
 export type FinishItemResult = { finished: true } | { error: { code: ErrorCode; message: string } };
 
-/** A page of jobs; pass `cursor` back for the next page (absent on the last). */
-export type JobPage = { jobs: Job[]; cursor?: string };
+/**
+ * A page of jobs; pass `cursor` back for the next page. `hasMore` is whether there is one: a
+ * `cursor` comes with it, and neither on the last page.
+ */
+export type JobPage = { jobs: Job[]; cursor?: string; hasMore: boolean };
 
-/** A page of topics; pass `cursor` back as `after` for the next page (absent on the last). */
-export type TopicPage = { topics: TopicStats[]; cursor?: string };
+/**
+ * A page of topics; pass `cursor` back for the next page (the library's `after`, the API's
+ * `cursor`). `hasMore` is whether there is one: a `cursor` comes with it, and neither on the last.
+ */
+export type TopicPage = { topics: TopicStats[]; cursor?: string; hasMore: boolean };
 
 /** One slice of the scheduler's drain. */
 export type TickSlice = {

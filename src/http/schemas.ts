@@ -130,13 +130,22 @@ export const FinishBatchResult = z
   .object({ results: FinishResults })
   .meta({ id: "FinishBatchResult" });
 export const JobBody = z.object({ job: Job }).meta({ id: "JobResponse" });
+/** Whether a list answer has a next page, the same on every list. */
+const hasMore = (what: string) =>
+  z.boolean().meta({
+    description:
+      `true: there are more ${what}; ask again with \`cursor\` (a next page may hold fewer ` +
+      "than `limit`, even none). false on the last page, which has no `cursor`.",
+  });
+
 export const JobList = z
   .object({
     jobs: z.array(Job).meta({ description: "The page's jobs." }),
     cursor: z.string().optional().meta({
-      description: "Pass as cursor for the next page; absent on the last page.",
+      description: "Pass as `cursor` for the next page; absent on the last page.",
       example: "z1800000030000:order-1042",
     }),
+    hasMore: hasMore("jobs"),
   })
   .meta({ id: "JobList" });
 export const TopicStats = domain.TopicStats.meta({
@@ -152,9 +161,10 @@ export const TopicList = z
   .object({
     topics: z.array(TopicStats).meta({ description: "The page's topics, by name." }),
     cursor: z.string().optional().meta({
-      description: "Pass as `after` for the next page; absent on the last page.",
+      description: "Pass as `cursor` for the next page; absent on the last page.",
       example: "payments",
     }),
+    hasMore: hasMore("topics"),
   })
   .meta({ id: "TopicList" });
 export const TopicConfig = domain.TopicConfig.meta({
@@ -208,20 +218,30 @@ export const ListQuery = z.object({
     }),
   limit: whole("limit", domain.MAX_PAGE, "Jobs per page (default 100)."),
 });
-export const TopicsQuery = z.object({
-  after: z
+/** Where a page of topics starts: a topic name or a sealed cursor. */
+const topicCursor = () =>
+  z
     .string()
     .regex(
       /^(~[A-Za-z0-9_-]{1,300}|[A-Za-z0-9_.:-]{1,100})$/,
       "must be a topic name or the previous page's cursor",
     )
-    .optional()
-    .meta({
-      param: { name: "after", in: "query" },
-      description:
-        "The previous page's `cursor`. A token not limited to topics may also give any name (its " +
-        "cursors are names); a limited token's cursors are sealed (`~…`), and it may give only those.",
-    }),
+    .optional();
+
+export const TopicsQuery = z.object({
+  cursor: topicCursor().meta({
+    param: { name: "cursor", in: "query" },
+    description:
+      "The previous page's `cursor`, as it was returned; none for the first page. A token not " +
+      "limited to topics may also give any name, to list the topics after it (its cursors are " +
+      "names); a limited token's cursors are sealed (`~…`), and it may give only those.",
+    example: "payments",
+  }),
+  after: topicCursor().meta({
+    param: { name: "after", in: "query", deprecated: true },
+    description: "The former name of `cursor`, still accepted; give one of the two.",
+    example: "payments",
+  }),
   limit: whole("limit", 100, "Topics per page (default 100)."),
 });
 export const PurgeQuery = z.object({

@@ -30,7 +30,7 @@ const encoder = new TextEncoder();
 export type CursorKind = "topic" | "watch";
 const KIND_MARK: Record<CursorKind, string> = { topic: "t", watch: "w" };
 /** The query parameter that carries each kind, for messages. */
-const KIND_FIELD: Record<CursorKind, string> = { topic: "after", watch: "cursor" };
+const KIND_FIELD: Record<CursorKind, string> = { topic: "cursor", watch: "cursor" };
 
 export type TopicCursors = {
   seal(value: string, kind?: CursorKind): Promise<string>;

@@ -28,5 +28,7 @@ export async function readJobPage(
   const now = shared.clock();
   const page = await shared.scripts.run("list", now, [topic, state, cursor ?? "", limit]);
   const jobs = page.records.map((raw) => decodeRecord(raw, now, shared.rawBodies));
-  return page.cursor === undefined ? { jobs } : { jobs, cursor: page.cursor };
+  return page.cursor === undefined
+    ? { jobs, hasMore: false }
+    : { jobs, cursor: page.cursor, hasMore: true };
 }

@@ -69,7 +69,9 @@ export async function readTopicPage(
     ...bounds,
   ]);
   const topics = page.topics.map((row) => toStats(row));
-  return page.more && page.last ? { topics, cursor: page.last } : { topics };
+  return page.more && page.last
+    ? { topics, cursor: page.last, hasMore: true }
+    : { topics, hasMore: false };
 }
 
 function toStats(row: TopicRow): TopicStats {

@@ -244,7 +244,7 @@ describe("happy paths", () => {
     });
   });
 
-  it("topics pages by name; the cursor goes back as after", async () => {
+  it("topics pages by name; the cursor goes back as cursor (after, its former name, too)", async () => {
     const { client, sent } = setup();
     await client.add({ topic: "a-1" });
     await client.add({ topic: "a-2" });
@@ -259,16 +259,22 @@ describe("happy paths", () => {
         },
       ],
       cursor: "a-1",
+      hasMore: true,
     });
-    const second = await client.topics({ after: first.cursor, limit: 1 });
+    const second = await client.topics({ cursor: first.cursor, limit: 1 });
     expect(second.topics.map((s) => s.topic)).toEqual(["a-2"]);
+    expect(second.hasMore).toBe(false);
     const all = await client.topics();
     expect(all.topics.map((s) => s.topic)).toEqual(["a-1", "a-2"]);
     expect(all.cursor).toBeUndefined();
-    expect(sent.slice(-3).map((s) => s.url)).toEqual([
+    expect(all.hasMore).toBe(false);
+    const deprecated = await client.topics({ after: first.cursor, limit: 1 });
+    expect(deprecated.topics.map((s) => s.topic)).toEqual(["a-2"]);
+    expect(sent.slice(-4).map((s) => s.url)).toEqual([
       `${BASE}/v1/topics?limit=1`,
-      `${BASE}/v1/topics?after=a-1&limit=1`,
+      `${BASE}/v1/topics?cursor=a-1&limit=1`,
       `${BASE}/v1/topics`,
+      `${BASE}/v1/topics?cursor=a-1&limit=1`,
     ]);
   });
 
@@ -279,6 +285,7 @@ describe("happy paths", () => {
     const first = await client.listJobs("list", { state: "ready", limit: 2 });
     expect(first.jobs).toHaveLength(2);
     expect(first.cursor).toEqual(expect.any(String));
+    expect(first.hasMore).toBe(true);
     const second = await client.listJobs("list", {
       state: "ready",
       limit: 2,
@@ -286,8 +293,12 @@ describe("happy paths", () => {
     });
     expect([...first.jobs, ...second.jobs].map((j) => j.id).sort()).toEqual(["j-1", "j-2", "j-3"]);
     expect(second.cursor).toBeUndefined();
+    expect(second.hasMore).toBe(false);
     const delayed = await client.listJobs("list", { state: "delayed" });
-    expect(delayed).toEqual({ jobs: [expect.objectContaining({ id: "j-4", state: "delayed" })] });
+    expect(delayed).toEqual({
+      jobs: [expect.objectContaining({ id: "j-4", state: "delayed" })],
+      hasMore: false,
+    });
   });
 
   it("configureTopic stores the config with defaults filled in, and it takes effect", async () => {

@@ -66,12 +66,14 @@ describe("dead letter routes", () => {
     // A keyset cursor: the score (time of death) and id of the page's last job.
     const last = page.json.jobs[1];
     expect(page.json.cursor).toBe(`z${last.endedAt}:${last.id}`);
+    expect(page.json.hasMore).toBe(true);
     const next = await call(
       "GET",
       `/v1/topics/t/jobs?state=dead&limit=2&cursor=${page.json.cursor}`,
     );
     expect(next.json.jobs).toHaveLength(1);
     expect(next.json.cursor).toBeUndefined();
+    expect(next.json.hasMore).toBe(false);
 
     expect((await call("POST", "/v1/topics/t/kick", { body: { ids: ["b"] } })).json).toEqual({
       kicked: 1,
@@ -128,13 +130,27 @@ describe("topics", () => {
     expect((await call("POST", "/v1/topics/t/pop")).json.jobs).toHaveLength(1);
   });
 
-  it("lists topics by name in pages", async () => {
+  it("lists topics by name in pages: cursor back as cursor, hasMore on each page", async () => {
     const { call } = testApp();
     for (const topic of ["c", "a", "b"]) await call("POST", "/v1/jobs", { body: { topic } });
+    const names = (res: { json: { topics: { topic: string }[] } }) =>
+      res.json.topics.map((t) => t.topic);
     const first = await call("GET", "/v1/topics?limit=2");
-    expect(first.json.topics.map((t: { topic: string }) => t.topic)).toEqual(["a", "b"]);
-    const rest = await call("GET", `/v1/topics?limit=2&after=${first.json.cursor}`);
-    expect(rest.json.topics.map((t: { topic: string }) => t.topic)).toEqual(["c"]);
+    expect(names(first)).toEqual(["a", "b"]);
+    expect(first.json).toMatchObject({ cursor: "b", hasMore: true });
+    const rest = await call("GET", `/v1/topics?limit=2&cursor=${first.json.cursor}`);
+    expect(names(rest)).toEqual(["c"]);
+    expect(rest.json.hasMore).toBe(false);
+    expect(rest.json.cursor).toBeUndefined();
+    // after, the parameter's former name, is still accepted; both at once are refused.
+    const old = await call("GET", `/v1/topics?limit=2&after=${first.json.cursor}`);
+    expect(old.json).toEqual(rest.json);
+    const both = await call("GET", "/v1/topics?cursor=a&after=a");
+    expect(both.status).toBe(400);
+    expect(both.json.error).toMatchObject({
+      code: "invalid_request",
+      message: expect.stringContaining("cursor and after"),
+    });
   });
 
   it("answers 400 for an invalid config", async () => {

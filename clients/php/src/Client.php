@@ -30,8 +30,8 @@ namespace Delayq;
  * @phpstan-type PushConfig array{url: string, via?: 'direct'|'qstash', secret?: string, timeout?: int, failureUrl?: string, headers?: array<string, string>}
  * @phpstan-type TopicConfig array{ttr?: int, maxAttempts?: int, backoff?: Backoff, paused?: bool, push?: PushConfig|null}
  * @phpstan-type TopicStats array{topic: string, counts: array{delayed: int, ready: int, reserved: int, dead: int}, oldestDueAt?: int, config: TopicConfig}
- * @phpstan-type TopicPage array{topics: list<TopicStats>, cursor?: string}
- * @phpstan-type JobPage array{jobs: list<Job>, cursor?: string}
+ * @phpstan-type TopicPage array{topics: list<TopicStats>, cursor?: string, hasMore: bool}
+ * @phpstan-type JobPage array{jobs: list<Job>, cursor?: string, hasMore: bool}
  * @phpstan-type Command array{command: 'add'|'pop'|'finish'|'delete'|'get'|'touch'|'release'|'bury', topic?: string, id?: string, receipt?: string, delay?: int|float, runAt?: int|string, TTR?: int, ttr?: int, body?: mixed, wait?: int|float, maxAttempts?: int, backoff?: Backoff, deadline?: int|string, replace?: bool}
  * @phpstan-type CommandResult array{success: bool, error: string, id?: string, value?: mixed, receipt?: string}
  * @phpstan-type Health array{status: 'ok'|'degraded', redis: 'ok'|'unreachable', message?: string}
@@ -413,16 +413,18 @@ final class Client
 
     /**
      * A page of topics by name with their stats (`GET /v1/topics`); only the topics the token
-     * may act on. Pass `cursor` back as `$after` for the next page.
+     * may act on. Pass `cursor` back as `$cursor` for the next page, while `hasMore`. A token not
+     * limited to topics may also give a name (the topics after it). `$after` is `$cursor`'s
+     * former name, still accepted.
      *
      * @return TopicPage
      */
-    public function topics(?string $after = null, ?int $limit = null): array
+    public function topics(?string $cursor = null, ?int $limit = null, ?string $after = null): array
     {
-        $answer = $this->call('GET', '/v1/topics', query: ['after' => $after, 'limit' => $limit]);
+        $answer = $this->call('GET', '/v1/topics', query: ['cursor' => $cursor ?? $after, 'limit' => $limit]);
         self::expect($answer, 'topics', 'list');
         /** @var TopicPage */
-        return $answer->data;
+        return self::withHasMore($answer->data);
     }
 
     /**
@@ -440,7 +442,7 @@ final class Client
 
     /**
      * A page of a topic's jobs in one state: `delayed`, `ready`, `reserved` or `dead`
-     * (`GET /v1/topics/{topic}/jobs`). Pass `cursor` back for the next page.
+     * (`GET /v1/topics/{topic}/jobs`). Pass `cursor` back for the next page, while `hasMore`.
      *
      * @param 'delayed'|'ready'|'reserved'|'dead' $state
      * @return JobPage
@@ -454,7 +456,7 @@ final class Client
         );
         self::expect($answer, 'jobs', 'list');
         /** @var JobPage */
-        return $answer->data;
+        return self::withHasMore($answer->data);
     }
 
     /**
@@ -703,6 +705,21 @@ final class Client
             throw self::invalidResponse($answer, ($kind === 'array' ? 'an object' : "a {$kind}") . " \"{$key}\"");
         }
         return $value;
+    }
+
+    /**
+     * The page with its `hasMore`. A server older than the field sends none: it is read from the
+     * `cursor` then, the same fact (a cursor comes only with a next page).
+     *
+     * @param array<string, mixed> $page
+     * @return array<string, mixed>
+     */
+    private static function withHasMore(array $page): array
+    {
+        if (!is_bool($page['hasMore'] ?? null)) {
+            $page['hasMore'] = isset($page['cursor']);
+        }
+        return $page;
     }
 
     private static function invalidResponse(Answer $answer, string $wanted): DelayqException

@@ -400,8 +400,9 @@ final class JobsTest extends ServiceTestCase
             self::assertLessThanOrEqual(2, count($page['jobs']));
             $seen = array_merge($seen, self::ids($page['jobs']));
             $cursor = $page['cursor'] ?? null;
+            self::assertSame($cursor !== null, $page['hasMore']);
             $pages++;
-        } while ($cursor !== null && $pages < 10);
+        } while ($page['hasMore'] && $pages < 10);
         self::assertSame(array_map(self::uid(...), ['l0', 'l1', 'l2', 'l3', 'l4']), $seen);
         self::assertSame(3, $pages);
         self::assertSame([], $dq->listJobs($topic, 'reserved')['jobs']);

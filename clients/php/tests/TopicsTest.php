@@ -44,12 +44,15 @@ final class TopicsTest extends ServiceTestCase
             $dq->add(['topic' => $name, 'delay' => 60]);
         }
         // Start just before our names: "-" sorts before "-a".
-        $page = $dq->topics(after: "{$prefix}-", limit: 2);
+        $page = $dq->topics(cursor: "{$prefix}-", limit: 2);
         self::assertSame([$names[0], $names[1]], array_column($page['topics'], 'topic'));
         self::assertSame(1, $page['topics'][0]['counts']['delayed']);
         self::assertArrayHasKey('cursor', $page);
-        $next = $dq->topics(after: $page['cursor'], limit: 2);
+        self::assertTrue($page['hasMore']);
+        $next = $dq->topics(cursor: $page['cursor'], limit: 2);
         self::assertSame($names[2], $next['topics'][0]['topic']);
+        // `after`, the parameter's former name, still pages.
+        self::assertSame($names[2], $dq->topics(after: $page['cursor'], limit: 2)['topics'][0]['topic']);
         $all = $dq->topics();
         self::assertContains($names[1], array_column($all['topics'], 'topic'));
     }

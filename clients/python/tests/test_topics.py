@@ -51,17 +51,20 @@ def test_topics_pages_by_name(dq: delayq.Client, new_topic: Callable[[str], str]
     for name in names:
         dq.add(name, None)
     seen: List[str] = []
-    page = dq.topics(after=f"{base}.", limit=2)
+    page = dq.topics(cursor=f"{base}.", limit=2)
     assert len(page["topics"]) == 2
     while True:
         seen += [t["topic"] for t in page["topics"] if t["topic"].startswith(base)]
+        assert page["hasMore"] == ("cursor" in page)
         cursor = page.get("cursor")
         if cursor is None or not page["topics"][-1]["topic"].startswith(base):
             break
-        page = dq.topics(after=cursor, limit=2)
+        page = dq.topics(cursor=cursor, limit=2)
     assert seen == names
-    first = dq.topics(after=f"{base}.", limit=1)["topics"][0]
+    first = dq.topics(cursor=f"{base}.", limit=1)["topics"][0]
     assert first["counts"]["ready"] == 1
+    # `after`, the parameter's former name, still pages.
+    assert dq.topics(after=f"{base}.", limit=1)["topics"][0]["topic"] == names[0]
 
 
 def test_list_jobs_pages_through_a_state(dq: delayq.Client, topic: str) -> None:
@@ -70,7 +73,7 @@ def test_list_jobs_pages_through_a_state(dq: delayq.Client, topic: str) -> None:
     seen: List[str] = []
     page = dq.list_jobs(topic, "delayed", limit=2)
     pages = 1
-    while "cursor" in page:
+    while page["hasMore"]:
         seen += [j["id"] for j in page["jobs"]]
         page = dq.list_jobs(topic, "delayed", cursor=page["cursor"], limit=2)
         pages += 1
@@ -80,3 +83,4 @@ def test_list_jobs_pages_through_a_state(dq: delayq.Client, topic: str) -> None:
     ready = dq.list_jobs(topic, "ready")
     assert [j["body"] for j in ready["jobs"]] == ["ready one"]
     assert "cursor" not in ready
+    assert ready["hasMore"] is False

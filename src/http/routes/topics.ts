@@ -1,5 +1,6 @@
 // Routes on topics: pop (long-poll), kick, stats, paging jobs by state, config, dead-letter purge.
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import { DelayqError } from "../../domain/errors";
 import type { AppEnv } from "../context";
 import { jsonBody } from "../json";
 import { documentedRoute } from "../route";
@@ -116,12 +117,24 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
       tags,
       security: SECURED,
       summary: "List topics with their counts, by name",
-      description: "Pages of up to `limit` (100) topics; pass `cursor` back as `after`.",
+      description:
+        "Pages of up to `limit` (100) topics; pass `cursor` back as `cursor` while `hasMore`. " +
+        "`after`, its former name, is still accepted.",
       request: { query: TopicsQuery },
       responses: { 200: json(TopicList, "A page of topics"), ...errors() },
     }),
     async (c) => {
-      const page = await readTopics(c.get("queue"), options.cursors, c.req.valid("query"));
+      const { cursor, after, limit } = c.req.valid("query");
+      if (cursor !== undefined && after !== undefined) {
+        throw new DelayqError(
+          "invalid_request",
+          "cursor and after are one parameter (after is its former name): give one",
+        );
+      }
+      const page = await readTopics(c.get("queue"), options.cursors, {
+        after: cursor ?? after,
+        limit,
+      });
       return c.json({ ...page, topics: page.topics.map(maskStats) }, 200);
     },
   );
@@ -148,6 +161,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
       tags,
       security: SECURED,
       summary: "Page through a topic's jobs in one state (delayed, ready, reserved, dead)",
+      description: "Pages of up to `limit` jobs; pass `cursor` back as `cursor` while `hasMore`.",
       request: { params: TopicParam, query: ListQuery },
       responses: { 200: json(JobList, "A page of jobs"), ...errors(403) },
     }),

@@ -316,12 +316,21 @@ class Client:
 
     # Topics
 
-    def topics(self, *, after: Optional[str] = None, limit: Optional[int] = None) -> TopicPage:
+    def topics(
+        self,
+        *,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+        after: Optional[str] = None,
+    ) -> TopicPage:
         """A page of topics by name with their stats (``GET /v1/topics``), only those the token
-        may act on. Pass ``cursor`` back as ``after`` for the next page."""
-        answer = self._call("GET", "/v1/topics", query={"after": after, "limit": limit})
+        may act on. Pass ``cursor`` back as ``cursor`` for the next page, while ``hasMore``. A
+        token not limited to topics may also give a name as ``cursor`` (the topics after it).
+        ``after`` is ``cursor``'s former name, still accepted."""
+        start = cursor if cursor is not None else after
+        answer = self._call("GET", "/v1/topics", query={"cursor": start, "limit": limit})
         _expect(answer, "topics", list)
-        return cast(TopicPage, answer.data)
+        return cast(TopicPage, _with_has_more(answer.data))
 
     def topic(self, topic: str) -> TopicStats:
         """A topic's counts per state, earliest due time and config (``GET /v1/topics/{t}``)."""
@@ -338,14 +347,15 @@ class Client:
         limit: Optional[int] = None,
     ) -> JobPage:
         """A page of a topic's jobs in one state (``GET /v1/topics/{topic}/jobs``): ``delayed``,
-        ``ready``, ``reserved`` or ``dead``. Pass ``cursor`` back for the next page."""
+        ``ready``, ``reserved`` or ``dead``. Pass ``cursor`` back for the next page, while
+        ``hasMore``."""
         answer = self._call(
             "GET",
             f"/v1/topics/{_segment(topic, 'topic')}/jobs",
             query={"state": state, "cursor": cursor, "limit": limit},
         )
         _expect(answer, "jobs", list)
-        return cast(JobPage, answer.data)
+        return cast(JobPage, _with_has_more(answer.data))
 
     def configure_topic(self, topic: str, config: TopicConfigInput) -> TopicConfig:
         """Replaces a topic's whole config (``PUT /v1/topics/{topic}``), e.g. ``{"ttr": 30,
@@ -546,6 +556,15 @@ def _expect(answer: Answer, key: str, kind: type) -> Any:
     if not ok:
         raise _invalid_response(answer, f'a {kind.__name__} "{key}"')
     return value
+
+
+def _with_has_more(data: Any) -> Any:
+    """The page with its ``hasMore``. A server older than the field sends none: it is read from
+    the ``cursor`` then, the same fact (a cursor comes only with a next page)."""
+    page = cast(Dict[str, Any], data)
+    if not isinstance(page.get("hasMore"), bool):
+        page["hasMore"] = "cursor" in page
+    return page
 
 
 def _invalid_response(answer: Answer, wanted: str) -> DelayqError:

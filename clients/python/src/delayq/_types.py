@@ -139,10 +139,12 @@ class PopResult(TypedDict):
 
 class _JobPageBase(TypedDict):
     jobs: List[Job]
+    hasMore: bool
 
 
 class JobPage(_JobPageBase, total=False):
-    """A page of jobs; pass ``cursor`` back for the next page (absent on the last)."""
+    """A page of jobs; pass ``cursor`` back for the next page while ``hasMore`` (on the last
+    page ``hasMore`` is false and there is no ``cursor``)."""
 
     cursor: str
 
@@ -212,10 +214,12 @@ class TopicStats(_TopicStatsBase, total=False):
 
 class _TopicPageBase(TypedDict):
     topics: List[TopicStats]
+    hasMore: bool
 
 
 class TopicPage(_TopicPageBase, total=False):
-    """A page of topics; pass ``cursor`` back as ``after`` for the next page."""
+    """A page of topics; pass ``cursor`` back as ``cursor`` for the next page while ``hasMore``
+    (on the last page ``hasMore`` is false and there is no ``cursor``)."""
 
     cursor: str
 
