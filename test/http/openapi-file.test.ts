@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { OPENAPI_FILE, openApiText } from "../../dev/write-openapi";
+import { DelayqClient } from "../../src/client/client";
 import { testApp } from "../support/app";
 
 type Schema = {
@@ -13,7 +14,56 @@ type Schema = {
   items?: Schema;
   [key: string]: unknown;
 };
-type Doc = { paths: Record<string, unknown>; components: { schemas: Record<string, Schema> } };
+type Doc = {
+  paths: Record<string, unknown>;
+  components: { schemas: Record<string, Schema> };
+  tags?: { name: string; description?: string }[];
+  servers?: { url: string; description?: string; variables?: Record<string, unknown> }[];
+};
+type Operation = { operationId?: string; tags?: string[]; summary?: string };
+
+/** Every operation of the document: method, path and the operation object. */
+function operationsOf(doc: Doc): { where: string; op: Operation }[] {
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item as Record<string, Operation>).map(([method, op]) => ({
+      where: `${method.toUpperCase()} ${path}`,
+      op,
+    })),
+  );
+}
+
+/**
+ * The TS client's methods and the operation each calls: an SDK generated from the document
+ * names its methods by operationId, so those match the client's names, a bare verb on a job
+ * taking the noun (`add` → addJob, `get` → getJob, `topics` → listTopics).
+ */
+const CLIENT_OPERATIONS: Record<string, string> = {
+  add: "addJob",
+  addBatch: "addBatch",
+  get: "getJob",
+  delete: "deleteJob",
+  pop: "pop",
+  finishAndPop: "pop",
+  finish: "finishJob",
+  finishMany: "finishMany",
+  touch: "touchJob",
+  release: "releaseJob",
+  bury: "buryJob",
+  kick: "kick",
+  deleteDead: "deleteDead",
+  topics: "listTopics",
+  topic: "getTopic",
+  listJobs: "listJobs",
+  configureTopic: "configureTopic",
+  updateTopic: "updateTopic",
+  watchPayment: "watchPayment",
+  getPayment: "getPayment",
+  stopPayment: "stopPayment",
+  command: "runCommand",
+  health: "getHealth",
+};
+/** The client's methods that call no one operation: `work` loops over pop and finish. */
+const CLIENT_HELPERS = new Set(["constructor", "work", "call", "verb"]);
 
 /**
  * A property: where it sits (for messages: `Job.dueAt`, `POST /v1/jobs/{id}/finish.finished`),
@@ -125,6 +175,69 @@ describe("openapi.json", () => {
     expect(responses("/v1/qstash/callback", "post")).toContain("400"); // no id or receipt
     expect(responses("/v1/topics", "get")).toEqual(expect.arrayContaining(["400", "401"]));
     expect(responses("/v1/payments", "post")).toEqual(expect.arrayContaining(["409", "413"]));
+  });
+
+  it("names every operation with a unique camelCase operationId, a verb first", () => {
+    const ops = operationsOf(doc);
+    expect(ops.length).toBeGreaterThanOrEqual(27);
+    const missing = ops.filter(({ op }) => !op.operationId).map(({ where }) => where);
+    expect(missing, "add operationId to these routes").toEqual([]);
+    const ids = ops.map(({ op }) => op.operationId as string);
+    expect(
+      ids.filter((id, i) => ids.indexOf(id) !== i),
+      "operationIds used twice",
+    ).toEqual([]);
+    for (const id of ids) expect(id).toMatch(/^[a-z]+([A-Z][a-z]*)*$/);
+  });
+
+  it("names the operations the TS client calls after the client's methods", () => {
+    const ids = new Set(operationsOf(doc).map(({ op }) => op.operationId));
+    const methods = Object.getOwnPropertyNames(DelayqClient.prototype).filter(
+      (name) => !CLIENT_HELPERS.has(name),
+    );
+    expect(methods.sort()).toEqual(Object.keys(CLIENT_OPERATIONS).sort());
+    for (const [method, id] of Object.entries(CLIENT_OPERATIONS)) {
+      expect(ids, `DelayqClient.${method}`).toContain(id);
+    }
+    // Where the client's name is already a verb on its object, the id is that name.
+    for (const same of ["addBatch", "pop", "finishMany", "kick", "deleteDead", "listJobs"]) {
+      expect(CLIENT_OPERATIONS[same]).toBe(same);
+    }
+  });
+
+  it("describes every tag an operation uses, and uses every tag it describes", () => {
+    const used = new Set(operationsOf(doc).flatMap(({ op }) => op.tags ?? []));
+    const described = new Map((doc.tags ?? []).map((tag) => [tag.name, tag.description]));
+    for (const { where, op } of operationsOf(doc)) {
+      expect(op.tags?.length ?? 0, `${where} has no tag`).toBeGreaterThan(0);
+    }
+    for (const tag of used) expect(described.get(tag), `tag "${tag}"`).toMatch(/\w+ \w+/);
+    expect([...described.keys()].sort()).toEqual([...used].sort());
+  });
+
+  it("names the servers: a Workers deployment and the local one", () => {
+    const urls = (doc.servers ?? []).map((server) => server.url);
+    expect(urls).toEqual(["https://delayq.{subdomain}.workers.dev", "http://127.0.0.1:8787"]);
+    for (const server of doc.servers ?? []) expect(server.description).toBeTruthy();
+  });
+
+  it("documents the providers' notification routes and /metrics, served without the API's JSON", () => {
+    const op = (path: string, method: string) =>
+      (doc.paths[path] as Record<string, Operation & Record<string, unknown>> | undefined)?.[
+        method
+      ];
+    const alipay = op("/v1/notify/alipay/{account}", "post");
+    const wechatpay = op("/v1/notify/wechatpay/{account}", "post");
+    const metrics = op("/metrics", "get");
+    expect(alipay?.operationId).toBe("notifyAlipay");
+    expect(wechatpay?.operationId).toBe("notifyWechatpay");
+    expect(metrics?.operationId).toBe("getMetrics");
+    // The providers authenticate by their signatures: no bearer token.
+    expect(alipay?.security).toBeUndefined();
+    expect(wechatpay?.security).toBeUndefined();
+    expect(metrics?.security).toEqual([{ bearer: [] }]);
+    expect(JSON.stringify(alipay?.requestBody)).toContain("application/x-www-form-urlencoded");
+    expect(JSON.stringify(metrics?.responses)).toContain("text/plain; version=0.0.4");
   });
 
   it("describes every field of every schema", () => {

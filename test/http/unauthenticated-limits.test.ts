@@ -2,9 +2,11 @@
 // read no more of a body than such a request can be: 413 payload_too_large, from Content-Length
 // before anything is read, else as soon as a streamed body passes the limit, which is then not
 // read on. (A security pass pushed 1 GiB into /v1/notify/wechatpay and the process to 2.25 GB.)
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AlipaySandbox, startAlipaySandbox } from "../../dev/alipay-sandbox";
 import { startWechatPaySandbox, type WechatPaySandbox } from "../../dev/wechatpay-sandbox";
+import { OPENAPI_FILE } from "../../dev/write-openapi";
 import { MAX_NOTIFICATION_BYTES } from "../../src/http/routes/payments";
 import type { Service } from "../../src/service";
 import { bridgeService } from "../support/service";
@@ -90,5 +92,53 @@ describe("bodies of routes without a token", () => {
     });
     expect(res.status).toBe(400);
     expect(await res.text()).toBe("fail");
+  });
+});
+
+describe("the statuses these routes answer are the ones openapi.json lists", () => {
+  const doc = JSON.parse(readFileSync(OPENAPI_FILE, "utf8")) as {
+    paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+  };
+  const listed = (path: string, method: string) =>
+    Object.keys(doc.paths[path]?.[method]?.responses ?? {});
+  const send = (path: string, init: RequestInit = {}) =>
+    service.app.request(`http://delayq.test${path}`, { method: "POST", ...init });
+  const big = "x".repeat(MAX_NOTIFICATION_BYTES + 1);
+
+  it("POST /v1/notify/alipay/{account}", async () => {
+    const answered = [
+      (await send("/v1/notify/alipay/nobody", { body: "a=b" })).status,
+      (await send("/v1/notify/alipay/sandbox", { body: "out_trade_no=o-1&sign=x" })).status,
+      (await send("/v1/notify/alipay/sandbox", { body: big })).status,
+    ];
+    expect(answered).toEqual([404, 400, 413]);
+    expect(listed("/v1/notify/alipay/{account}", "post")).toEqual(
+      expect.arrayContaining(["200", ...answered.map(String)]),
+    );
+  });
+
+  it("POST /v1/notify/wechatpay/{account}", async () => {
+    const answered = [
+      (await send("/v1/notify/wechatpay/nobody", { body: "{}" })).status,
+      (await send("/v1/notify/wechatpay/sandbox", { body: "{}" })).status,
+      (await send("/v1/notify/wechatpay/sandbox", { body: big })).status,
+    ];
+    expect(answered).toEqual([404, 401, 413]);
+    expect(listed("/v1/notify/wechatpay/{account}", "post")).toEqual(
+      expect.arrayContaining(["204", ...answered.map(String)]),
+    );
+  });
+
+  it("GET /metrics", async () => {
+    const refused = await service.app.request("http://delayq.test/metrics");
+    const read = await service.app.request("http://delayq.test/metrics", {
+      headers: { authorization: "Bearer limits-admin" },
+    });
+    expect([refused.status, read.status]).toEqual([401, 200]);
+    const ok = doc.paths["/metrics"]?.get?.responses["200"] as
+      | { content?: Record<string, unknown> }
+      | undefined;
+    expect(Object.keys(ok?.content ?? {})).toEqual([read.headers.get("content-type")]);
+    expect(listed("/metrics", "get")).toEqual(expect.arrayContaining(["200", "401"]));
   });
 });

@@ -48,6 +48,7 @@ export type Operation = {
 };
 export type OpenApiDocument = {
   info: { title: string; version: string; description?: string };
+  tags?: { name: string; description?: string }[];
   paths?: Record<string, Record<string, Operation>>;
   components?: { schemas?: Record<string, Schema> };
 };

@@ -64,7 +64,8 @@ export function docsPage(doc: OpenApiDocument): Html {
   )}</ul>
 ${tags.map(
   (tag) =>
-    html`<h2 id="tag-${tag}">${tag}</h2>${ops
+    html`<h2 id="tag-${tag}">${tag}</h2>
+<p>${inlineMarkdown(doc.tags?.find((described) => described.name === tag)?.description)}</p>${ops
       .filter((op) => op.tag === tag)
       .map((op) => operationSection(op, doc))}`,
 )}
@@ -83,24 +84,9 @@ ${schemas.map(([name, schema]) => schemaSection(name, schema, doc))}`;
   return shell({ title: `${doc.info.title} API`, nav, body });
 }
 
-/** The routes that are not JSON, so not in the OpenAPI document. */
+/** The operator's page that is not an API route, so not in the OpenAPI document (/metrics is). */
 function operatorRoutes(): Html {
   return html`<h2 id="operators">For operators</h2>
-<section class="op card" id="op-get-metrics">
-<h3><span class="badge get">GET</span> <span class="mono path">/metrics</span> <span class="badge">token</span></h3>
-<p><b>Prometheus metrics</b>, text format 0.0.4 (<code>text/plain; version=0.0.4</code>): per topic
-<code>delayq_jobs{topic,state}</code> (state <code>delayed</code>, <code>ready</code>,
-<code>reserved</code>, <code>dead</code>), <code>delayq_oldest_due_age_seconds{topic}</code> (seconds)
-and <code>delayq_topic_paused{topic}</code>; <code>delayq_topics</code>,
-<code>delayq_metrics_topics_truncated</code> and <code>delayq_metrics_redis_requests</code> about the
-scrape; and the process's counters <code>delayq_tick_slices_total{step}</code>,
-<code>delayq_tick_work_total{step,kind}</code>, <code>delayq_tick_step_failures_total{step}</code>,
-<code>delayq_deliveries_total{topic,outcome}</code>, <code>delayq_polls_total{provider,outcome}</code>
-with <code>delayq_process_start_time_seconds</code>.</p>
-<p>Reads at most <code>DQ_METRICS_MAX_TOPICS</code> topics (default 1000) in pages of 100, one Redis
-request per page. A token limited to some topics sees only those. 401 <code>unauthorized</code>
-without a valid token; 503 <code>redis_unavailable</code> when Redis does not answer.</p>
-</section>
 <section class="op card" id="op-get-dashboard">
 <h3><span class="badge get">GET</span> <span class="mono path">/dashboard</span> <span class="badge">sign-in</span></h3>
 <p><b>The dashboard</b>: topics and their counts, jobs by state, a job by id, kick, delete, bury,

@@ -49,6 +49,7 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
     createRoute({
       method: "post",
       path: "/v1/command",
+      operationId: "runCommand",
       tags: ["command protocol"],
       security: SECURED,
       summary: "Run one command, or an array of up to 1000 in order",

@@ -30,6 +30,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     createRoute({
       method: "post",
       path: "/v1/jobs",
+      operationId: "addJob",
       tags,
       security: SECURED,
       summary: "Add a job",
@@ -55,6 +56,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     createRoute({
       method: "post",
       path: "/v1/jobs/batch",
+      operationId: "addBatch",
       tags,
       security: SECURED,
       summary: "Add up to 1000 jobs",
@@ -76,6 +78,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     createRoute({
       method: "get",
       path: "/v1/jobs/{id}",
+      operationId: "getJob",
       tags,
       security: SECURED,
       summary: "Get a job and its state",
@@ -90,6 +93,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     createRoute({
       method: "delete",
       path: "/v1/jobs/{id}",
+      operationId: "deleteJob",
       tags,
       security: SECURED,
       summary: "Delete a job in any state",
@@ -114,6 +118,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     createRoute({
       method: "post",
       path: "/v1/jobs/{id}/finish",
+      operationId: "finishJob",
       tags,
       security: SECURED,
       summary: "Finish a reserved job",
@@ -140,6 +145,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
     createRoute({
       method: "post",
       path: "/v1/jobs/finish",
+      operationId: "finishMany",
       tags,
       security: SECURED,
       summary: "Finish up to 100 reserved jobs",
@@ -169,6 +175,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
       createRoute({
         method: "post",
         path: `/v1/jobs/{id}/${verb}`,
+        operationId: `${verb}Job`,
         tags,
         security: SECURED,
         summary,

@@ -1,6 +1,6 @@
 // The operator's routes: /metrics (Prometheus, bearer token), /docs (the API rendered) and
 // /dashboard (server-rendered pages, token in an HttpOnly cookie).
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Logger } from "../../log";
 import { collectMetrics, DEFAULT_METRICS_MAX_TOPICS } from "../../metrics/collect";
 import type { Counters } from "../../metrics/counters";
@@ -13,6 +13,7 @@ import { docsPage, type OpenApiDocument } from "../pages/docs";
 import type { Html } from "../pages/layout";
 import { setPageHeaders } from "../pages/layout";
 import type { PaymentWatchSource } from "../pages/payments";
+import { ErrorBody, json, SECURED } from "../schemas";
 import { OPENAPI_CONFIG } from "./system";
 
 export type OpsOptions = {
@@ -30,7 +31,8 @@ export type OpsOptions = {
 export function opsRoutes(app: OpenAPIHono<AppEnv>, options: OpsOptions): void {
   const { queue, tokens } = options;
 
-  // Not in the OpenAPI document: it is not a JSON route (the /docs page describes it).
+  // Documented, served as text by the handler below (not a JSON route: nothing to validate).
+  app.openAPIRegistry.registerPath(METRICS_ROUTE);
   app.use("/metrics", bearerAuth(tokens, queue));
   app.get("/metrics", async (c) => {
     const families = await collectMetrics(c.get("queue"), {
@@ -62,3 +64,40 @@ export function opsRoutes(app: OpenAPIHono<AppEnv>, options: OpsOptions): void {
     }),
   );
 }
+
+const METRICS_ROUTE = createRoute({
+  method: "get",
+  path: "/metrics",
+  operationId: "getMetrics",
+  tags: ["system"],
+  security: SECURED,
+  summary: "Prometheus metrics, text format 0.0.4",
+  description:
+    "Per topic `delayq_jobs{topic,state}` (state `delayed`, `ready`, `reserved`, `dead`), " +
+    "`delayq_oldest_due_age_seconds{topic}` (seconds) and `delayq_topic_paused{topic}`; " +
+    "`delayq_topics`, `delayq_metrics_topics_truncated` and `delayq_metrics_redis_requests` " +
+    "about the scrape; and the process's counters `delayq_tick_slices_total{step}`, " +
+    "`delayq_tick_work_total{step,kind}`, `delayq_tick_step_failures_total{step}`, " +
+    "`delayq_deliveries_total{topic,outcome}`, `delayq_polls_total{provider,outcome}` with " +
+    "`delayq_process_start_time_seconds`. Reads at most `DQ_METRICS_MAX_TOPICS` topics " +
+    "(default 1000) in pages of 100, one Redis request per page. A token limited to some " +
+    "topics sees only those.",
+  responses: {
+    200: {
+      content: {
+        [PROMETHEUS_CONTENT_TYPE]: {
+          schema: z.string().meta({
+            description: "Prometheus's text exposition format.",
+            example: '# TYPE delayq_jobs gauge\ndelayq_jobs{topic="payments",state="ready"} 3\n',
+          }),
+        },
+      },
+      description: "The metrics",
+    },
+    401: json(ErrorBody, "Missing or wrong bearer token (`unauthorized`)"),
+    503: json(
+      ErrorBody,
+      "Redis unreachable (`redis_unavailable`); retry after `Retry-After` seconds",
+    ),
+  },
+});

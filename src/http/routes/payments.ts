@@ -17,6 +17,7 @@ import type { AppEnv } from "../context";
 import { jsonBody } from "../json";
 import { documentedRoute } from "../route";
 import { body, errors, json, SECURED } from "../schemas";
+import { ALIPAY_NOTIFY_ROUTE, WECHATPAY_NOTIFY_ROUTE } from "./notify-docs";
 import { drainAfter } from "./push";
 
 export type PaymentRouteOptions = {
@@ -64,6 +65,7 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
     createRoute({
       method: "post",
       path: "/v1/payments",
+      operationId: "watchPayment",
       tags,
       security: SECURED,
       summary: "Watch an order at Alipay or WeChat Pay until it is paid, closed or failed",
@@ -92,6 +94,7 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
     createRoute({
       method: "get",
       path: "/v1/payments/{provider}/{account}/{outTradeNo}",
+      operationId: "getPayment",
       tags,
       security: SECURED,
       summary: "A payment watch: its state, polls, last answer and outcome",
@@ -112,6 +115,7 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
     createRoute({
       method: "delete",
       path: "/v1/payments/{provider}/{account}/{outTradeNo}",
+      operationId: "stopPayment",
       tags,
       security: SECURED,
       summary: "Stop watching an order (it reads stopped while it is retained)",
@@ -162,6 +166,7 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
     }
   };
 
+  app.openAPIRegistry.registerPath(ALIPAY_NOTIFY_ROUTE);
   app.post("/v1/notify/alipay/:account", async (c) => {
     const name = c.req.param("account");
     const account = options.alipayAccounts.get(name) as
@@ -192,6 +197,7 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
     return taken ? c.text("success") : c.text("fail", 503);
   });
 
+  app.openAPIRegistry.registerPath(WECHATPAY_NOTIFY_ROUTE);
   app.post("/v1/notify/wechatpay/:account", async (c) => {
     const name = c.req.param("account");
     const account = options.wechatpayAccounts.get(name) as

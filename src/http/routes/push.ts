@@ -63,6 +63,7 @@ function continueRoute(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
     createRoute({
       method: "post",
       path: "/v1/qstash/continue",
+      operationId: "continueHandoff",
       tags: ["push"],
       summary: "QStash starts a run a hand-off asked for (signed by QStash; no bearer token)",
       description:
@@ -116,6 +117,7 @@ function callbackRoute(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
     createRoute({
       method: "post",
       path: "/v1/qstash/callback",
+      operationId: "settleQstashCallback",
       tags: ["push"],
       summary: "QStash reports a push delivery's answer (signed by QStash; no bearer token)",
       description:

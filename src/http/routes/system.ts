@@ -10,6 +10,7 @@ export function systemRoutes(app: OpenAPIHono<AppEnv>, queue: DelayQueue, log: L
     createRoute({
       method: "get",
       path: "/health",
+      operationId: "getHealth",
       tags: ["system"],
       summary: "Liveness and Redis reachability (no token needed)",
       responses: {
@@ -51,4 +52,52 @@ export const OPENAPI_CONFIG = {
       "`ttr` seconds. Operators also have /dashboard (sign in with a token) and /metrics " +
       "(Prometheus).",
   },
+  servers: [
+    {
+      url: "https://delayq.{subdomain}.workers.dev",
+      description: "A deployment on Cloudflare Workers (wrangler deploy, the Worker named delayq)",
+      variables: {
+        subdomain: { default: "example", description: "The account's workers.dev subdomain" },
+      },
+    },
+    { url: "http://127.0.0.1:8787", description: "npm run dev, or npm start, on this machine" },
+  ],
+  tags: [
+    {
+      name: "jobs",
+      description:
+        "Add, read and delete jobs; finish, touch, release or bury the jobs a pop reserved.",
+    },
+    {
+      name: "topics",
+      description:
+        "Take a topic's due jobs (pop, long-polling), read its counts and page through its " +
+        "jobs by state, set its config, and retry or drop its dead jobs.",
+    },
+    {
+      name: "command protocol",
+      description:
+        "The Youzan delay-queue design's JSON protocol: one command, or an array, per request.",
+    },
+    {
+      name: "payments",
+      description:
+        "Payment watches: delayq queries Alipay or WeChat Pay about an order on a schedule until " +
+        "it is paid, closed or failed, and adds the outcome to the watch's notify topics.",
+    },
+    {
+      name: "notifications",
+      description:
+        "Where Alipay and WeChat Pay send their notifications of a payment (the notify URL of the " +
+        "merchant's create-order call). Called by the providers, authenticated by their " +
+        "signatures: no bearer token.",
+    },
+    {
+      name: "push",
+      description:
+        "Called by Upstash QStash for push topics delivered through it and for hand-offs; " +
+        "authenticated by QStash's signature: no bearer token.",
+    },
+    { name: "system", description: "Liveness and Redis reachability, and Prometheus metrics." },
+  ],
 };

@@ -58,6 +58,7 @@ export function configRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOptio
     createRoute({
       method: "put",
       path: "/v1/topics/{topic}",
+      operationId: "configureTopic",
       tags,
       security: SECURED,
       summary: "Set a topic's whole config: job defaults, paused, push",
@@ -82,6 +83,7 @@ export function configRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOptio
     createRoute({
       method: "patch",
       path: "/v1/topics/{topic}",
+      operationId: "updateTopic",
       tags,
       security: SECURED,
       summary: "Change some fields of a topic's config",

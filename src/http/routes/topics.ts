@@ -32,6 +32,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     createRoute({
       method: "post",
       path: "/v1/topics/{topic}/pop",
+      operationId: "pop",
       tags,
       security: SECURED,
       summary: "Reserve up to `count` ready jobs, optionally waiting up to `wait` seconds",
@@ -62,6 +63,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     createRoute({
       method: "post",
       path: "/v1/topics/{topic}/kick",
+      operationId: "kick",
       tags,
       security: SECURED,
       summary: "Move dead jobs back to ready (attempts reset)",
@@ -88,6 +90,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     createRoute({
       method: "delete",
       path: "/v1/topics/{topic}/dead",
+      operationId: "deleteDead",
       tags,
       security: SECURED,
       summary: "Delete dead jobs, the `count` oldest (default and most: 1000)",
@@ -114,6 +117,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     createRoute({
       method: "get",
       path: "/v1/topics",
+      operationId: "listTopics",
       tags,
       security: SECURED,
       summary: "List topics with their counts, by name",
@@ -144,6 +148,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     createRoute({
       method: "get",
       path: "/v1/topics/{topic}",
+      operationId: "getTopic",
       tags,
       security: SECURED,
       summary: "A topic's counts per state, earliest due time and config",
@@ -158,6 +163,7 @@ export function topicRoutes(app: OpenAPIHono<AppEnv>, options: ConfigRouteOption
     createRoute({
       method: "get",
       path: "/v1/topics/{topic}/jobs",
+      operationId: "listJobs",
       tags,
       security: SECURED,
       summary: "Page through a topic's jobs in one state (delayed, ready, reserved, dead)",
