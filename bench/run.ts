@@ -2,12 +2,15 @@
 // bee-queue, rsmq) on the same workloads, each on a fresh redis-server; then delayq at scale; the
 // single-job shape, the herd and idle consumers (with ouqiang/delay-queue when
 // OUQIANG_DELAY_QUEUE_BIN names a built binary); push topics (P); payment watches (W); and the
-// payment providers' signing cost. `npm run bench` (about 30 min) or `npm run bench -- --quick`
-// (about 3 min); `--only delayq,single,push` picks parts; `--readme` rewrites the README's tables.
+// payment providers' signing cost; a burst past one invocation's subrequests, handed off through
+// QStash, and failure notices (burst). `npm run bench` (about 35 min) or `npm run bench -- --quick`
+// (about 5 min); `--only delayq,single,push` picks parts; `--out FILE` writes the results there
+// instead of bench/results/latest.json (the README's run); `--readme` rewrites the README's tables.
 import { spawnSync } from "node:child_process";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { BURST_DEFAULTS, BURST_QUICK, runBurst } from "./burst";
 import { delayqHttpNode, delayqHttpWrangler, delayqLibrary } from "./delayq";
 import { log } from "./lib/measure";
 import { machineInfo, markdownTable, methodNotes, resultJson, writeJson } from "./lib/report";
@@ -34,7 +37,6 @@ const SYSTEMS: readonly SystemAdapter[] = [
 ];
 /** Variants run only when named with --only. */
 const VARIANTS: readonly SystemAdapter[] = [rsmqFastPoll];
-const OUTPUT = fileURLToPath(new URL("./results/latest.json", import.meta.url));
 
 const { values } = parseArgs({
   options: {
@@ -47,6 +49,7 @@ const { values } = parseArgs({
     watches: { type: "string" },
     speedup: { type: "string" },
     readme: { type: "boolean", default: false },
+    out: { type: "string" },
   },
 });
 
@@ -71,8 +74,9 @@ const scaleJobs =
       ? 50_000
       : 1_000_000;
 const only = values.only?.split(",");
+const OUTPUT = values.out ?? fileURLToPath(new URL("./results/latest.json", import.meta.url));
 /** The parts after the systems' table, each its own name for --only. */
-const PARTS = ["scale", "single", "idle", "push", "payments", "crypto"] as const;
+const PARTS = ["scale", "single", "idle", "push", "burst", "payments", "crypto"] as const;
 const wants = (part: (typeof PARTS)[number]) => !only || only.includes(part);
 const systems = only
   ? [...SYSTEMS, ...VARIANTS].filter((system) => only.includes(system.name))
@@ -135,6 +139,9 @@ const push = wants("push")
   ? await runPush(pushOptions, wants("idle") ? idleRun : undefined).catch(failed("push"))
   : undefined;
 if (!wants("push") && wants("idle")) await idleRun();
+const burst = wants("burst")
+  ? await runBurst(values.quick ? BURST_QUICK : BURST_DEFAULTS).catch(failed("burst"))
+  : undefined;
 const payments = wants("payments")
   ? await runPayments(paymentsOptions).catch(failed("payments"))
   : undefined;
@@ -149,6 +156,7 @@ if (scale) json.scale = scale;
 if (single) json.single = single;
 if (idle) json.idle = idle;
 if (push) json.push = push;
+if (burst) json.burst = burst;
 if (payments) json.payments = payments;
 if (crypto) json.paymentsCrypto = crypto;
 json.machine = {

@@ -1,5 +1,6 @@
 // Markdown tables of the results JSON (bench/results/latest.json): printed after a run, and
 // written into the README's Benchmarks section by bench/readme.ts, so both come from one run.
+import type { BurstResult, BurstRun } from "../burst";
 import type { PaymentsResult } from "../payments";
 import type { CryptoResult } from "../payments-crypto";
 import type { LatenessGroup, PushResult } from "../push";
@@ -406,6 +407,91 @@ export function pushTables(value: unknown): string {
   return out.join("\n");
 }
 
+const burstColumn = (run: BurstRun) =>
+  `${run.handOffs ? "hand-offs" : "no QStash"}, DQ_SUBREQUESTS=${fmt(run.subrequests)}`;
+
+/** The burst past one invocation's budget (with hand-offs and without), and failure notices. */
+export function burstTables(value: unknown): string {
+  if (!value) return "_not run_";
+  if (hasError(value)) return `_failed: ${value.error}_`;
+  const burst = value as BurstResult;
+  const runs = [...burst.handOffs, ...(burst.without ? [burst.without] : [])];
+  const out: string[] = [];
+  if (runs.length > 0) {
+    const row = (name: string, cell: (run: BurstRun) => string) => [name, ...runs.map(cell)];
+    const withinS = fmt((runs[0]?.withinMs ?? 0) / 1000);
+    out.push(
+      table(
+        [`${fmt(burst.options.jobs)} direct jobs due at once, one tick`, ...runs.map(burstColumn)],
+        ["l", ...runs.map(() => "r" as const)],
+        [
+          row(
+            `delivered within ${withinS} s of due / missing`,
+            (r) => `${fmt(r.deliveredWithin)} / ${fmt(r.missing)}`,
+          ),
+          row("lateness ms p50 / p99 / max", (r) =>
+            [r.lateness.p50, r.lateness.p99, r.lateness.max].map(ms).join(" / "),
+          ),
+          row("early / delivered twice", (r) => `${fmt(r.early)} / ${fmt(r.deliveredTwice)}`),
+          row(
+            "invocations: tick + hand-off runs",
+            (r) => `${r.invocations.ticks} + ${r.invocations.handOffRuns}`,
+          ),
+          row("hand-off runs started, s after due: earliest / latest", (r) =>
+            r.handOffStartedMs.length === 0
+              ? "–"
+              : `${fmt(Math.min(...r.handOffStartedMs) / 1000, 1)} / ${fmt(Math.max(...r.handOffStartedMs) / 1000, 1)}`,
+          ),
+          row(
+            "most subrequests in one invocation: tick / hand-off run",
+            (r) => `${fmt(r.maxSubrequests.tick)} / ${fmt(r.maxSubrequests.handOff)}`,
+          ),
+          row(
+            "QStash messages / job ($ per 1M jobs)",
+            (r) => `${fmt(r.qstashMessagesPerJob, 4)} ($${fmt(r.dollarsPerMillionJobs, 2)})`,
+          ),
+          row(
+            "Redis commands / subrequests per job",
+            (r) => `${fmt(r.cmdsPerJob, 2)} / ${fmt(r.subrequestsPerJob, 2)}`,
+          ),
+          row(
+            "this process's timer lag ms p99 / max",
+            (r) => `${ms(r.timerLagMs.p99)} / ${ms(r.timerLagMs.max)}`,
+          ),
+        ],
+      ),
+    );
+  }
+  const notices = burst.notices;
+  if (notices) {
+    out.push(
+      "",
+      table(
+        [
+          `failure notices (cron every ${fmt(notices.cronMs / 1000)} s)`,
+          "jobs / dead / told",
+          "death → notice ms p50 / p99 / max",
+          "told twice",
+          "told after a tick",
+        ],
+        ["l", "r", "r", "r", "r"],
+        notices.groups.map((group) => [
+          `died in a ${group.diedIn}'s run`,
+          `${fmt(group.jobs)} / ${fmt(group.dead)} / ${fmt(group.notices)}`,
+          [group.deathToNotice.p50, group.deathToNotice.p99, group.deathToNotice.max]
+            .map(ms)
+            .join(" / "),
+          fmt(group.noticedTwice),
+          fmt(group.afterATick),
+        ]),
+      ),
+    );
+  }
+  for (const [name, error] of Object.entries(burst.errors))
+    out.push("", `_${name} failed: ${error}_`);
+  return out.join("\n");
+}
+
 /** W: lateness, cost per poll, per start, per 1,000 watches per hour, invocations. */
 export function paymentsTable(value: unknown): string {
   if (!value) return "_not run_";
@@ -532,6 +618,9 @@ export function newTables(json: Json): string {
     "",
     "Push (P):",
     pushTables(json.push),
+    "",
+    "Burst past one invocation's subrequests, failure notices:",
+    burstTables(json.burst),
     "",
     "Payment watches (W):",
     paymentsTable(json.payments),
