@@ -102,7 +102,7 @@ export function buildService(
   const redis = redisOf(config, makeRedis, options.makeTcpRedis, log);
   const scripts = createScriptRunner(redis, config.DQ_PREFIX, config.DQ_RETENTION_SECONDS * 1000);
   const counters = createCounters();
-  const accounts = accountsOf(config);
+  const accounts = accountsOf(config, env);
   const ready = accountsChecked(accounts);
   const payments = createPayments({
     scripts,
@@ -239,12 +239,15 @@ function redisOf(
   );
 }
 
-/** The payment accounts; a bad value stops the service with a message naming the variable. */
-function accountsOf(config: ServiceConfig) {
+/**
+ * The payment accounts; a bad value stops the service with a message naming the variable. `env`
+ * holds the variables their key and certificate fields may name ({"env": "NAME"}).
+ */
+function accountsOf(config: ServiceConfig, env: Readonly<Record<string, unknown>>) {
   try {
     return {
-      alipay: parseAlipayAccounts(config.DQ_ALIPAY_ACCOUNTS),
-      wechatpay: parseWechatPayAccounts(config.DQ_WECHATPAY_ACCOUNTS),
+      alipay: parseAlipayAccounts(config.DQ_ALIPAY_ACCOUNTS, env),
+      wechatpay: parseWechatPayAccounts(config.DQ_WECHATPAY_ACCOUNTS, env),
     };
   } catch (error) {
     throw new DelayqError("internal_error", `delayq is misconfigured: ${messageOf(error)}`);

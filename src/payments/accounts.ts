@@ -3,6 +3,7 @@
 // name the variable, the account and the field, and never echo a value.
 
 import { z } from "zod";
+import { resolveReferences } from "./account-references";
 import {
   ALIPAY_CERTIFICATE_FIELDS,
   type AlipayCertificates,
@@ -199,6 +200,7 @@ function parseAccounts<S extends z.ZodType>(
   variable: string,
   value: unknown,
   schema: S,
+  env: Readonly<Record<string, unknown>>,
 ): Map<string, z.output<S>> {
   const out = new Map<string, z.output<S>>();
   for (const [name, raw] of Object.entries(readVariable(variable, value))) {
@@ -208,8 +210,15 @@ function parseAccounts<S extends z.ZodType>(
         `${variable}: account names must be 1-64 characters of A-Z a-z 0-9 _ . - (starting with a letter or digit)`,
       );
     }
+    const { account, problems: unresolved } = resolveReferences(raw, env);
+    if (unresolved.length > 0) {
+      throw new PaymentsError(
+        PAYMENTS_ERROR_CODE.invalidAccounts,
+        `${variable}: account "${name}": ${unresolved.join("; ")}`,
+      );
+    }
     // Inputs are reported only to tell a missing field from a wrong one; they are never printed.
-    const result = schema.safeParse(raw, { reportInput: true });
+    const result = schema.safeParse(account, { reportInput: true });
     if (!result.success) {
       const problems = result.error.issues.map(describe).join("; ");
       throw new PaymentsError(
@@ -234,10 +243,14 @@ function alipayAccount(name: string, fields: AlipayAccountFields): AlipayAccount
 
 /**
  * DQ_ALIPAY_ACCOUNTS → accounts by name. Unset or empty → none. Throws invalidAccounts. What
- * takes WebCrypto (a certificate's chain) is checked apart, by checkAccounts.
+ * takes WebCrypto (a certificate's chain) is checked apart, by checkAccounts. `env`: the
+ * variables a key or certificate field may name ({"env": "NAME"}).
  */
-export function parseAlipayAccounts(value: unknown): Map<string, AlipayAccount> {
-  const parsed = parseAccounts(ALIPAY_ACCOUNTS_VARIABLE, value, AlipayAccountSchema);
+export function parseAlipayAccounts(
+  value: unknown,
+  env: Readonly<Record<string, unknown>> = {},
+): Map<string, AlipayAccount> {
+  const parsed = parseAccounts(ALIPAY_ACCOUNTS_VARIABLE, value, AlipayAccountSchema, env);
   return new Map([...parsed].map(([name, fields]) => [name, alipayAccount(name, fields)]));
 }
 
@@ -261,9 +274,15 @@ export async function checkAccounts(accounts: {
   }
 }
 
-/** DQ_WECHATPAY_ACCOUNTS → accounts by name. Unset or empty → none. Throws invalidAccounts. */
-export function parseWechatPayAccounts(value: unknown): Map<string, WechatPayAccount> {
-  const parsed = parseAccounts(WECHATPAY_ACCOUNTS_VARIABLE, value, WechatPayAccountSchema);
+/**
+ * DQ_WECHATPAY_ACCOUNTS → accounts by name. Unset or empty → none. Throws invalidAccounts. `env`:
+ * the variables a key or certificate field may name ({"env": "NAME"}).
+ */
+export function parseWechatPayAccounts(
+  value: unknown,
+  env: Readonly<Record<string, unknown>> = {},
+): Map<string, WechatPayAccount> {
+  const parsed = parseAccounts(WECHATPAY_ACCOUNTS_VARIABLE, value, WechatPayAccountSchema, env);
   return new Map(
     [...parsed].map(([name, account]) => [
       name,

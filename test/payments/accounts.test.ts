@@ -243,6 +243,98 @@ describe("parseAlipayAccounts and checkAccounts: certificate mode", () => {
   });
 });
 
+describe('key and certificate fields that name a variable: {"env": NAME}', () => {
+  let files: AlipayCertificateFiles;
+  beforeAll(async () => {
+    const [app, platformKeys] = await Promise.all([
+      rsaKeyPair("accounts-app"),
+      rsaKeyPair("accounts-alipay"),
+    ]);
+    files = await alipayCertificateFiles({
+      app: app.privateKey,
+      alipay: platformKeys.privateKey,
+      appId: alipay.appId,
+    });
+  }, 30_000);
+
+  it("reads each from its variable, so that no variable outgrows a Worker's 5 KB", () => {
+    const env = {
+      SHOP_KEY: merchant.pkcs8Pem,
+      SHOP_APP_CERT: files.appCert,
+      SHOP_ALIPAY_CERT: files.alipayCert,
+      SHOP_ROOT_CERT: files.alipayRootCert,
+      WX_CERT: cert.pem,
+    };
+    const inline = {
+      appId: alipay.appId,
+      privateKey: merchant.pkcs8Pem,
+      appCert: files.appCert,
+      alipayCert: files.alipayCert,
+      alipayRootCert: files.alipayRootCert,
+    };
+    const referenced = {
+      appId: alipay.appId,
+      privateKey: { env: "SHOP_KEY" },
+      appCert: { env: "SHOP_APP_CERT" },
+      alipayCert: { env: "SHOP_ALIPAY_CERT" },
+      alipayRootCert: { env: "SHOP_ROOT_CERT" },
+    };
+    // Inline, one account is past a Worker's limit for a variable; each part is within it.
+    expect(JSON.stringify({ shop: inline }).length).toBeGreaterThan(5 * 1024);
+    for (const text of Object.values(env)) expect(text.length).toBeLessThan(5 * 1024);
+    const { name: _n, ...fromInline } = parseAlipayAccounts({ shop: inline }).get("shop") ?? {};
+    const { name: _r, ...fromEnv } =
+      parseAlipayAccounts(JSON.stringify({ shop: referenced }), env).get("shop") ?? {};
+    expect(fromEnv).toEqual(fromInline);
+    const { platformPublicKey: _k, platformPublicKeyId: _i, ...base } = wechat;
+    const wx = parseWechatPayAccounts(
+      {
+        shop: {
+          ...base,
+          privateKey: { env: "SHOP_KEY" },
+          platformCertificates: [{ env: "WX_CERT" }],
+        },
+      },
+      env,
+    ).get("shop");
+    expect(wx).toMatchObject({ privateKey: merchant.pkcs8Pem, platformCertificates: [cert.pem] });
+  });
+
+  it("names the field and the variable when it is not set or the reference is malformed", () => {
+    const { alipayPublicKey: _, ...keyless } = alipay;
+    const cases: [Record<string, unknown>, string][] = [
+      [
+        { ...alipay, privateKey: { env: "NOT_SET" } },
+        '"privateKey" names the variable NOT_SET, which is not set',
+      ],
+      [
+        { ...alipay, privateKey: { env: "EMPTY" } },
+        '"privateKey" names the variable EMPTY, which is not set',
+      ],
+      [
+        { ...alipay, privateKey: { env: "BAD NAME" } },
+        `"privateKey" must be text, or {"env": "<VARIABLE>"} naming the variable that holds it`,
+      ],
+      [
+        { ...keyless, appCert: { env: "A" }, alipayCert: { file: "x" }, alipayRootCert: "x" },
+        `"appCert" names the variable A, which is not set; "alipayCert" must be text, or {"env": "<VARIABLE>"} naming the variable that holds it`,
+      ],
+    ];
+    for (const [account, expected] of cases) {
+      const message = failure(() => parseAlipayAccounts({ shop: account }, { EMPTY: " " }));
+      expect(message).toBe(`DQ_ALIPAY_ACCOUNTS: account "shop": ${expected}`);
+    }
+    const { platformPublicKey: _k, platformPublicKeyId: _i, ...base } = wechat;
+    expect(
+      failure(() =>
+        parseWechatPayAccounts({ shop: { ...base, platformCertificates: ["x", { env: "GONE" }] } }),
+      ),
+    ).toBe(
+      'DQ_WECHATPAY_ACCOUNTS: account "shop": "platformCertificates.1" names the variable GONE, which is not set',
+    );
+  });
+});
+
 describe("parseWechatPayAccounts", () => {
   it("reads public-key mode, certificate mode and both, with the default base URL", () => {
     const { platformPublicKey: _k, platformPublicKeyId: _i, ...base } = wechat;

@@ -91,6 +91,34 @@ describe("buildService with certificate-mode Alipay accounts", () => {
   });
 });
 
+describe("certificate fields that name a variable", () => {
+  it("are read from the service's environment; one not set stops it, naming the variable", async () => {
+    const accounts = JSON.stringify({
+      shop: account({
+        appCert: { env: "SHOP_APP_CERT" },
+        alipayCert: { env: "SHOP_ALIPAY_CERT" },
+        alipayRootCert: { env: "SHOP_ROOT_CERT" },
+      }),
+    });
+    const env = {
+      ...base,
+      DQ_ALIPAY_ACCOUNTS: accounts,
+      SHOP_APP_CERT: files.appCert,
+      SHOP_ALIPAY_CERT: files.alipayCert,
+      SHOP_ROOT_CERT: files.alipayRootCert,
+    };
+    const make = (vars: Record<string, unknown>) =>
+      buildService(vars, (settings) => new Redis({ url: settings.url, token: settings.token }), {
+        log: () => {},
+      });
+    await expect(make(env).ready).resolves.toBeUndefined();
+    const { SHOP_ROOT_CERT: _, ...missing } = env;
+    expect(() => make(missing)).toThrow(
+      'delayq is misconfigured: DQ_ALIPAY_ACCOUNTS: account "shop": "alipayRootCert" names the variable SHOP_ROOT_CERT, which is not set',
+    );
+  });
+});
+
 describe("functions/node.ts", () => {
   it("exits 1 before listening, with the one line, when alipayCert does not chain", async () => {
     const entry = spawnNodeEntry({
