@@ -1,6 +1,6 @@
 // `npm run dev`: the whole local stack — redis-server, the Upstash-REST bridge, the QStash stand-in,
-// the Alipay and WeChat Pay sandboxes, and the worker in `wrangler dev` (or `--node`:
-// functions/node.ts) with a local cron — until Ctrl-C.
+// the Alipay and WeChat Pay sandboxes (public-key mode; `--certificates`: certificate mode), and
+// the worker in `wrangler dev` (or `--node`: functions/node.ts) with a local cron — until Ctrl-C.
 import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startAlipaySandbox } from "./alipay-sandbox";
@@ -167,6 +167,10 @@ function withSandbox(given: Record<string, unknown>, account: unknown): string {
 
 async function main(): Promise<void> {
   const mode = process.argv.includes("--node") ? "node" : "wrangler";
+  // The sandboxes' accounts: Alipay's public key and the WeChat Pay public key (what new merchants
+  // get), or with --certificates Alipay's public-key certificates and WeChat Pay's platform
+  // certificates.
+  const paymentMode = process.argv.includes("--certificates") ? "certificate" : "publicKey";
   const parts: Part[] = [];
   const stackFile = join(stateDir, "stack.json");
   let lock: ReturnType<typeof lockStateDir> | undefined;
@@ -251,11 +255,11 @@ async function main(): Promise<void> {
         parts.push({ name: "QStash stand-in", stop: qstash.close });
         return qstash;
       }),
-      startAlipaySandbox().then((sandbox) => {
+      startAlipaySandbox({ mode: paymentMode }).then((sandbox) => {
         parts.push({ name: "Alipay sandbox", stop: () => sandbox.close() });
         return sandbox;
       }),
-      startWechatPaySandbox({ mode: "publicKey" }).then((sandbox) => {
+      startWechatPaySandbox({ mode: paymentMode }).then((sandbox) => {
         parts.push({ name: "WeChat Pay sandbox", stop: () => sandbox.close() });
         return sandbox;
       }),
@@ -315,6 +319,7 @@ async function main(): Promise<void> {
       qstashNextSigningKey: qstash.nextSigningKey,
       alipaySandboxUrl: alipay.url,
       wechatpaySandboxUrl: wechatpay.url,
+      paymentMode,
     };
     // Written last, once everything answers: a reader never finds ports that are not up. Written
     // whole or not at all: a reader that sees it appear may parse it at once.
@@ -324,6 +329,11 @@ async function main(): Promise<void> {
     const token =
       apiTokens === DEV_TOKEN ? `bearer token: ${DEV_TOKEN}` : "bearer token in stack.json";
     const control = "control API at /__sandbox/trades";
+    const certificates = paymentMode === "certificate";
+    const alipayMode = certificates ? "certificate mode" : "public-key mode";
+    const wechatpayMode = certificates
+      ? "certificate mode; POST /__sandbox/certificates/rotate"
+      : "public-key mode";
     console.log(
       [
         "",
@@ -332,8 +342,8 @@ async function main(): Promise<void> {
         `  dashboard        ${service.url}/dashboard`,
         `  docs             ${service.url}/docs`,
         `QStash stand-in    ${qstash.url}   (QStash's /v2 API; token and signing keys in stack.json)`,
-        `Alipay sandbox     ${alipay.url}   (account "${SANDBOX_ACCOUNT}", classic and v3; ${control})`,
-        `WeChat Pay sandbox ${wechatpay.url}   (account "${SANDBOX_ACCOUNT}", public-key mode; ${control})`,
+        `Alipay sandbox     ${alipay.url}   (account "${SANDBOX_ACCOUNT}", classic and v3, ${alipayMode}; ${control})`,
+        `WeChat Pay sandbox ${wechatpay.url}   (account "${SANDBOX_ACCOUNT}", ${wechatpayMode}; ${control})`,
         `Upstash bridge     ${bridge.url}   (token in stack.json)`,
         `redis-server       127.0.0.1:${redis.port}   (data in ${join(stateDir, "redis")}, append-only)`,
         `wrote ${stackFile}; Ctrl-C stops everything`,

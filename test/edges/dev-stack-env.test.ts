@@ -26,8 +26,8 @@ const tempDir = () => {
 
 type Run = { child: ChildProcess; output: () => string; exit: Promise<number | null> };
 
-function runStack(env: Record<string, string>): Run {
-  const child = spawn(process.execPath, ["--import", "tsx", "dev/stack.ts", "--node"], {
+function runStack(env: Record<string, string>, flags: string[] = []): Run {
+  const child = spawn(process.execPath, ["--import", "tsx", "dev/stack.ts", "--node", ...flags], {
     cwd: root,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
@@ -165,6 +165,42 @@ describe("npm run dev -- --node: the service's environment", () => {
   it("serves on the stack's own Redis, not the shell's REDIS_URL", async () => {
     const res = await fetch(`${info.apiUrl}/health`);
     expect(await res.json()).toEqual({ status: "ok", redis: "ok" });
+  });
+});
+
+describe("npm run dev -- --node --certificates: the sandboxes in certificate mode", () => {
+  let info: Record<string, string | number>;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    const dir = tempDir();
+    const run = runStack({ PORT: String(await freePort()), DQ_DEV_DIR: dir }, ["--certificates"]);
+    runs.push(run);
+    const file = join(dir, "stack.json");
+    const deadline = Date.now() + 40_000;
+    while (!existsSync(file)) {
+      if (run.child.exitCode !== null) throw new Error(`the stack exited: ${run.output()}`);
+      if (Date.now() > deadline) throw new Error(`the stack did not come up: ${run.output()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    info = JSON.parse(readFileSync(file, "utf8"));
+    env = childEnvironment(run.child.pid as number, /functions\/node\.ts/);
+  }, 50_000);
+
+  it("gives the service certificate-mode sandbox accounts, whose chain it checked before serving", async () => {
+    expect(info.paymentMode).toBe("certificate");
+    const alipay = parseAlipayAccounts(env.DQ_ALIPAY_ACCOUNTS).get("sandbox");
+    expect(alipay?.certificates?.appCertSn).toMatch(/^[0-9a-f]{32}$/);
+    const wechat = parseWechatPayAccounts(env.DQ_WECHATPAY_ACCOUNTS).get("sandbox");
+    expect(wechat?.platformCertificates).toHaveLength(1);
+    expect(wechat?.platformPublicKeyId).toBeUndefined();
+    // functions/node.ts listens only once Service.ready (the chain check) has settled.
+    const res = await fetch(`${info.apiUrl}/health`);
+    expect(await res.json()).toEqual({ status: "ok", redis: "ok" });
+    // WeChat Pay's sandbox rotates its certificate through the control API.
+    const rotated = await fetch(`${info.wechatpaySandboxUrl}/__sandbox/certificates/rotate`, {
+      method: "POST",
+    });
+    expect(rotated.status).toBe(200);
   });
 });
 
