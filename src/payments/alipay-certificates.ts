@@ -5,7 +5,7 @@
 
 import { bytesToBase64, certificateBundle, certificates } from "./keys";
 import { md5Hex } from "./md5";
-import { PAYMENTS_ERROR_CODE, PaymentsError } from "./provider";
+import { ANSWER_CLOCK_SKEW_MS, PAYMENTS_ERROR_CODE, PaymentsError } from "./provider";
 import { isRsaSignature, issuedBy, validAt, type X509Certificate } from "./x509";
 
 /** What an account in certificate mode keeps: the SNs, and the certificates of the chain check. */
@@ -166,7 +166,7 @@ export function v3CertificateAuth(certs: AlipayCertificates | undefined): {
 /**
  * Why an answer is not to be trusted in certificate mode, or undefined: the SN it names (classic
  * `alipay_cert_sn`, v3 `alipay-sn`) must be alipayCert's, and `now` (unix ms) within alipayCert's
- * validity. Undefined in public-key mode.
+ * validity (give or take ANSWER_CLOCK_SKEW_MS, for clocks). Undefined in public-key mode.
  */
 export function answerCertificateProblem(
   certs: AlipayCertificates | undefined,
@@ -178,7 +178,7 @@ export function answerCertificateProblem(
   if (sn !== certs.alipayCertSn) {
     return `unverified: signed with Alipay certificate ${sn.slice(0, 40)}, not alipayCert's ${certs.alipayCertSn}`;
   }
-  if (!validAt(certs.alipayCert, now)) {
+  if (!validAt(certs.alipayCert, now, ANSWER_CLOCK_SKEW_MS)) {
     const end = new Date(certs.alipayCert.notAfter).toISOString();
     const start = new Date(certs.alipayCert.notBefore).toISOString();
     return `unverified: alipayCert is not valid now (valid ${start} to ${end})`;

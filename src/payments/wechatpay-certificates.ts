@@ -9,12 +9,19 @@
 // signed (Wechatpay-Signature) by a platform certificate, one known already or one in the answer
 // itself (then the signature proves only that the answer is whole; the trust is the APIv3 key's).
 // Fetched certificates are not chained to WeChat Pay's root CA, which delayq is not given; each is
-// used only while valid (its notBefore..notAfter).
+// used only while valid (its notBefore..notAfter, give or take the 5 minutes allowed clocks).
 
 import type { WechatPayAccount } from "./accounts";
 import { aesGcmDecrypt, type CryptoKey, importKeyCached } from "./crypto";
 import { bytesToBase64, certificates, normalizeSerial } from "./keys";
-import { clip, type Fetched, PaymentsError, parseJson, stringField } from "./provider";
+import {
+  ANSWER_CLOCK_SKEW_MS,
+  clip,
+  type Fetched,
+  PaymentsError,
+  parseJson,
+  stringField,
+} from "./provider";
 import { validAt, type X509Certificate } from "./x509";
 
 /** The least time between two fetches of an account's certificates, ms. */
@@ -97,7 +104,7 @@ export async function platformCertificateKey(
       : "";
     return { reason: `unknown Wechatpay-Serial ${clip(serial, 64)}${why}` };
   }
-  if (!validAt(found.cert, now)) {
+  if (!validAt(found.cert, now, ANSWER_CLOCK_SKEW_MS)) {
     const until = new Date(found.cert.notAfter).toISOString();
     return {
       reason: `platform certificate ${found.cert.serial} is not valid now (until ${until})`,

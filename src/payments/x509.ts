@@ -121,9 +121,12 @@ export function parseCertificate(der: Uint8Array): X509Certificate {
   };
 }
 
-/** Whether `at` (unix ms) falls within the certificate's validity. */
-export function validAt(cert: X509Certificate, at: number): boolean {
-  return cert.notBefore <= at && at <= cert.notAfter;
+/**
+ * Whether `at` (unix ms) falls within the certificate's validity, widened by `skewMs` at both
+ * ends for a clock that is not the issuer's (a certificate issued a moment ago is valid).
+ */
+export function validAt(cert: X509Certificate, at: number, skewMs = 0): boolean {
+  return cert.notBefore - skewMs <= at && at <= cert.notAfter + skewMs;
 }
 
 /**

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AlipaySandbox, startAlipaySandbox } from "../../dev/alipay-sandbox";
 import { type AlipayAccount, parseAlipayAccounts } from "../../src/payments/accounts";
 import { alipayProvider } from "../../src/payments/alipay";
+import { ANSWER_CLOCK_SKEW_MS } from "../../src/payments/provider";
 
 let sandbox: AlipaySandbox;
 const accounts: Record<"classic" | "v3", AlipayAccount> = {} as never;
@@ -62,8 +63,8 @@ describe.each(["classic", "v3"] as const)("certificate mode, %s", (api) => {
     sandbox.createTrade(id);
     const certs = accounts[api].certificates;
     if (!certs) throw new Error("certificate mode expected");
-    // The same certificate, as if its validity had ended a second ago.
-    const expired = { ...certs.alipayCert, notAfter: Date.now() - 1000 };
+    // The same certificate, as if its validity had ended (beyond the 5 minutes clocks may differ).
+    const expired = { ...certs.alipayCert, notAfter: Date.now() - ANSWER_CLOCK_SKEW_MS - 1000 };
     const provider = alipayProvider({
       ...accounts[api],
       certificates: { ...certs, alipayCert: expired },

@@ -18,6 +18,7 @@ import {
   readAlipayCertificates,
 } from "../../src/payments/alipay-certificates";
 import { certificateBundle, certificates } from "../../src/payments/keys";
+import { ANSWER_CLOCK_SKEW_MS } from "../../src/payments/provider";
 import { issuedBy, parseCertificate } from "../../src/payments/x509";
 
 const rsa = () => generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey;
@@ -175,6 +176,9 @@ describe("answerCertificateProblem: the SN an answer names", () => {
     const now = Date.now();
     expect(answerCertificateProblem(undefined, undefined, now)).toBeUndefined();
     expect(answerCertificateProblem(certs, certs.alipayCertSn, now)).toBeUndefined();
+    // Clocks may be 5 minutes apart: a certificate issued a moment ago is valid.
+    const justIssued = certs.alipayCert.notBefore - ANSWER_CLOCK_SKEW_MS + 1000;
+    expect(answerCertificateProblem(certs, certs.alipayCertSn, justIssued)).toBeUndefined();
     expect(answerCertificateProblem(certs, undefined, now)).toBe(
       "unverified: no Alipay certificate named (alipay_cert_sn, alipay-sn)",
     );
@@ -182,10 +186,18 @@ describe("answerCertificateProblem: the SN an answer names", () => {
       `unverified: signed with Alipay certificate ${certs.appCertSn}, not alipayCert's ${certs.alipayCertSn}`,
     );
     expect(
-      answerCertificateProblem(certs, certs.alipayCertSn, certs.alipayCert.notAfter + 1000),
+      answerCertificateProblem(
+        certs,
+        certs.alipayCertSn,
+        certs.alipayCert.notAfter + ANSWER_CLOCK_SKEW_MS + 1000,
+      ),
     ).toMatch(/^unverified: alipayCert is not valid now \(valid .* to .*\)$/);
     expect(
-      answerCertificateProblem(certs, certs.alipayCertSn, certs.alipayCert.notBefore - 1000),
+      answerCertificateProblem(
+        certs,
+        certs.alipayCertSn,
+        certs.alipayCert.notBefore - ANSWER_CLOCK_SKEW_MS - 1000,
+      ),
     ).toMatch(/^unverified: alipayCert is not valid now/);
   });
 });
