@@ -96,25 +96,25 @@ AyQy0aBiD0iuJqfL1a1jW1wvgL97+Yl4AQIDAQAB
 -----END RSA PUBLIC KEY-----
 `;
 
-/** openssl req -x509 -set_serial 0x8F0E2B7C6D5A4B3C2D1E0F (a separate key). */
+/** openssl req -x509 -set_serial 0x8F0E2B7C6D5A4B3C2D1E0F -days 36500 (a separate key). */
 const CERT_PEM = `-----BEGIN CERTIFICATE-----
-MIIDHTCCAgWgAwIBAgIMAI8OK3xtWks8LR4PMA0GCSqGSIb3DQEBCwUAMCExHzAd
-BgNVBAMMFmRlbGF5cSB3b3JrZXJkIGZpeHR1cmUwIBcNMjYxMTIzMTQxMjQzWhgP
-MjEyNjEwMzAxNDEyNDNaMCExHzAdBgNVBAMMFmRlbGF5cSB3b3JrZXJkIGZpeHR1
-cmUwggEiMA0GCSqGSIb3DQEBAQUAA4IBDwAwggEKAoIBAQCGZ1KxB/6eJg7NqdjF
-QZo91ioAdHSqPhRho3OjA+SvibJmbdZq2eudQ2QGIkrpapfzqcUtXCLpML8dgj1R
-PVgmTqij4ihq788guO3Q5NPykAsD4I/krx91OQ4t6hnAkxk1dhkK9m6A5lethNRe
-NGtzqdLupreb4g2MjY2k90l1+gpuFB6xhu1gZ6ebuJFblZc242fUxEUynmIq1n6G
-x5WRZ/c1+UmgS9J5GbHfj6CP0sQeq++NYsJwocDZ+eXf3/mdFRCKDoK17m7+FrTf
-MS4ImQvGI/ydxmRxSHwvleQq+FfK9iKn/eCHSTxf3FCGcjYbiQ0t0802HZ8/nsIO
-mJCHAgMBAAGjUzBRMB0GA1UdDgQWBBSqmnD7A+msvDrCATZcjC4L7V1DxDAfBgNV
-HSMEGDAWgBSqmnD7A+msvDrCATZcjC4L7V1DxDAPBgNVHRMBAf8EBTADAQH/MA0G
-CSqGSIb3DQEBCwUAA4IBAQALU/lgKGZEZPysDTR8KjPKvijWCEJ7xEpfcmYCBmhj
-G4ARUsi37kE2THKvwYJoIABjAURhwr0CMlWAhIRkrBXLw7oK7JaUfxGebaSCfMDs
-w2UNx90CsUWmg2EVHsvVkTb4A/PvH01MNPQx82fkLlxDJNHbUpy6XrQFWMSGP4zJ
-4yYfwDAU9XD41gS5nJSO7dY4wZvq/mN6oSlXrLimK34PARJvX7PAS59tuMCuXvkV
-vj4tMDHJwMVoX9+rHIzr4c9rtVTQCYPhTaGps3BFjxs3r/JVXocr0+/GF7ho3m2r
-dG1JwNyj3RIyC5gG5pNeNHEat6E+rXQmjmff+GLdkwwQ
+MIIDDTCCAfWgAwIBAgIMAI8OK3xtWks8LR4PMA0GCSqGSIb3DQEBCwUAMBkxFzAV
+BgNVBAMMDldlQ2hhdFBheSBUZXN0MCAXDTI2MTIwNjA3NDQzOFoYDzIxMjYxMTEy
+MDc0NDM4WjAZMRcwFQYDVQQDDA5XZUNoYXRQYXkgVGVzdDCCASIwDQYJKoZIhvcN
+AQEBBQADggEPADCCAQoCggEBAOOcLPxxXLG9fCpJ0oLg+4/UklV0v0BShPbeJ8QN
+lFdiy2ERg9LWCAQYvXrGVGqVDlRLacwWtA6fwdGvPzsCB9pohQyBRbeM4D3ITxJK
+CchPk8lZmsRIa2fND81IRIupJtvQ2NfjUoHw7ihwJWtfrt4TGVpTAj4Gwa2sgmaZ
+fVxu7sMueNhLtsK9AlKEZfZyl07Ty9bphuJuiTDdiUXyeywDK1caqF/mWEctOjrY
+ODbfZtB8dSqudx68Xkbc2n1tCbcRAv/BMF0bx6++/ryL4CmAfonlXnFdI3keaQCa
+vgjZMyfJvJZw3+Jazjsy13BTmWfp9l8fL36vHp6hM4ck1fkCAwEAAaNTMFEwHQYD
+VR0OBBYEFPFbWmAAJ4Fmbh4lWRLv+FkcC6VRMB8GA1UdIwQYMBaAFPFbWmAAJ4Fm
+bh4lWRLv+FkcC6VRMA8GA1UdEwEB/wQFMAMBAf8wDQYJKoZIhvcNAQELBQADggEB
+ALaGLLMMSrIyYxu1G60huciUkNYYU+M23SRaI75b2GAxky7fSSqlzw6k+4IQl712
+zd3zepwcVaEjvEgwLfZi+/GX4jQceK93iojT5f9UDzd1FgGn67XHGuwL6h1I2vjd
+Qd5Cw2tD3JhIiuTWGt5UnxNqPFWQnhZYP4qTQ+9fHb69f9sc4wI01SKuwE76WJ0f
+QhVmu2BMBnFoi91WgEZCAbAxycKCN8kt/6bWzC9g9rucVqglOBfkBNxlVnAlXvNH
+yCey444L2wFwK351ih5fKvkaGJKk2rsRTFlBAsuJELKbwr/HcGn54fwkALYZhhfN
+SwWfrez6ua5tlFPOWUsSM/A=
 -----END CERTIFICATE-----
 `;
 /** The certificate's serial as node:crypto's X509Certificate reads it. */
@@ -135,7 +135,7 @@ const NODE_SIGNATURES = [
 ];
 /** The certificate's key's node:crypto signature of TEXTS[1]. */
 const CERT_SIGNATURE =
-  "VCyIVpIB0wyGdxQUVB9UhgmPyfcgYjCWyoeERged0S2Xpki9XeiT6HT1JhMFA+L7Ce40fiGUm0JXrePOiB5BnUOwhrgPp9QMgzIzzujR519Nz/nFL8M1QDzDIhyqwxpvI/EfrZSuiooZ0OVErHti2FiOCVqieYyubUv4/rUaPiAf9X47SK6sv0LWmvvHYCp9qQk6+ih6KmU6BIPHp5WGdOda2hRrbB9P6DO54OE+VkCaJPHw1S/IpqCK/CJw9/j418OaDm0cKuMh+doSXksMGuNDYBQWTrtYNLSvYdJyJu1AgRLzV8/KYMasDACG6mz5jBOBkFWgBzCntapdUqRzag==";
+  "mEOVssrHQZ05jigj3x24RyG4L0QmlwUgN0gMW2YeWJSb4ruYgJ1WWuE7n/7Ueh+3xfPkGQIezkjOviaC+VfPT35iVqFmLP0gxQGmyektQ2fmzBkqKFxhSI6QDUX2xgOqb8Opi3ee7NnGjB+INL74z8UJI2xBYOS0YuNIl/6I9MMwBYMQ4/CgPOQWiUkWroZSONOXEornXza2aZueM2OO49wOLAbjMXd5Q+nq0xQrWEVI7eA6+Pv+vrMzGtTHKgwSFIOTiuW8efY+HZy0174FlRsRKb0qak73//sT4gEen0R/y9KxAuOn8j2kI/VaN3HXLSae2MDwLbPJjVpBBjmIDA==";
 
 const API_V3_KEY = "a7cde1ZJB1kG2e7VfTs3jQzaWizur8Gb";
 const GCM_NONCE = "5K8264ILTKCH";
@@ -149,19 +149,22 @@ const GCM_CIPHERTEXT =
 const ALIPAY_ANSWER =
   '{"alipay_trade_query_response":{"code":"10000","msg":"Success","out_trade_no":"order-1042","trade_no":"2025010122001","trade_status":"TRADE_SUCCESS","total_amount":"19.99","send_pay_date":"2025-01-01 00:00:07","qr_code":"https:\\/\\/qr.alipay.com\\/bax"},"sign":"Rg5hj87PPlktFDXJ+8AR7fjzFDRScSvM0HiL37pRxYmJb6hG/HpnEBorexdbX622+wsggvr7iLabxarVtsDmJdyzYTzDGKU8jN7bUPHn6kaZ/l0nSmF5SLVDsvpD4ZBO2DM+aPJW24BdF/3gXdQJS0ii/0cE1bttWdF/CHy3gbsr+yievCpMWKxa9epYOz2JiehoTMUZ1RQHv2+uutRCMyny/aqNPCj9rc+wwgGchdBxL0C7w1YZeTMFxHIQtNc5DRBJ/2OrCJDdfZnuaUFQYoMqxiOLBPUsTNjNaeWVVnnGsy850X2E3eb8VDvRDf+MimwWvvqNFXvyUfUYAKhA9g==","alipay_cert_sn":"5d1a"}';
 
-/** WeChat Pay answers signed by the certificate's key at WX_TIME (s) with WX_NONCE. */
-const WX_TIME = 1735696984;
+/**
+ * WeChat Pay answers signed by the certificate's key at WX_TIME (s) with WX_NONCE; WX_TIME falls
+ * within the certificate's validity (a platform certificate is used only while valid).
+ */
+const WX_TIME = 1796543078;
 const WX_NONCE = "593BEC0C930BF1AFEB40B4A08C8FB242";
 const WX_QUERY_BODY =
   '{"mchid":"1900000109","out_trade_no":"order-1042","transaction_id":"4200000001","trade_state":"SUCCESS","success_time":"2025-01-01T10:03:04+08:00","amount":{"total":1999,"currency":"CNY"}}';
 const WX_QUERY_SIGNATURE =
-  "SK+vr9GMwn8+KIGyWRygAI5bWq6VbnWNZ5oI4r3tGLuFdTCkMjijnScAfJplMaR2mc9Zl32GQbiMZuxIsXFEOQqF6r6cxtPgzmx3a7zaZtvrJbuMowjQIV6R8NTkAPvUEBH3ulYenIfuSMYrbJtK8UQ37uvGgd3RB4h5BiZIGdqEPMrmg/OyB+Y11ftKclOSt9wwxgRMXc1trq99WsIN2RGtD0YFT2mzaNk+WWQotxucGKk28PNREAl+7CX2LAwdak5lWG24S1XA6O9sQEban5yiuBTov6mNiaAL1EwmrMCtaQGC6kVwHQjcTwCe+gdjqdMJnQt8i5g89cBMOt1j7A==";
+  "SqdAsFZ2t6VIJJyfHy06Ol153NDCNqXx7M6oBbqNeBXSMosVc65Qe3/c7xS93cIAchOYuLuvolk9MNLF7NiAMA2RE1K7Y6jmnEg84ApqpoTWYCuafSVcvrk5H6ncSIn1yponiPuXF/ez4ZNhvQZYEMUIhWkbxZXVI0bJbbrdxzJiEMSDq8gplYU43l49OPMt8ixqc94KkizkjDLwbLJwyGtYwOy9vlxIKbL8XYgHzmC0aF8wKXWOUF1AnzVA/hIS9SKxxFVWY1lL1liS6nPSz0kHEl2xQgGrmJij+dQU9P63F4cGBDBb4pbR39AJtLRFK/NaLSypzk3Qdr9brH975A==";
 const WX_CLOSE_SIGNATURE =
-  "a7fiDYXNXPcjDFpyDZB3tmA5GqEIbGFzCZI7K31fnxF6nroWaAB3aKx1zSTvHbi6F069Hjl2WRWGulXWAQwd2OyZCkrqpNAMVEQ4r4Re/bH8bMimrfyHXUKZZjKQudwf8eImfpEr8pE9yyMqOFk4BGjUyym9382TayXUW7kTURMp5HFmBHjsDXiou2XCJHdc+ex0+tOk7zcyMO4EieqMHASrWT2ha+kAS4Gf6WqogCPpniAlL5A2gxqTRXGrrs52WWi7ceKb+hdmUp1tMB09pc+/hzBe9ZTyEjCg/7JvDda+WU7qeUWfc93CLmVmd4Lw8l3h9Z86DM5eL1zfIYsdYA==";
+  "R+lQeuNyBC3Jnm09mvQjgb3ts9A8fV6wAFQX3EhpOWwEO1Ey5fb5XhSL/1RiP3RZoERMZP8JzeTZIeficTWdfJYnX26+cYSiNEFpDk0UlL+IPyooc3bblHLrNAw5ZHkwZgwv11haljinVU4EH1rK6IrYLoFsPQK1CpQ9OAE/8UmnHNac3h0z/FW/NbA9TK4rGZ1jlbMnQE9qG1QFOvsorpyIwwPVJjr3GUMVEVBrxInu5QAiXvYANY2qdg7jyKJbpI7GX6lOOK8onS3KwnFyF9TjB1bgSF1SxqmismjwYoTLvprvfq18KtCAuPFYwDahlvLPlCMK6QpShH/nCUQfnw==";
 const WX_NOTIFY_BODY =
   '{"id":"EV-1","event_type":"TRANSACTION.SUCCESS","resource_type":"encrypt-resource","resource":{"algorithm":"AEAD_AES_256_GCM","ciphertext":"WGYQSp5Uc1kdc1Z0Y6f+DmPgRiIqic6qMPEznsbyUZNPfvaUwyHpllkatgoozuSGK8vp2DkKDIXTA6kyQieMEFImEa8EWkzFolLSJ0REMGIuJRlOxAYp7N/4nFKgyp4xxsVXVMRfpzOt1ANLH+ob/W06CLitn+159J851E3aaWFwkdjyqpp5Ho83jX0Q8a58bRls1A6snqx9B1yZifQ13HZmCJoxFB1XzVOqeMJDD7Mw5mpFus4O3hfaIguPTPzQg/Syx6ks+On5c2U=","associated_data":"transaction","nonce":"5K8264ILTKCH","original_type":"transaction"}}';
 const WX_NOTIFY_SIGNATURE =
-  "e7XSJHFbJQMQpEUEn8wffVluT/FPg+bGwNILO2oaaSxV4oxm/c3bZW9cU+WXiT3BCVTT2kXZ3BZnkYKY9b6kFrR1iF5vXdGXqxxOww/OetTWXkkXZOTjET61fthftjHBrgjtJyuOcxdvEOJMcPbh41PnvQLdrJarCyWmfw8zJ4Q4JOXIYfDTqQlSQYG7vGuTz06zYhYrtZUtBoEFUOB3ZCouaJUEvYhzGuMl3W8G27xuc0o/3DxghYuYUVg8sm7M3k9/uijxkljKK8ZSTU2EX3F3dtrNkLn8AmJnkQuv5NiKxeYKNqSEbN0HA42LtvS30LNksepw/Pi342EFdYdsGg==";
+  "YZf1HvBSrNnFYvg4dj0o5Q3vUz0lNioUkvr9FWjsD3avP6O9UkQchAdgtcsrKHWToo6ZgHNVrxSqblmQ912h0fIunekue/EKBFdilmQL7VgwSsfarzFX/X8u+tobUSLSCFv6CwBZE3EMXODtYeVwiPayZ4a5/ivMw7fl2+CUvCKDH/YUP+GQLgeYNOmRF0XRE7LeUHKFlCimv7gH8OWhOUsbJ82CIc+k74IMqoTB5c+LNpgRPN6TjNmwL+t30bQ67ThWtbyOW7BH55goynH/s9Qj8Fe6a5os8k1Oq4QVKFzrw6Ct3jhObSySwI2VyaDbF9VEGXwDR6ChAgyPU3LqCQ==";
 
 describe("RSA signatures in workerd equal node:crypto's", () => {
   const spellings: [string, string][] = [
