@@ -14,9 +14,15 @@ import { parseTokens } from "./http/auth";
 import { jsonLogger, type Logger, messageOf } from "./log";
 import { type Counters, countedStep, createCounters } from "./metrics/counters";
 import { checkAccounts, parseAlipayAccounts, parseWechatPayAccounts } from "./payments/accounts";
+import { createRefunds, type Refunds } from "./payments/refunds";
 import { createPayments, type Payments } from "./payments/watches";
 import { DelayQueue } from "./queue";
-import { createScriptRunner, REDIS_CLIENT_OPTIONS, type RedisClient } from "./redis/runner";
+import {
+  createScriptRunner,
+  REDIS_CLIENT_OPTIONS,
+  type RedisClient,
+  type ScriptRunner,
+} from "./redis/runner";
 import { createRun, type Run } from "./run/run";
 import { createScheduler, drainStep, type Scheduler } from "./scheduler";
 import { pushStep } from "./scheduler/push";
@@ -53,6 +59,8 @@ export type Service = {
   counters: Counters;
   /** Payment watches (start, read, stop, list, notifications, and the poller). */
   payments: Payments;
+  /** Refund watches (the same, for refunds; their polls in __refunds). */
+  refunds: Refunds;
   /** Push delivery, payment polls and failure notices, drained within a run. */
   dispatcher: Dispatcher;
   /** Makes the run of each invocation (the entry points do, and hand it down). */
@@ -104,14 +112,7 @@ export function buildService(
   const counters = createCounters();
   const accounts = accountsOf(config, env);
   const ready = accountsChecked(accounts);
-  const payments = createPayments({
-    scripts,
-    alipay: accounts.alipay,
-    wechatpay: accounts.wechatpay,
-    defaults: { ttrMs: config.DQ_DEFAULT_TTR * 1000, maxAttempts: config.DQ_DEFAULT_MAX_ATTEMPTS },
-    minPollMs: config.DQ_MIN_POLL_MS,
-    count: (provider, outcome) => counters.inc("delayq_polls_total", { provider, outcome }),
-  });
+  const { payments, refunds } = watchesOf(config, scripts, accounts, counters);
   const dispatcher = createDispatcher({
     scripts,
     log,
@@ -122,7 +123,7 @@ export function buildService(
         topic,
         outcome: outcome === "fail" ? "failed" : outcome,
       }),
-    handlers: { payments: payments.poller },
+    handlers: { payments: payments.poller, refunds: refunds.poller },
     subrequests: config.DQ_SUBREQUESTS,
     destinations: { policy: destinations, fetch: options.publicFetch },
   });
@@ -151,6 +152,7 @@ export function buildService(
     paymentWatches: { list: (page) => payments.list(page) },
     payments: {
       payments,
+      refunds,
       dispatcher,
       alipayAccounts: accounts.alipay,
       wechatpayAccounts: accounts.wechatpay,
@@ -169,7 +171,46 @@ export function buildService(
     budgetMs: config.DQ_TICK_BUDGET_MS,
     log,
   });
-  return { config, queue, app, scheduler, log, counters, payments, dispatcher, runs, ready };
+  return {
+    config,
+    queue,
+    app,
+    scheduler,
+    log,
+    counters,
+    payments,
+    refunds,
+    dispatcher,
+    runs,
+    ready,
+  };
+}
+
+/** Payment and refund watches: the same scripts, accounts and defaults; polls counted apart. */
+function watchesOf(
+  config: ServiceConfig,
+  scripts: ScriptRunner,
+  accounts: ReturnType<typeof accountsOf>,
+  counters: Counters,
+): { payments: Payments; refunds: Refunds } {
+  const watching = {
+    scripts,
+    alipay: accounts.alipay,
+    wechatpay: accounts.wechatpay,
+    defaults: { ttrMs: config.DQ_DEFAULT_TTR * 1000, maxAttempts: config.DQ_DEFAULT_MAX_ATTEMPTS },
+    minPollMs: config.DQ_MIN_POLL_MS,
+  };
+  return {
+    payments: createPayments({
+      ...watching,
+      count: (provider, outcome) => counters.inc("delayq_polls_total", { provider, outcome }),
+    }),
+    refunds: createRefunds({
+      ...watching,
+      count: (provider, outcome) =>
+        counters.inc("delayq_refund_polls_total", { provider, outcome }),
+    }),
+  };
 }
 
 /**

@@ -18,6 +18,7 @@ import { jobRoutes } from "./routes/jobs";
 import { opsRoutes } from "./routes/ops";
 import { notifyRoutes, type PaymentRouteOptions, paymentRoutes } from "./routes/payments";
 import { type PushOptions, pushRoutes, pushSoon } from "./routes/push";
+import { refundRoutes } from "./routes/refunds";
 import { systemRoutes } from "./routes/system";
 import { topicRoutes } from "./routes/topics";
 import { topicCursors } from "./topic-cursors";
@@ -39,7 +40,7 @@ export type AppOptions = {
   paymentWatches?: PaymentWatchSource;
   /** Push delivery: the QStash callback route, and prompt delivery of jobs due soon. */
   push?: PushOptions;
-  /** Payment watches: /v1/payments and the providers' notifications. */
+  /** Payment (and refund) watches: /v1/payments, /v1/refunds and the providers' notifications. */
   payments?: PaymentRouteOptions;
   /** Which topics push to public addresses only (DQ_PRIVATE_PUSH). @default none */
   destinations?: DestinationPolicy;
@@ -97,6 +98,12 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
   });
   commandRoutes(app);
   if (options.payments) paymentRoutes(app, options.payments);
+  if (options.payments?.refunds) {
+    refundRoutes(app, {
+      refunds: options.payments.refunds,
+      dispatcher: options.payments.dispatcher,
+    });
+  }
   opsRoutes(app, { ...options, log });
   compatRoutes(app, { ...options, log });
   return app;

@@ -12,6 +12,7 @@ const BODY_PATHS: Record<string, readonly Path[]> = {
   "/v1/jobs/batch": [["jobs", "*", "body"]],
   "/v1/command": [["body"], ["*", "body"]],
   "/v1/payments": [["metadata"]],
+  "/v1/refunds": [["metadata"]],
 };
 
 /**

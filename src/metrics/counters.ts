@@ -18,6 +18,12 @@ export const COUNTERS = {
       "paid, closed, failed, error).",
     labels: ["provider", "outcome"],
   },
+  delayq_refund_polls_total: {
+    help:
+      "Refund-status queries by provider and outcome since the process started (e.g. pending, " +
+      "succeeded, closed, abnormal, expired, transient).",
+    labels: ["provider", "outcome"],
+  },
   delayq_tick_slices_total: {
     help: "Scheduler slices run (one Redis script call each) by step since the process started.",
     labels: ["step"],

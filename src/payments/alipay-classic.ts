@@ -16,22 +16,26 @@ import {
   stringField,
 } from "./provider";
 
-type Method = "alipay.trade.query" | "alipay.trade.close";
+type Method = "alipay.trade.query" | "alipay.trade.close" | "alipay.trade.fastpay.refund.query";
 
-type ClassicResult =
+export type ClassicResult =
   | { ok: true; response: Record<string, unknown> }
   | { ok: false; answer: { kind: "transient" | "config"; reason: string } };
 
-async function classicCall(
+/**
+ * Calls `method` with `biz` as its biz_content, signed; the response object, verified (one not
+ * to be trusted is transient), or why there is none.
+ */
+export async function classicCall(
   account: AlipayAccount,
   method: Method,
-  outTradeNo: string,
+  biz: Record<string, unknown>,
   options: ProviderOptions,
 ): Promise<ClassicResult> {
   const keys = await loadKeys(account);
   if ("reason" in keys) return { ok: false, answer: { kind: "config", reason: keys.reason } };
   const now = (options.clock ?? Date.now)();
-  const bizContent = JSON.stringify({ out_trade_no: outTradeNo });
+  const bizContent = JSON.stringify(biz);
   const params: Record<string, string> = {
     app_id: account.appId,
     method,
@@ -106,7 +110,7 @@ async function readClassic(
   return { ok: true, response: record };
 }
 
-function classicCode(record: Record<string, unknown>): {
+export function classicCode(record: Record<string, unknown>): {
   code: string;
   subCode: string;
   reason: string;
@@ -122,7 +126,12 @@ export async function classicQuery(
   outTradeNo: string,
   options: ProviderOptions,
 ): Promise<ProviderAnswer> {
-  const result = await classicCall(account, "alipay.trade.query", outTradeNo, options);
+  const result = await classicCall(
+    account,
+    "alipay.trade.query",
+    { out_trade_no: outTradeNo },
+    options,
+  );
   if (!result.ok) return result.answer;
   const record = result.response;
   const { code, subCode, reason } = classicCode(record);
@@ -141,7 +150,12 @@ export async function classicClose(
   outTradeNo: string,
   options: ProviderOptions,
 ): Promise<CloseAnswer> {
-  const result = await classicCall(account, "alipay.trade.close", outTradeNo, options);
+  const result = await classicCall(
+    account,
+    "alipay.trade.close",
+    { out_trade_no: outTradeNo },
+    options,
+  );
   if (!result.ok) return result.answer;
   const { code, subCode, reason } = classicCode(result.response);
   if (code === "10000") return { kind: "closed" };

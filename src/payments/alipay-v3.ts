@@ -16,21 +16,25 @@ import {
   stringField,
 } from "./provider";
 
-type V3Result =
+export type V3Result =
   | { ok: true; status: number; body: Record<string, unknown> }
   | { ok: false; answer: { kind: "transient" | "config"; reason: string } };
 
-async function v3Call(
+/**
+ * POSTs `biz` to `path` (`/v3/alipay/trade/query`, …), signed; the answer, verified (one not to
+ * be trusted is transient, whatever its status), or why there is none.
+ */
+export async function v3Call(
   account: AlipayAccount,
-  action: "query" | "close",
-  outTradeNo: string,
+  path: string,
+  biz: Record<string, unknown>,
   options: ProviderOptions,
 ): Promise<V3Result> {
   const keys = await loadKeys(account);
   if ("reason" in keys) return { ok: false, answer: { kind: "config", reason: keys.reason } };
   const now = (options.clock ?? Date.now)();
-  const body = JSON.stringify({ out_trade_no: outTradeNo });
-  const url = new URL(`${account.baseUrl}/v3/alipay/trade/${action}`);
+  const body = JSON.stringify(biz);
+  const url = new URL(`${account.baseUrl}${path}`);
   const { appCertSn, headers: certHeaders } = v3CertificateAuth(account.certificates);
   const authString = `app_id=${account.appId}${appCertSn},nonce=${crypto.randomUUID()},timestamp=${now}`;
   const content = `${authString}\nPOST\n${url.pathname}${url.search}\n${body}\n`;
@@ -101,7 +105,7 @@ async function unverified(
   return staleness("alipay-timestamp", Number(timestamp), now);
 }
 
-function v3Error(
+export function v3Error(
   body: Record<string, unknown>,
   status: number,
 ): { code: string; reason: string; retryable: boolean } {
@@ -118,7 +122,12 @@ export async function v3Query(
   outTradeNo: string,
   options: ProviderOptions,
 ): Promise<ProviderAnswer> {
-  const result = await v3Call(account, "query", outTradeNo, options);
+  const result = await v3Call(
+    account,
+    "/v3/alipay/trade/query",
+    { out_trade_no: outTradeNo },
+    options,
+  );
   if (!result.ok) return result.answer;
   const { status, body } = result;
   if (status >= 200 && status < 300) {
@@ -135,7 +144,12 @@ export async function v3Close(
   outTradeNo: string,
   options: ProviderOptions,
 ): Promise<CloseAnswer> {
-  const result = await v3Call(account, "close", outTradeNo, options);
+  const result = await v3Call(
+    account,
+    "/v3/alipay/trade/close",
+    { out_trade_no: outTradeNo },
+    options,
+  );
   if (!result.ok) return result.answer;
   const { status, body } = result;
   if (status >= 200 && status < 300) return { kind: "closed" };

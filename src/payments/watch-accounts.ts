@@ -3,9 +3,12 @@ import { DelayqError } from "../domain/errors";
 import type { ProviderName } from "../domain/payments";
 import { type AccountScope, accountAllows } from "../domain/scope";
 import { alipayProvider } from "./alipay";
+import { alipayRefunds } from "./alipay-refunds";
 import type { Provider } from "./provider";
+import type { RefundProvider } from "./refund-provider";
 import type { PaymentsOptions } from "./watch-types";
 import { wechatPayProvider } from "./wechatpay";
+import { wechatPayRefunds } from "./wechatpay-refunds";
 
 type Accounts = Pick<PaymentsOptions, "alipay" | "wechatpay" | "providerOptions">;
 
@@ -25,6 +28,23 @@ export function providerOf(
   } else {
     const found = options.wechatpay.get(account);
     if (found) return wechatPayProvider(found, options.providerOptions);
+  }
+  throw unknownAccount(options, name, account, accounts);
+}
+
+/** The refund queries of `account`, or unknown_account (as providerOf). */
+export function refundProviderOf(
+  options: Accounts,
+  name: ProviderName,
+  account: string,
+  accounts?: AccountScope,
+): RefundProvider {
+  if (name === "alipay") {
+    const found = options.alipay.get(account);
+    if (found) return alipayRefunds(found, options.providerOptions);
+  } else {
+    const found = options.wechatpay.get(account);
+    if (found) return wechatPayRefunds(found, options.providerOptions);
   }
   throw unknownAccount(options, name, account, accounts);
 }

@@ -18,7 +18,42 @@ export type Concluded = { applied: boolean; how: "" | "late" | "duplicate"; work
 const NOTHING: Concluded = { applied: false, how: "", work: [] };
 
 /** A notification id the watch can remember (Alipay's notify_id, WeChat Pay's event id). */
-const NOTIFY_ID = /^[\w.:-]{1,128}$/;
+export const NOTIFY_ID = /^[\w.:-]{1,128}$/;
+
+/** One application of a watch's one transition (watchPolled), a payment's or a refund's. */
+export type Transition = {
+  watchId: string;
+  /** The poll job's receipt; "" for a notification, which needs none. */
+  receipt: string;
+  kind: "pending" | "transient" | "outcome";
+  /** The answer's word (trade state, refund status) or the error: the watch's lastAnswer. */
+  word: string;
+  /** The outcome's state, for an outcome. */
+  state: string;
+  /** The outcome job's body up to its metadata, for an outcome. */
+  prefix: string;
+  /** A notification's own id, to take it once. */
+  notifyId?: string;
+};
+
+/** Runs a watch's transition: the one script polls and notifications of both kinds share. */
+export function transition(
+  options: Pick<PaymentsOptions, "scripts" | "defaults">,
+  run: Run,
+  t: Transition,
+) {
+  return options.scripts.run("watchPolled", run.clock(), [
+    t.watchId,
+    t.receipt,
+    t.kind,
+    t.word,
+    t.state,
+    t.prefix,
+    options.defaults.ttrMs,
+    options.defaults.maxAttempts,
+    t.notifyId ?? "",
+  ]);
+}
 
 /** What a conclusion comes to: who concluded it, for which poll (or "" for a notification). */
 export type Concluding = {
@@ -46,17 +81,15 @@ export async function conclude(
 ): Promise<Concluded> {
   const { conclusion, spec } = c;
   const outcome = conclusion.kind === "outcome";
-  const result = await options.scripts.run("watchPolled", run.clock(), [
-    c.watchId,
-    c.receipt,
-    conclusion.kind,
-    conclusion.tradeState,
-    outcome ? conclusion.state : "",
-    outcome ? outcomePrefix(spec, c.source, c.polls, conclusion) : "",
-    options.defaults.ttrMs,
-    options.defaults.maxAttempts,
-    c.notifyId ?? "",
-  ]);
+  const result = await transition(options, run, {
+    watchId: c.watchId,
+    receipt: c.receipt,
+    kind: conclusion.kind,
+    word: conclusion.tradeState,
+    state: outcome ? conclusion.state : "",
+    prefix: outcome ? outcomePrefix(spec, c.source, c.polls, conclusion) : "",
+    ...(c.notifyId !== undefined ? { notifyId: c.notifyId } : {}),
+  });
   const { how } = result;
   if (!result.applied) return { ...NOTHING, how };
   const now = run.clock();

@@ -12,7 +12,10 @@ type Reads = Pick<PaymentsOptions, "scripts" | "clock">;
  * Whether a caller with `access` sees a watch: its account is one the caller may watch and it
  * notifies only topics the caller may act on (a watch of two tenants' topics is the operator's).
  */
-function visible(payment: Payment, access: Access): boolean {
+export function visible(
+  payment: Pick<Payment, "provider" | "account" | "notify">,
+  access: Access,
+): boolean {
   return (
     accountAllows(access.accounts, payment.provider, payment.account) &&
     payment.notify.every((topic) => scopeAllows(access.scope, topic))

@@ -59,6 +59,8 @@ export async function startWatch(
     JSON.stringify(spec.notify),
     metadata,
     PAYMENTS_TOPIC_CONFIG,
+    PAYMENTS_TOPIC,
+    "watches",
   ]);
   const payment = paymentOf(stored);
   // The order was watched already, for topics this token may not see: say only that, as an
@@ -73,12 +75,20 @@ export async function startWatch(
   return { created, payment, work: created ? [soon(PAYMENTS_TOPIC, now)] : [] };
 }
 
-/** Before the account is looked up, so that a token learns nothing of accounts not its own. */
-function checkAccess(watch: Watch, { scope, accounts }: Access): void {
+/**
+ * Before the account is looked up, so that a token learns nothing of accounts not its own: the
+ * account and every notify topic must be the caller's. `what`: what is watched ("orders",
+ * "refunds").
+ */
+export function checkAccess(
+  watch: Pick<Watch, "provider" | "account" | "notify">,
+  { scope, accounts }: Access,
+  what = "orders",
+): void {
   if (!accountAllows(accounts, watch.provider, watch.account)) {
     throw new DelayqError(
       "forbidden",
-      `This token may not watch orders of ${watch.provider} account "${watch.account}" ` +
+      `This token may not watch ${what} of ${watch.provider} account "${watch.account}" ` +
         `(its DQ_TOKENS entry would need the pattern ${watch.provider}/${watch.account})`,
     );
   }
@@ -119,7 +129,7 @@ function specOf(options: PaymentsOptions, watch: Watch, now: number): Spec {
 }
 
 /** The metadata as its JSON text, within MAX_METADATA_BYTES. */
-function metadataText(metadata: Watch["metadata"]): string {
+export function metadataText(metadata: Watch["metadata"]): string {
   const text = metadata instanceof RawJson ? metadata.text : JSON.stringify(metadata ?? null);
   const bytes = new TextEncoder().encode(text).length;
   if (bytes > MAX_METADATA_BYTES) {

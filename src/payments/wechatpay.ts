@@ -50,7 +50,7 @@ const CLOSE_REFUSED = new Set([
   "USERPAYING",
 ]);
 /** Error codes that say "WeChat is busy", whatever the HTTP status. */
-const RETRYABLE = new Set(["SYSTEM_ERROR", "SYSTEMERROR", "FREQUENCY_LIMITED", "BANKERROR"]);
+export const RETRYABLE = new Set(["SYSTEM_ERROR", "SYSTEMERROR", "FREQUENCY_LIMITED", "BANKERROR"]);
 const PROBE_PREFIX = "WECHATPAY/SIGNTEST/";
 
 /** Platform certificates' keys are kept apart, with those fetched: wechatpay-certificates.ts. */
@@ -160,7 +160,7 @@ function tradeAnswer(record: Record<string, unknown>): ProviderAnswer {
   return answer;
 }
 
-type Call =
+export type Call =
   | { ok: true; status: number; text: string }
   | { ok: false; answer: { kind: "transient" | "config"; reason: string } };
 
@@ -197,7 +197,11 @@ async function signedFetch(
   );
 }
 
-async function call(
+/**
+ * A signed request and its answer, verified: an answer that is not WeChat Pay's own (or is stale)
+ * is transient, as are 5xx and 429; a key that does not import is a configuration error.
+ */
+export async function call(
   account: WechatPayAccount,
   method: "GET" | "POST",
   path: string,
@@ -230,7 +234,7 @@ async function call(
   return { ok: true, status, text };
 }
 
-function errorOf(text: string, status: number): { code: string; reason: string } {
+export function errorOf(text: string, status: number): { code: string; reason: string } {
   const body = parseJson(text);
   const code = stringField(body, "code") ?? `HTTP ${status}`;
   const message = stringField(body, "message");
@@ -302,19 +306,24 @@ export function wechatPayProvider(
   };
 }
 
+/** A verified, decrypted WeChat Pay notification: its event type, id and plaintext resource. */
+export type OpenedNotification =
+  | { ok: true; eventType: string; notifyId?: string; record: Record<string, unknown> }
+  | { ok: false; reason: string };
+
 /**
- * Checks a WeChat Pay notification: its Wechatpay-* headers over the raw body (a
- * `WECHATPAY/SIGNTEST/` probe fails; the timestamp within 5 minutes of `now`, unix ms), then
- * decrypts `resource` with the APIv3 key (AES-256-GCM). On success the transaction's answer and
- * the event's id.
+ * Checks a WeChat Pay notification (a transaction's or a refund's): its Wechatpay-* headers over
+ * the raw body (a `WECHATPAY/SIGNTEST/` probe fails; the timestamp within 5 minutes of `now`, unix
+ * ms), then decrypts `resource` with the APIv3 key (AES-256-GCM); its mchid must be the
+ * account's. On success the event's type and id, and the resource.
  */
-export async function verifyWechatPayNotification(
+export async function openWechatPayNotification(
   account: WechatPayAccount,
   headers: Headers,
   rawBody: string,
   now: number,
   options: ProviderOptions = {},
-): Promise<NotificationResult> {
+): Promise<OpenedNotification> {
   const keys = await loadKeys(account);
   if ("reason" in keys) return { ok: false, reason: keys.reason };
   const problem = await verifyHeaders(
@@ -349,15 +358,44 @@ export async function verifyWechatPayNotification(
   const record = parseJson(plain);
   if (typeof record !== "object" || record === null)
     return { ok: false, reason: "resource is not JSON" };
-  const transaction = record as Record<string, unknown>;
-  const mchid = stringField(transaction, "mchid");
+  const mchid = stringField(record, "mchid");
   if (mchid && mchid !== account.mchid) return { ok: false, reason: "mchid is not this account's" };
+  // The event's id, signed with the body: WeChat Pay's resends of one event keep it.
+  const notifyId = stringField(event, "id");
+  const eventType = stringField(event, "event_type") ?? "";
+  return {
+    ok: true,
+    eventType,
+    record: record as Record<string, unknown>,
+    ...(notifyId ? { notifyId } : {}),
+  };
+}
+
+/** A transaction notification's answer, from its opened resource. */
+export function transactionNotification(
+  opened: OpenedNotification & { ok: true },
+): NotificationResult {
+  const transaction = opened.record;
   const outTradeNo = stringField(transaction, "out_trade_no");
   if (!outTradeNo) return { ok: false, reason: "resource without out_trade_no" };
   const answer = tradeAnswer(transaction);
   if (answer.kind !== "trade")
     return { ok: false, reason: answer.kind === "transient" ? answer.reason : "unreadable" };
-  // The event's id, signed with the body: WeChat Pay's resends of one event keep it.
-  const notifyId = stringField(event, "id");
+  const { notifyId } = opened;
   return { ok: true, outTradeNo, answer, ...(notifyId ? { notifyId } : {}) };
+}
+
+/**
+ * Checks a WeChat Pay notification of a transaction (openWechatPayNotification), and answers the
+ * transaction's answer and the event's id.
+ */
+export async function verifyWechatPayNotification(
+  account: WechatPayAccount,
+  headers: Headers,
+  rawBody: string,
+  now: number,
+  options: ProviderOptions = {},
+): Promise<NotificationResult> {
+  const opened = await openWechatPayNotification(account, headers, rawBody, now, options);
+  return opened.ok ? transactionNotification(opened) : opened;
 }

@@ -108,6 +108,13 @@ export const KEY_LAYOUT = {
   watches: "watches",
   /** string: how far the sweep of `watches` has come (a start time, ms); see watchStart. */
   watchSweep: "watches:sweep",
+  /**
+   * zset: refund watches (their ids; each a `watch` hash of its own, polled in the internal topic
+   * `__refunds`) by when they started, ms, for the dashboard's listing.
+   */
+  refunds: "refunds",
+  /** string: how far the sweep of `refunds` has come (a start time, ms); see watchStart. */
+  refundSweep: "refunds:sweep",
 } as const;
 
 export type KeyName = keyof typeof KEY_LAYOUT;
@@ -122,7 +129,8 @@ export const SCHEDULE_MARKERS = { push: "~push", notices: "~notices" } as const;
 
 /**
  * Job ids of delayq's own start with this: a payment watch's poll job is `pay:<watch id>` (in the
- * internal topic `__payments`), its outcome `pay:<watch id>:<n>` in each notify topic. Callers may
+ * internal topic `__payments`; a refund watch's in `__refunds`), its outcome `pay:<watch id>:<n>`
+ * in each notify topic. Callers may
  * not add such ids (domain/value-schemas.ts: NewJobId). The scripts (scripts/payments.ts) read it
  * too, interpolated.
  */

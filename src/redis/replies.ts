@@ -9,6 +9,9 @@ export type { ListReply } from "./lua/scripts/list";
 export {
   PAYMENTS_TOPIC,
   PAYMENTS_TOPIC_CONFIG,
+  REFUNDS_TOPIC,
+  REFUNDS_TOPIC_CONFIG,
+  type WatchIndex,
   type WatchList,
   type WatchRecord,
 } from "./lua/scripts/payments";

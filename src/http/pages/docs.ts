@@ -31,6 +31,9 @@ export const ERROR_MEANINGS: Readonly<Record<ErrorCode, string>> = {
   push_topic: "pop on a push topic: its jobs are delivered to its webhook, not popped.",
   payment_not_found: "No payment watch with this provider, account and outTradeNo.",
   payment_exists: "The order is watched already, for topics the token may not act on.",
+  refund_not_found: "No refund watch with this provider, account and outRefundNo.",
+  refund_exists:
+    "The refund is watched already, for topics the token may not act on or for another outTradeNo.",
   unknown_account:
     "The payment account is not configured (`DQ_ALIPAY_ACCOUNTS`, `DQ_WECHATPAY_ACCOUNTS`).",
 };

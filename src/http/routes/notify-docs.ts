@@ -116,12 +116,14 @@ export const WECHATPAY_NOTIFY_ROUTE = createRoute({
   path: "/v1/notify/wechatpay/{account}",
   operationId: "notifyWechatpay",
   tags,
-  summary: "WeChat Pay's notification of a transaction (no token: WeChat Pay's signature)",
+  summary:
+    "WeChat Pay's notification of a transaction or a refund (no token: WeChat Pay's signature)",
   description:
     "Give `https://<delayq>/v1/notify/wechatpay/<account>` as `notify_url` in the merchant's " +
-    "create-order call. The Wechatpay-* headers are verified against the raw body with the " +
-    "account's WeChat Pay key, and `resource` is decrypted with its APIv3 key; a verified " +
-    "notification of a watched order concludes its watch at once, and its outcome goes to the " +
+    "create-order and refund calls. The Wechatpay-* headers are verified against the raw body " +
+    "with the account's WeChat Pay key, and `resource` is decrypted with its APIv3 key; a " +
+    "verified notification of a watched order (TRANSACTION.*) or refund (REFUND.SUCCESS, " +
+    "REFUND.ABNORMAL, REFUND.CLOSED) concludes its watch at once, and its outcome goes to the " +
     "watch's notify topics. WeChat Pay reads 204 (or 200) as taken and sends anything else " +
     "again later.",
   request: {
@@ -134,9 +136,9 @@ export const WECHATPAY_NOTIFY_ROUTE = createRoute({
             .object({
               id: z.string().meta({ description: "The notification's id." }),
               create_time: z.string().meta({ description: "When it was made, ISO-8601." }),
-              event_type: z
-                .string()
-                .meta({ description: "What happened, e.g. `TRANSACTION.SUCCESS`." }),
+              event_type: z.string().meta({
+                description: "What happened, e.g. `TRANSACTION.SUCCESS`, `REFUND.SUCCESS`.",
+              }),
               resource_type: z.string().meta({ description: "`encrypt-resource`." }),
               summary: z.string().meta({ description: "WeChat Pay's summary, for people." }),
               resource: z

@@ -78,7 +78,8 @@ const METRICS_ROUTE = createRoute({
     "`delayq_topics`, `delayq_metrics_topics_truncated` and `delayq_metrics_redis_requests` " +
     "about the scrape; and the process's counters `delayq_tick_slices_total{step}`, " +
     "`delayq_tick_work_total{step,kind}`, `delayq_tick_step_failures_total{step}`, " +
-    "`delayq_deliveries_total{topic,outcome}`, `delayq_polls_total{provider,outcome}` with " +
+    "`delayq_deliveries_total{topic,outcome}`, `delayq_polls_total{provider,outcome}`, " +
+    "`delayq_refund_polls_total{provider,outcome}` with " +
     "`delayq_process_start_time_seconds`. Reads at most `DQ_METRICS_MAX_TOPICS` topics " +
     "(default 1000) in pages of 100, one Redis request per page. A token limited to some " +
     "topics sees only those.",

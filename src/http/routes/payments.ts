@@ -10,8 +10,10 @@ import type { Access } from "../../domain/scope";
 import { type Logger, messageOf } from "../../log";
 import { verifyAlipayNotification } from "../../payments/alipay";
 import type { ProviderAnswer } from "../../payments/provider";
+import type { RefundAnswer } from "../../payments/refund-provider";
+import type { Refunds } from "../../payments/refunds";
 import type { Payments } from "../../payments/watches";
-import { verifyWechatPayNotification } from "../../payments/wechatpay";
+import { verifyWechatPayEvent } from "../../payments/wechatpay-refunds";
 import { cappedText, requestJson } from "../body";
 import type { AppEnv } from "../context";
 import { jsonBody } from "../json";
@@ -22,6 +24,11 @@ import { drainAfter } from "./push";
 
 export type PaymentRouteOptions = {
   payments: Payments;
+  /**
+   * Refund watches: /v1/refunds, and WeChat Pay's refund notifications (at the same notify URL).
+   * @default none: refund notifications are acknowledged and ignored
+   */
+  refunds?: Refunds;
   /** Drains what a start or a notification leads to (first polls, an outcome's pushes). */
   dispatcher: Dispatcher;
   alipayAccounts: ReadonlyMap<string, unknown>;
@@ -166,6 +173,28 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
     }
   };
 
+  /** A verified refund notification: settles its refund watch, as `notified` a payment's. */
+  const refunded = async (
+    c: Context<AppEnv>,
+    account: string,
+    outRefundNo: string,
+    answer: RefundAnswer & { kind: "refund" },
+    notifyId: string | undefined,
+  ) => {
+    const provider = "wechatpay";
+    if (!options.refunds) return true; // no refund watches here: nobody watches it
+    try {
+      const refund = { provider, account, outRefundNo } as const;
+      const { work, how } = await options.refunds.notified(c.get("run"), refund, answer, notifyId);
+      if (how === "duplicate") log({ level: "info", event: "notify_duplicate", provider, account });
+      drainAfter(c, options.dispatcher, work);
+      return true;
+    } catch (error) {
+      log({ level: "error", event: "notify_failed", provider, account, message: messageOf(error) });
+      return false;
+    }
+  };
+
   app.openAPIRegistry.registerPath(ALIPAY_NOTIFY_ROUTE);
   app.post("/v1/notify/alipay/:account", async (c) => {
     const name = c.req.param("account");
@@ -201,12 +230,13 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
   app.post("/v1/notify/wechatpay/:account", async (c) => {
     const name = c.req.param("account");
     const account = options.wechatpayAccounts.get(name) as
-      | Parameters<typeof verifyWechatPayNotification>[0]
+      | Parameters<typeof verifyWechatPayEvent>[0]
       | undefined;
     if (!account) return c.json({ code: "FAIL", message: `no account "${clip(name)}"` }, 404);
     const raw = await cappedText(c.req.raw, MAX_NOTIFICATION_BYTES);
     const now = c.get("run").clock();
-    const result = await verifyWechatPayNotification(account, c.req.raw.headers, raw, now);
+    // A transaction's notification, or a refund's (REFUND.*): both come to this URL.
+    const result = await verifyWechatPayEvent(account, c.req.raw.headers, raw, now);
     if (!result.ok) {
       log({
         level: "warn",
@@ -217,14 +247,10 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
       });
       return c.json({ code: "FAIL", message: result.reason }, 401);
     }
-    const taken = await notified(
-      c,
-      "wechatpay",
-      name,
-      result.outTradeNo,
-      result.answer,
-      result.notifyId,
-    );
+    const taken =
+      result.kind === "refund"
+        ? await refunded(c, name, result.outRefundNo, result.answer, result.notifyId)
+        : await notified(c, "wechatpay", name, result.outTradeNo, result.answer, result.notifyId);
     return taken ? c.body(null, 204) : c.json({ code: "FAIL", message: "try again" }, 503);
   });
 }

@@ -86,10 +86,18 @@ export const OPENAPI_CONFIG = {
         "it is paid, closed or failed, and adds the outcome to the watch's notify topics.",
     },
     {
+      name: "refunds",
+      description:
+        "Refund watches: delayq queries Alipay or WeChat Pay about a refund on a schedule until " +
+        "it succeeds, closes or goes abnormal (or its deadline passes), and adds the outcome to " +
+        "the watch's notify topics.",
+    },
+    {
       name: "notifications",
       description:
-        "Where Alipay and WeChat Pay send their notifications of a payment (the notify URL of the " +
-        "merchant's create-order call). Called by the providers, authenticated by their " +
+        "Where Alipay and WeChat Pay send their notifications of a payment, and WeChat Pay those " +
+        "of a refund (the notify URL of the merchant's create-order and refund calls). Called by " +
+        "the providers, authenticated by their " +
         "signatures: no bearer token.",
     },
     {

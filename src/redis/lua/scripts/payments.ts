@@ -1,7 +1,9 @@
-// watchStart, watchRead, watchPolled, watchStop: the transitions of a payment watch. A watch is a
-// hash (keys.ts: watch); its polls are a job of the internal push topic __payments, claimed and
-// delivered to the poller like a push job; its outcome is a job added to each notify topic.
+// watchStart, watchRead, watchPolled, watchStop: the transitions of a watch, a payment's or a
+// refund's. A watch is a hash (keys.ts: watch); its polls are a job of an internal push topic
+// (__payments, __refunds), claimed and delivered to its poller like a push job; its outcome is a
+// job added to each notify topic. Both kinds share the hash, the scripts and the one transition.
 import { ENDED_WATCH_KEEP_MS, LATE_PAYMENT_AFTER } from "../../../domain/payments";
+import { LATE_REFUND_AFTER } from "../../../domain/refunds";
 import { WATCH_JOB_PREFIX } from "../../keys";
 import { asArray, byName, defineScript, jsonText } from "../script";
 
@@ -13,15 +15,29 @@ export const PAYMENTS_TOPIC_CONFIG = JSON.stringify({
   push: { url: "internal:payments", via: "internal", timeout: 60 },
 });
 
-/** Lua: makes sure __payments is a push topic (its polls are claimed like push jobs). */
+/** The internal topic whose jobs are refund polls. */
+export const REFUNDS_TOPIC = "__refunds";
+
+/** Its config: pushed, to delayq's refund poller. */
+export const REFUNDS_TOPIC_CONFIG = JSON.stringify({
+  push: { url: "internal:refunds", via: "internal", timeout: 60 },
+});
+
+/** The listing index a watch is kept in (keys.ts: watches, refunds), by its kind. */
+export type WatchIndex = "watches" | "refunds";
+
+/**
+ * Lua: makes sure a watch kind's internal topic (ARGV[12], its config ARGV[11]) is a push topic:
+ * its polls are claimed like push jobs.
+ */
 const ENSURE_TOPIC = `
-local function ensurePaymentsTopic()
-  local t = fields("${PAYMENTS_TOPIC}")
+local function ensureInternalTopic(topic, config)
+  local t = fields(topic)
   if not t.config then
-    t.config = ARGV[#ARGV]
-    rcall("SET", key.config("${PAYMENTS_TOPIC}"), t.config)
-    rcall("ZADD", key.pushTopics, 0, "${PAYMENTS_TOPIC}")
-    pushed["${PAYMENTS_TOPIC}"] = true
+    t.config = config
+    rcall("SET", key.config(topic), t.config)
+    rcall("ZADD", key.pushTopics, 0, topic)
+    pushed[topic] = true
   end
 end
 `;
@@ -33,14 +49,18 @@ end
 export const WATCH_FIELDS = [
   /**
    * The watch's spec, JSON (provider, account, outTradeNo, schedule, deadline, closeOnDeadline,
-   * notify, createdAt, amount?); its poll job's body too.
+   * notify, createdAt, amount?; a refund's: kind "refund", provider, account, outRefundNo,
+   * outTradeNo?, schedule, deadline, notify, createdAt); its poll job's body too.
    */
   "spec",
   /** The notify topics, a JSON array. */
   "notify",
   /** The caller's metadata, JSON text kept byte for byte. */
   "metadata",
-  /** polling, then stopped or the outcome's state (paid, closed, failed, expired, mismatch). */
+  /**
+   * polling, then stopped or the outcome's state (a payment's paid, closed, failed, expired,
+   * mismatch; a refund's succeeded, closed, abnormal, expired).
+   */
   "state",
   /** Polls answered so far. */
   "polls",
@@ -106,14 +126,17 @@ end
 export const watchStart = defineScript<{ created: boolean; watch: WatchRecord }>({
   name: "watchStart",
   lua: `
---[[ watchStart: starts watching an order, idempotently by watch id.
-  ARGV[4] watch id   ARGV[5] spec JSON (provider, account, outTradeNo, schedule, deadline,
-  closeOnDeadline, notify, createdAt, amount?; it is the poll job's body)   ARGV[6] deadline (ms)
-  ARGV[7] first poll due (ms)   ARGV[8] the schedule as backoff JSON   ARGV[9] the notify
-  topics, a JSON array   ARGV[10] metadata, JSON text kept byte for byte (Lua never parses it)
-  ARGV[11] the internal topic's config JSON (set once)
+--[[ watchStart: starts watching an order (or a refund), idempotently by watch id.
+  ARGV[4] watch id   ARGV[5] spec JSON (a payment's: provider, account, outTradeNo, schedule,
+  deadline, closeOnDeadline, notify, createdAt, amount?; a refund's: kind, provider, account,
+  outRefundNo, outTradeNo?, schedule, deadline, notify, createdAt; it is the poll job's body)
+  ARGV[6] deadline (ms)   ARGV[7] first poll due (ms)   ARGV[8] the schedule as backoff JSON
+  ARGV[9] the notify topics, a JSON array   ARGV[10] metadata, JSON text kept byte for byte (Lua
+  never parses it)   ARGV[11] the internal topic's config JSON (set once)
+  ARGV[12] the internal topic of the watch's polls (${PAYMENTS_TOPIC}, ${REFUNDS_TOPIC})
+  ARGV[13] the listing index it joins: "watches" (payments) or "refunds"
   A watch that exists is answered as it is. A new one is the hash (state polling, polls 0)
-  and its poll job ${WATCH_JOB_PREFIX}<id> in __payments, due at the first poll.
+  and its poll job ${WATCH_JOB_PREFIX}<id> in the internal topic, due at the first poll.
   Returns {1 if created else 0, then what watchRead returns}.
   Cost: EXISTS; when new HSET, ZADD (the listing's index), GET, ZRANGE, EXISTS x2, SET (its
   sweep; ZREM for a gone watch), and the poll job's add (SET NX, GET, ZADD, ZADD LT x2, ZADD NX,
@@ -127,34 +150,35 @@ ${READ}
 -- whose watch is gone (outlived its retention). Entries go stale no faster than starts add
 -- them, so the sweep passes each stale one within about half as many starts as there are
 -- entries: the index holds about twice the watches kept, at most.
-local function sweepWatches()
-  local from = rcall("GET", key.watchSweep)
+local function sweepWatches(index, sweep)
+  local from = rcall("GET", sweep)
   local next = {}
   if from then
-    next = rcall("ZRANGE", key.watches, "(" .. from, "+inf", "BYSCORE", "LIMIT", 0, 2,
-      "WITHSCORES")
+    next = rcall("ZRANGE", index, "(" .. from, "+inf", "BYSCORE", "LIMIT", 0, 2, "WITHSCORES")
   end
   -- Fewer than two left before the end (or never begun): go on from the first.
   if #next < 4 then
-    local first = rcall("ZRANGE", key.watches, 0, (4 - #next) / 2 - 1, "WITHSCORES")
+    local first = rcall("ZRANGE", index, 0, (4 - #next) / 2 - 1, "WITHSCORES")
     for _, value in ipairs(first) do next[#next + 1] = value end
   end
   if #next == 0 then return end
   for i = 1, #next, 2 do
-    if rcall("EXISTS", key.watch(next[i])) == 0 then rcall("ZREM", key.watches, next[i]) end
+    if rcall("EXISTS", key.watch(next[i])) == 0 then rcall("ZREM", index, next[i]) end
   end
-  rcall("SET", key.watchSweep, next[#next])
+  rcall("SET", sweep, next[#next])
 end
-local watchId = ARGV[4]
+local watchId, topic = ARGV[4], ARGV[12]
+local index, sweep = key.watches, key.watchSweep
+if ARGV[13] == "refunds" then index, sweep = key.refunds, key.refundSweep end
 local created = 0
 if rcall("EXISTS", key.watch(watchId)) == 0 then
-  ensurePaymentsTopic()
+  ensureInternalTopic(topic, ARGV[11])
   rcall("HSET", key.watch(watchId), "${FIELD.spec}", ARGV[5], "${FIELD.notify}", ARGV[9], "${FIELD.metadata}", ARGV[10],
     "${FIELD.state}", "polling", "${FIELD.polls}", 0, "${FIELD.createdAt}", NOW, "${FIELD.deadline}", ARGV[6])
   -- The sweep goes first: the new entry, the last in start order, would always lie ahead of it.
-  sweepWatches()
-  rcall("ZADD", key.watches, NOW, watchId)
-  addJob("${WATCH_JOB_PREFIX}" .. watchId, "${PAYMENTS_TOPIC}", tonumber(ARGV[7]), ARGV[5], 60000, 1000000,
+  sweepWatches(index, sweep)
+  rcall("ZADD", index, NOW, watchId)
+  addJob("${WATCH_JOB_PREFIX}" .. watchId, topic, tonumber(ARGV[7]), ARGV[5], 60000, 1000000,
     ARGV[8], {})
   created = 1
 end
@@ -192,15 +216,18 @@ export type WatchList = { watches: WatchRecord[]; cursor?: string };
 export const watchList = defineScript<WatchList>({
   name: "watchList",
   lua: `
---[[ watchList: payment watches, newest first, a page at a time (the dashboard's panel).
+--[[ watchList: payment (or refund) watches, newest first, a page at a time (the dashboard's
+  panel).
   ARGV[4] cursor: "" for the first page, else "<started ms>|<watch id>" of the last one listed
-  ARGV[5] most watches
+  ARGV[5] most watches   ARGV[6] the index: "watches" (payments, the default) or "refunds"
   Index entries whose watch is gone (its retention ran out) are dropped from the index as met.
   Returns {cursor or "", then per watch: its number of values, then what watchRead returns}.
   Cost: ZRANGE; per entry HGETALL and GET (ZREM for a gone one).
 ]]
 ${READ}
 local cursor, most = ARGV[4], tonumber(ARGV[5])
+local index = key.watches
+if ARGV[6] == "refunds" then index = key.refunds end
 local top, after = "+inf", nil
 if cursor ~= "" then
   local cut = string.find(cursor, "|", 1, true)
@@ -208,8 +235,8 @@ if cursor ~= "" then
 end
 -- Newest first; among watches started in the same ms, by id, descending. Entries at the
 -- cursor's ms up to its id were listed already: at most \`most\` of them are skipped.
-local entries = rcall("ZRANGE", key.watches, top, "-inf", "BYSCORE", "REV", "LIMIT", 0,
-  most * 2, "WITHSCORES")
+local entries = rcall("ZRANGE", index, top, "-inf", "BYSCORE", "REV", "LIMIT", 0, most * 2,
+  "WITHSCORES")
 local out, listed, last = {""}, 0, nil
 for i = 1, #entries, 2 do
   local id, score = entries[i], entries[i + 1]
@@ -218,7 +245,7 @@ for i = 1, #entries, 2 do
     if listed >= most then break end
     last = score .. "|" .. id
     if rcall("EXISTS", key.watch(id)) == 0 then
-      rcall("ZREM", key.watches, id)
+      rcall("ZREM", index, id)
     else
       local watch = readWatch(id)
       out[#out + 1] = #watch
@@ -248,18 +275,32 @@ return out
 /** What watchPolled did: applied, and how ("late": a late payment told; "duplicate": a notification seen before). */
 export type WatchPolled = { applied: boolean; state: string; how: "" | "late" | "duplicate" };
 
-/** Lua: LATE_PAYMENT_AFTER as a set. */
-const LATE_AFTER = `{${LATE_PAYMENT_AFTER.map((state) => `${state} = true`).join(", ")}}`;
+/**
+ * Lua: the ended states a late outcome is still told after, as a set: LATE_PAYMENT_AFTER (a
+ * payment) and LATE_REFUND_AFTER (a refund). Each kind reaches only its own states (a payment is
+ * never abnormal, a refund never failed), so one set serves both.
+ */
+const LATE_AFTER = `{${[...new Set([...LATE_PAYMENT_AFTER, ...LATE_REFUND_AFTER])]
+  .map((state) => `${state} = true`)
+  .join(", ")}}`;
+
+/**
+ * The outcomes told late: money moved after the watch had given up: a payment's paid (or
+ * mismatch), a refund's succeeded.
+ */
+const LATE_OUTCOMES = ["paid", "mismatch", "succeeded"] as const;
+const LATE_TOLD = `{${LATE_OUTCOMES.map((state) => `${state} = true`).join(", ")}}`;
 
 export const watchPolled = defineScript<WatchPolled>({
   name: "watchPolled",
   lua: `
---[[ watchPolled: applies a poll's answer, or a provider's notification, to a watch: the one
-  transition from polling to an outcome, shared by polls and notifications, and the one from an
-  ended watch to a late payment.
+--[[ watchPolled: applies a poll's answer, or a provider's notification, to a watch (a payment's
+  or a refund's): the one transition from polling to an outcome, shared by polls and
+  notifications, and the one from an ended watch to a late payment (or refund).
   ARGV[4] watch id   ARGV[5] the poll job's receipt, or "" for a notification
-  ARGV[6] pending | transient | outcome   ARGV[7] the answer's trade state (or the error)
-  ARGV[8] the outcome state (paid | closed | failed | expired | mismatch), for an outcome
+  ARGV[6] pending | transient | outcome   ARGV[7] the answer's word: trade state, refund status
+  (or the error)   ARGV[8] the outcome state, for an outcome (a payment's paid | closed | failed
+  | expired | mismatch; a refund's succeeded | closed | abnormal | expired)
   ARGV[9] the outcome job's body up to its metadata: JSON text ending in "metadata": (the stored
           metadata text and "}" complete it)
   ARGV[10] default ttr (ms)   ARGV[11] default max attempts   (for the outcome jobs)
@@ -271,10 +312,11 @@ export const watchPolled = defineScript<WatchPolled>({
   doubling, at most 60 s, and never later than the schedule's next step, nor than the deadline
   while it is ahead); outcome: the state and outcome are stored, the poll job finishes and each
   notify topic gets the outcome as the job ${WATCH_JOB_PREFIX}<watch id>:<n> (exactly once: the
-  same atomic step). A watch ended ${LATE_PAYMENT_AFTER.join(", ")} and a paid or mismatch
-  outcome, from a poll (its lease no longer matters) or a notification: the late payment, once
-  ("late"): the state becomes the outcome's, the outcome (with "late":true) replaces the one
-  kept as firstOutcome, and each topic gets it as ${WATCH_JOB_PREFIX}<watch id>:late:<n>.
+  same atomic step). A payment watch ended ${LATE_PAYMENT_AFTER.join(", ")} and a paid or
+  mismatch outcome, or a refund watch ended ${LATE_REFUND_AFTER.join(", ")} and a succeeded one,
+  from a poll (its lease no longer matters) or a notification: the late outcome, once ("late"):
+  the state becomes the outcome's, the outcome (with "late":true) replaces the one kept as
+  firstOutcome, and each topic gets it as ${WATCH_JOB_PREFIX}<watch id>:late:<n>.
   An ended watch is kept max(RETENTION, ${ENDED_WATCH_KEEP_MS / 3600_000} h) from its last change.
   Returns {1, new state, how} or {0, state as it was, how} when nothing applied; how is "",
   "late" or "duplicate".
@@ -311,9 +353,10 @@ if notifyId ~= "" then
 end
 
 if state ~= "polling" then
-  local paid = kind == "outcome" and (ARGV[8] == "paid" or ARGV[8] == "mismatch")
-  if not (paid and (${LATE_AFTER})[state]) then return {0, state, ""} end
-  -- Paid after all: told once, as the state now is paid (or mismatch), so it never is again.
+  local moved = kind == "outcome" and (${LATE_TOLD})[ARGV[8]]
+  if not (moved and (${LATE_AFTER})[state]) then return {0, state, ""} end
+  -- Paid (or refunded) after all: told once, as the state now is the outcome's, so it never is
+  -- again.
   local late = ARGV[9] .. (metadata or "null") .. ',"late":true}'
   rcall("HSET", wkey, "${FIELD.state}", ARGV[8], "${FIELD.outcome}", late,
     "${FIELD.lastAnswer}", cjson.encode({tradeState = ARGV[7], at = NOW}))
