@@ -3,7 +3,7 @@
 
 import { DelayqClientError } from "./errors";
 import type { Answer } from "./transport";
-import type { AddResult, WatchResult } from "./types";
+import type { AddResult, WatchRefundResult, WatchResult } from "./types";
 
 /** The answer's field `key`, checked to be of its kind; else invalid_response. */
 export function expectField(
@@ -36,6 +36,13 @@ export function expectWatchResult(answer: Answer): WatchResult {
   expectField(answer, "created", "boolean");
   expectField(answer, "payment", "object");
   return answer.data as WatchResult;
+}
+
+/** A refund watch's start: `created` and the watch. */
+export function expectRefundResult(answer: Answer): WatchRefundResult {
+  expectField(answer, "created", "boolean");
+  expectField(answer, "refund", "object");
+  return answer.data as WatchRefundResult;
 }
 
 /** The error for an answer that lacks what the method returns. */

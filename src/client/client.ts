@@ -1,5 +1,11 @@
 // DelayqClient: the typed methods over delayq's HTTP API, one per route.
-import { expectAddResult, expectField, expectWatchResult, invalidResponse } from "./answers";
+import {
+  expectAddResult,
+  expectField,
+  expectRefundResult,
+  expectWatchResult,
+  invalidResponse,
+} from "./answers";
 import type { DelayqClientError } from "./errors";
 import { type ClientOptions, transportOptions } from "./options";
 import { segment, waitMs, withId } from "./requests";
@@ -19,6 +25,7 @@ import type {
   Payment,
   PopOptions,
   ProviderName,
+  Refund,
   TopicConfig,
   TopicConfigInput,
   TopicConfigPatch,
@@ -26,6 +33,8 @@ import type {
   TopicStats,
   TopicsOptions,
   WatchPaymentInput,
+  WatchRefundInput,
+  WatchRefundResult,
   WatchResult,
 } from "./types";
 import { type JobHandler, type Worker, type WorkOptions, work } from "./worker";
@@ -45,10 +54,11 @@ export function createClient(options: ClientOptions): DelayqClient {
  *   answers `created: false` with it instead of adding a twin. (With `replace: true`, a retry
  *   replaces the job with the same content, or fails with `job_reserved` if a consumer popped
  *   it in between.)
- * - `watchPayment`: idempotent on the server by (provider, account, outTradeNo): a retry of a
- *   start that did land answers `created: false` with the watch instead of starting a twin.
- * - `get`, `topic`, `topics`, `listJobs`, `getPayment`, `health`: reads.
- * - `finish`, `finishMany`, `delete` and `stopPayment`: idempotent on the server (finishing a
+ * - `watchPayment` and `watchRefund`: idempotent on the server by (provider, account,
+ *   outTradeNo / outRefundNo): a retry of a start that did land answers `created: false` with
+ *   the watch instead of starting a twin.
+ * - `get`, `topic`, `topics`, `listJobs`, `getPayment`, `getRefund`, `health`: reads.
+ * - `finish`, `finishMany`, `delete`, `stopPayment` and `stopRefund`: idempotent on the server (finishing a
  *   finished job, deleting a deleted one, or stopping a stopped watch, succeeds).
  * - `touch`: extending a lease twice ends it at about the same time.
  * - `configureTopic`: a PUT of the whole config. `updateTopic`: a PATCH sets the same fields
@@ -340,6 +350,43 @@ export class DelayqClient {
   }
 
   /**
+   * Starts watching a refund at Alipay or WeChat Pay (`POST /v1/refunds`): delayq queries the
+   * provider on `schedule` (default: the `refund` preset, 1 min, 5, 10, 20, 30 min) until the
+   * refund succeeds, closes or goes abnormal, or its `deadline` (default 7 days) passes, and adds
+   * the outcome as a job to each `notify` topic. `outTradeNo` is required for Alipay.
+   * Idempotent by (provider, account, outRefundNo): `created` is false when the refund was
+   * watched already, and the watch is returned as it is.
+   */
+  async watchRefund(watch: WatchRefundInput): Promise<WatchRefundResult> {
+    const answer = await this.call({ method: "POST", path: "/v1/refunds", body: watch });
+    return expectRefundResult(answer);
+  }
+
+  /**
+   * A refund watch: its state, queries, last answer and outcome
+   * (`GET /v1/refunds/{provider}/{account}/{outRefundNo}`).
+   */
+  async getRefund(provider: ProviderName, account: string, outRefundNo: string): Promise<Refund> {
+    const answer = await this.call({
+      method: "GET",
+      path: refundPath(provider, account, outRefundNo),
+    });
+    return expectField(answer, "refund", "object") as Refund;
+  }
+
+  /**
+   * Stops watching a refund (`DELETE /v1/refunds/{provider}/{account}/{outRefundNo}`): a polling
+   * watch reads `stopped` from then on, one with an outcome keeps it; stopping it again succeeds.
+   */
+  async stopRefund(provider: ProviderName, account: string, outRefundNo: string): Promise<void> {
+    const answer = await this.call({
+      method: "DELETE",
+      path: refundPath(provider, account, outRefundNo),
+    });
+    expectField(answer, "deleted", "boolean");
+  }
+
+  /**
    * Runs one command of the command protocol (`POST /v1/command`), or up to 1000 in order.
    * A command that fails answers `success: false` with `error: "<code>: <message>"` rather
    * than throwing; the call throws only when the request as a whole fails (for a lone command,
@@ -404,6 +451,16 @@ function paymentPath(provider: ProviderName, account: string, outTradeNo: string
     segment(outTradeNo, "outTradeNo"),
   ];
   return `/v1/payments/${parts.join("/")}`;
+}
+
+/** The path of a refund watch. */
+function refundPath(provider: ProviderName, account: string, outRefundNo: string): string {
+  const parts = [
+    segment(provider, "provider"),
+    segment(account, "account"),
+    segment(outRefundNo, "outRefundNo"),
+  ];
+  return `/v1/refunds/${parts.join("/")}`;
 }
 
 /**

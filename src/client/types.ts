@@ -8,6 +8,7 @@ import type {
   WatchInput,
   WatchState,
 } from "../domain/payments";
+import type { Refund, RefundEvent, RefundInput, RefundState } from "../domain/refunds";
 import type {
   AddResult,
   BatchItemResult,
@@ -42,6 +43,9 @@ export type {
   OutcomeEvent,
   Payment,
   ProviderName,
+  Refund,
+  RefundEvent,
+  RefundState,
   TopicConfig,
   TopicPage,
   TopicStats,
@@ -68,6 +72,15 @@ export type WatchPaymentInput = WatchInput;
 
 /** A watch's start: the watch, and whether this call started it (false: it was watched already). */
 export type WatchResult = { created: boolean; payment: Payment };
+
+/**
+ * A refund watch as sent to `POST /v1/refunds`: `{provider, account, outRefundNo, notify}`, plus
+ * `outTradeNo` (required for Alipay), `schedule`, `deadline` and `metadata` when wanted.
+ */
+export type WatchRefundInput = RefundInput;
+
+/** A refund watch's start: the watch, and whether this call started it. */
+export type WatchRefundResult = { created: boolean; refund: Refund };
 
 /**
  * One command of the `POST /v1/command` protocol, as sent: `{command: "add" | "pop" | "finish" |

@@ -246,6 +246,120 @@ describe("payment watches", () => {
   });
 });
 
+describe("refund watches", () => {
+  it("watchRefund starts a watch (created: true); starting it again answers it as it is", async () => {
+    const { dq, sent } = client();
+    const outRefundNo = `rf-${uid()}`;
+    const notify = [`refunds-${uid()}`];
+    const watch = {
+      provider: "alipay" as const,
+      account: "sandbox",
+      outRefundNo,
+      outTradeNo: `o-${uid()}`,
+      notify,
+      schedule: HOURLY,
+      metadata: { ticket: 9 },
+    };
+    const first = await dq.watchRefund(watch);
+    expect(first).toEqual({
+      created: true,
+      refund: {
+        provider: "alipay",
+        account: "sandbox",
+        outRefundNo,
+        outTradeNo: watch.outTradeNo,
+        state: "polling",
+        polls: 0,
+        nextPollAt: first.refund.createdAt + 3_600_000,
+        createdAt: expect.any(Number),
+        deadline: first.refund.createdAt + 7 * 24 * 3_600_000,
+        notify,
+        metadata: { ticket: 9 },
+      },
+    });
+    expect(sent[0]).toMatchObject({ method: "POST", url: `${BASE}/v1/refunds`, body: watch });
+    expect(await dq.watchRefund({ ...watch, metadata: 1 })).toEqual({
+      created: false,
+      refund: first.refund,
+    });
+  });
+
+  it("getRefund reads a polled watch's last answer and outcome once it succeeded", async () => {
+    const { dq, sent } = client();
+    const order = `o-${uid()}`;
+    const outRefundNo = `rf@${uid()}|1`;
+    wechat.createTrade(order, { total: 800 });
+    wechat.pay(order);
+    wechat.createRefund(order, outRefundNo, { refund: 300 });
+    await dq.watchRefund({
+      provider: "wechatpay",
+      account: "sandbox",
+      outRefundNo,
+      notify: [`refunds-${uid()}`],
+      schedule: [1],
+    });
+    wechat.setRefundStatus(outRefundNo, "SUCCESS");
+    const deadline = Date.now() + 10_000;
+    let refund = await dq.getRefund("wechatpay", "sandbox", outRefundNo);
+    while (refund.state === "polling" && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      await service.scheduler.tick(service.runs.tick({}));
+      refund = await dq.getRefund("wechatpay", "sandbox", outRefundNo);
+    }
+    expect(refund).toMatchObject({
+      state: "succeeded",
+      lastAnswer: { status: "SUCCESS", at: expect.any(Number) },
+      outcome: {
+        event: "refund.succeeded",
+        outRefundNo,
+        outTradeNo: order,
+        status: "SUCCESS",
+        amount: { refund: 300, total: 800, currency: "CNY" },
+      },
+    });
+    // Its number is one path segment: "@" and "|" encoded.
+    expect(sent[1]?.url).toBe(
+      `${BASE}/v1/refunds/wechatpay/sandbox/${encodeURIComponent(outRefundNo)}`,
+    );
+  });
+
+  it("stopRefund stops it (stopped); a refund nobody watches is refund_not_found; bad input throws the server's code", async () => {
+    const { dq, sent } = client();
+    const outRefundNo = `rf-${uid()}`;
+    await dq.watchRefund({
+      provider: "wechatpay",
+      account: "sandbox",
+      outRefundNo,
+      notify: [`refunds-${uid()}`],
+      schedule: HOURLY,
+    });
+    await expect(dq.stopRefund("wechatpay", "sandbox", outRefundNo)).resolves.toBeUndefined();
+    expect(sent[1]).toMatchObject({
+      method: "DELETE",
+      url: `${BASE}/v1/refunds/wechatpay/sandbox/${outRefundNo}`,
+    });
+    expect((await dq.getRefund("wechatpay", "sandbox", outRefundNo)).state).toBe("stopped");
+    const missing = await failure(dq.getRefund("wechatpay", "sandbox", `none-${uid()}`));
+    expect(missing).toMatchObject({ code: "refund_not_found", status: 404 });
+    const stopMissing = await failure(dq.stopRefund("alipay", "sandbox", `none-${uid()}`));
+    expect(stopMissing).toMatchObject({ code: "refund_not_found", status: 404 });
+    const noTrade = await failure(
+      dq.watchRefund({
+        provider: "alipay",
+        account: "sandbox",
+        outRefundNo: `rf-${uid()}`,
+        notify: ["r"],
+      }),
+    );
+    expect(noTrade).toMatchObject({ code: "invalid_request", status: 400 });
+    expect(noTrade.message).toContain("outTradeNo");
+    const unknown = await failure(
+      dq.watchRefund({ provider: "wechatpay", account: "nope", outRefundNo: "r1", notify: ["r"] }),
+    );
+    expect(unknown).toMatchObject({ code: "unknown_account", status: 400 });
+  });
+});
+
 describe("updateTopic", () => {
   it("changes the fields given, removes those set to null and keeps the rest", async () => {
     const { client: dq, sent } = setup();

@@ -38,6 +38,9 @@ namespace Delayq;
  * @phpstan-type PaymentWatch array{provider: 'alipay'|'wechatpay', account: string, outTradeNo: string, notify: list<string>, schedule?: Backoff, deadline?: int|string, closeOnDeadline?: bool, amount?: array{total: int, currency?: string}, metadata?: mixed}
  * @phpstan-type Payment array{provider: 'alipay'|'wechatpay', account: string, outTradeNo: string, state: 'polling'|'paid'|'closed'|'failed'|'expired'|'stopped'|'mismatch', polls: int, nextPollAt?: int, lastAnswer?: array{tradeState: string, at: int}, outcome?: array<string, mixed>, amount?: array{total: int, currency: string}, createdAt: int, deadline: int, notify: list<string>, metadata?: mixed}
  * @phpstan-type WatchResult array{created: bool, payment: Payment}
+ * @phpstan-type RefundWatch array{provider: 'alipay'|'wechatpay', account: string, outRefundNo: string, outTradeNo?: string, notify: list<string>, schedule?: Backoff, deadline?: int|string, metadata?: mixed}
+ * @phpstan-type Refund array{provider: 'alipay'|'wechatpay', account: string, outRefundNo: string, outTradeNo?: string, state: 'polling'|'succeeded'|'closed'|'abnormal'|'expired'|'stopped', polls: int, nextPollAt?: int, lastAnswer?: array{status: string, at: int}, outcome?: array<string, mixed>, firstOutcome?: array<string, mixed>, createdAt: int, deadline: int, notify: list<string>, metadata?: mixed}
+ * @phpstan-type WatchRefundResult array{created: bool, refund: Refund}
  */
 final class Client
 {
@@ -596,6 +599,53 @@ final class Client
     }
 
     /**
+     * Starts watching one refund at Alipay or WeChat Pay (`POST /v1/refunds`): delayq queries the
+     * provider (default: the `refund` preset, 1 min, 5, 10, 20, 30 min) until the refund
+     * succeeds, closes or goes abnormal, or its deadline (default 7 days) passes, and adds the
+     * outcome (`refund.succeeded`, ...) as a job to each `notify` topic. Idempotent by (provider,
+     * account, outRefundNo): `created` is false when the watch existed.
+     *
+     * @param RefundWatch $watch e.g. `['provider' => 'alipay', 'account' => 'shop',
+     *     'outRefundNo' => 'refund-1042-1', 'outTradeNo' => 'order-1042', 'notify' =>
+     *     ['refund-results']]` (`outTradeNo` required for Alipay), plus `schedule`, `deadline`
+     *     and `metadata` when wanted.
+     * @return WatchRefundResult
+     */
+    public function watchRefund(array $watch): array
+    {
+        $answer = $this->call('POST', '/v1/refunds', body: self::object($watch));
+        self::expect($answer, 'created', 'bool');
+        self::expect($answer, 'refund', 'array');
+        /** @var WatchRefundResult */
+        return $answer->data;
+    }
+
+    /**
+     * A refund watch and its state (`GET /v1/refunds/{provider}/{account}/{outRefundNo}`).
+     *
+     * @param 'alipay'|'wechatpay' $provider
+     * @return Refund
+     */
+    public function getRefund(string $provider, string $account, string $outRefundNo): array
+    {
+        $answer = $this->call('GET', self::refundPath($provider, $account, $outRefundNo));
+        /** @var Refund */
+        return self::expect($answer, 'refund', 'array');
+    }
+
+    /**
+     * Stops a refund watch (`DELETE /v1/refunds/{provider}/{account}/{outRefundNo}`); it then
+     * reads `stopped` while it is retained.
+     *
+     * @param 'alipay'|'wechatpay' $provider
+     */
+    public function stopRefund(string $provider, string $account, string $outRefundNo): void
+    {
+        $answer = $this->call('DELETE', self::refundPath($provider, $account, $outRefundNo));
+        self::expect($answer, 'deleted', 'bool');
+    }
+
+    /**
      * @param array<string, string|int|null> $query
      * @param list<int> $answerStatuses
      */
@@ -688,6 +738,12 @@ final class Client
     {
         return '/v1/payments/' . self::segment($provider, 'provider') . '/'
             . self::segment($account, 'account') . '/' . self::segment($outTradeNo, 'outTradeNo');
+    }
+
+    private static function refundPath(string $provider, string $account, string $outRefundNo): string
+    {
+        return '/v1/refunds/' . self::segment($provider, 'provider') . '/'
+            . self::segment($account, 'account') . '/' . self::segment($outRefundNo, 'outRefundNo');
     }
 
     /** @param 'array'|'list'|'int'|'bool'|'string' $kind */

@@ -128,6 +128,47 @@ final class PendingRoutesTest extends ServiceTestCase
         }
     }
 
+    public function testARefundWatchStartsIsFoundAndStops(): void
+    {
+        $this->requireRoute('POST', '/v1/refunds');
+        $account = getenv('DELAYQ_PAYMENT_ACCOUNT');
+        if (!is_string($account) || $account === '') {
+            self::markTestSkipped('no payment account configured: set DELAYQ_PAYMENT_ACCOUNT (an alipay account of the service)');
+        }
+        $dq = self::client();
+        $notify = self::topic('php-refund');
+        $order = self::uid('refund-order');
+        $refundNo = self::uid('refund') . '-' . bin2hex(random_bytes(3));
+        $watch = ['provider' => 'alipay', 'account' => $account, 'outRefundNo' => $refundNo,
+            'outTradeNo' => $order, 'notify' => [$notify], 'schedule' => [3600], 'metadata' => ['ticket' => 3]];
+        $first = $dq->watchRefund($watch);
+        self::assertTrue($first['created']);
+        self::assertSame('polling', $first['refund']['state']);
+        self::assertSame($order, $first['refund']['outTradeNo'] ?? null);
+        self::assertSame([$notify], $first['refund']['notify']);
+        self::assertSame(['ticket' => 3], $first['refund']['metadata']);
+        self::assertSame(3_600_000, ($first['refund']['nextPollAt'] ?? 0) - $first['refund']['createdAt']);
+        self::assertFalse($dq->watchRefund($watch)['created']);
+        $found = $dq->getRefund('alipay', $account, $refundNo);
+        self::assertSame([$refundNo, 'alipay', $account], [$found['outRefundNo'], $found['provider'], $found['account']]);
+        $dq->stopRefund('alipay', $account, $refundNo);
+        self::assertSame('stopped', $dq->getRefund('alipay', $account, $refundNo)['state']);
+    }
+
+    public function testRefundErrorsCarryTheirCodes(): void
+    {
+        $this->requireRoute('POST', '/v1/refunds');
+        $dq = self::client();
+        $this->assertDelayqError('unknown_account', 400, fn () => $dq->watchRefund(['provider' => 'wechatpay',
+            'account' => 'no-such-account', 'outRefundNo' => self::uid('r'), 'notify' => [self::topic()]]));
+        $account = getenv('DELAYQ_PAYMENT_ACCOUNT');
+        if (is_string($account) && $account !== '') {
+            $this->assertDelayqError('invalid_request', 400, fn () => $dq->watchRefund(['provider' => 'alipay',
+                'account' => $account, 'outRefundNo' => self::uid('r'), 'notify' => [self::topic()]]));
+            $this->assertDelayqError('refund_not_found', 404, fn () => $dq->getRefund('alipay', $account, self::uid('never')));
+        }
+    }
+
     /** Skips until PUT /v1/topics/{topic} accepts a `push` field. */
     private function requirePushConfig(): void
     {

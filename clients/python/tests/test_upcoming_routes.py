@@ -1,5 +1,5 @@
-"""Routes being built (PATCH topics, push config, payment watches): skipped, with the reason, until
-the stack's /openapi.json lists them; then they run by themselves."""
+"""Routes being built (PATCH topics, push config, payment and refund watches): skipped, with the
+reason, until the stack's /openapi.json lists them; then they run by themselves."""
 
 from __future__ import annotations
 
@@ -154,3 +154,66 @@ def test_watch_get_and_stop_a_payment(
 
     dq.stop_payment("alipay", account, order)
     assert dq.get_payment("alipay", account, order)["state"] == "stopped"
+
+
+def test_watch_get_and_stop_a_refund(
+    dq: delayq.Client,
+    topic: str,
+    openapi: Dict[str, Any],
+    jid: Callable[[str], str],
+) -> None:
+    require_route(openapi, "POST", "/v1/refunds")
+    require_route(openapi, "DELETE", "/v1/refunds/{provider}/{account}/{outRefundNo}")
+    account = os.environ.get("DELAYQ_ALIPAY_ACCOUNT", "")
+    if not account:
+        pytest.fail("DELAYQ_ALIPAY_ACCOUNT is not set: the wrapper configures an Alipay account")
+    order = jid("order")
+    refund_no = jid("refund")
+    # A first query an hour away: the test ends long before the stack would ask the provider.
+    started = dq.watch_refund(
+        "alipay",
+        account,
+        refund_no,
+        [topic],
+        out_trade_no=order,
+        schedule=[3600],
+        metadata={"ticket": 7},
+    )
+    assert started["created"] is True
+    refund = started["refund"]
+    assert (refund["provider"], refund["account"], refund["outRefundNo"]) == (
+        "alipay",
+        account,
+        refund_no,
+    )
+    assert refund["outTradeNo"] == order
+    assert refund["state"] == "polling"
+    assert refund["notify"] == [topic]
+    assert refund["metadata"] == {"ticket": 7}
+    assert refund["polls"] == 0
+    assert refund["nextPollAt"] - refund["createdAt"] == 3_600_000
+    assert refund["deadline"] - refund["createdAt"] == 7 * 24 * 3_600_000
+
+    again = dq.watch_refund("alipay", account, refund_no, [topic], out_trade_no=order)
+    assert again["created"] is False
+    assert dq.get_refund("alipay", account, refund_no)["createdAt"] == refund["createdAt"]
+
+    dq.stop_refund("alipay", account, refund_no)
+    assert dq.get_refund("alipay", account, refund_no)["state"] == "stopped"
+
+
+def test_refund_watch_errors_carry_the_servers_codes(
+    dq: delayq.Client, topic: str, openapi: Dict[str, Any], jid: Callable[[str], str]
+) -> None:
+    require_route(openapi, "GET", "/v1/refunds/{provider}/{account}/{outRefundNo}")
+    account = os.environ.get("DELAYQ_ALIPAY_ACCOUNT", "")
+    with pytest.raises(delayq.DelayqError) as missing:
+        dq.get_refund("alipay", account, jid("nobody"))
+    assert (missing.value.code, missing.value.status) == ("refund_not_found", 404)
+    with pytest.raises(delayq.DelayqError) as no_trade:
+        dq.watch_refund("alipay", account, jid("refund"), [topic])
+    assert (no_trade.value.code, no_trade.value.status) == ("invalid_request", 400)
+    assert "outTradeNo" in no_trade.value.message
+    with pytest.raises(delayq.DelayqError) as unknown:
+        dq.watch_refund("wechatpay", "no-such-account", jid("refund"), [topic])
+    assert (unknown.value.code, unknown.value.status) == ("unknown_account", 400)

@@ -39,12 +39,14 @@ from ._types import (
     Payment,
     PopResult,
     Provider,
+    Refund,
     Timestamp,
     TopicConfig,
     TopicConfigInput,
     TopicConfigPatch,
     TopicPage,
     TopicStats,
+    WatchRefundResult,
     WatchResult,
 )
 from ._worker import work as _work
@@ -63,8 +65,8 @@ class Client:
       a random UUID before the first attempt, so a retry of an add that did land finds the job
       and answers ``created: False`` instead of adding a twin.
     - reads, ``finish``, ``finish_many``, ``delete``, ``touch``, ``configure_topic`` and
-      ``update_topic`` come out the same when repeated; ``stop_payment`` and ``watch_payment``
-      are idempotent too.
+      ``update_topic`` come out the same when repeated; ``stop_payment``, ``watch_payment``,
+      ``stop_refund`` and ``watch_refund`` are idempotent too.
     - ``release`` and ``bury``: if the lost attempt landed, the retry answers 409
       ``not_reserved``; the job did move.
     - ``pop``: jobs a lost attempt reserved come back to the topic when their TTR runs out.
@@ -460,6 +462,54 @@ class Client:
         answer = self._call("DELETE", _payment_path(provider, account, out_trade_no))
         _expect(answer, "deleted", bool)
 
+    # Refund watches
+
+    def watch_refund(
+        self,
+        provider: Provider,
+        account: str,
+        out_refund_no: str,
+        notify: Sequence[str],
+        *,
+        out_trade_no: Optional[str] = None,
+        schedule: Optional[BackoffInput] = None,
+        deadline: Optional[Timestamp] = None,
+        metadata: Any = None,
+    ) -> WatchRefundResult:
+        """Starts watching a refund at Alipay or WeChat Pay (``POST /v1/refunds``): delayq
+        queries the provider on ``schedule`` (default: the ``refund`` preset, 1 min, 5, 10, 20,
+        30 min) until the refund succeeds, closes or goes abnormal, or ``deadline`` (default 7
+        days) passes, and adds the outcome (``refund.succeeded``, …) as a job to each ``notify``
+        topic, with ``metadata`` in it. ``out_trade_no``, the refunded order, is required for
+        Alipay. A refund watch is idempotent by (provider, account, out_refund_no): ``created``
+        is False when it existed."""
+        body = _compact(
+            {
+                "provider": provider,
+                "account": account,
+                "outRefundNo": out_refund_no,
+                "outTradeNo": out_trade_no,
+                "notify": list(notify),
+                "schedule": schedule,
+                "deadline": deadline,
+                "metadata": metadata,
+            }
+        )
+        answer = self._call("POST", "/v1/refunds", body=body)
+        _expect(answer, "created", bool)
+        _expect(answer, "refund", dict)
+        return cast(WatchRefundResult, answer.data)
+
+    def get_refund(self, provider: Provider, account: str, out_refund_no: str) -> Refund:
+        """A refund watch and its state (``GET /v1/refunds/{provider}/{account}/{no}``)."""
+        answer = self._call("GET", _refund_path(provider, account, out_refund_no))
+        return cast(Refund, _expect(answer, "refund", dict))
+
+    def stop_refund(self, provider: Provider, account: str, out_refund_no: str) -> None:
+        """Stops a refund watch (``DELETE /v1/refunds/{provider}/{account}/{no}``)."""
+        answer = self._call("DELETE", _refund_path(provider, account, out_refund_no))
+        _expect(answer, "deleted", bool)
+
     # Service
 
     def health(self) -> Health:
@@ -546,6 +596,13 @@ def _payment_path(provider: str, account: str, out_trade_no: str) -> str:
     return (
         f"/v1/payments/{_segment(provider, 'provider')}/{_segment(account, 'account')}"
         f"/{_segment(out_trade_no, 'outTradeNo')}"
+    )
+
+
+def _refund_path(provider: str, account: str, out_refund_no: str) -> str:
+    return (
+        f"/v1/refunds/{_segment(provider, 'provider')}/{_segment(account, 'account')}"
+        f"/{_segment(out_refund_no, 'outRefundNo')}"
     )
 
 

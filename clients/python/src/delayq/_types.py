@@ -334,3 +334,71 @@ class WatchResult(TypedDict):
 
     created: bool
     payment: Payment
+
+
+class RefundAnswer(TypedDict):
+    """The provider's last answer to a refund query: its own word (or the error), and when."""
+
+    status: str
+    at: int
+
+
+class RefundAmount(TypedDict):
+    """A refund's amounts in the smallest unit (fen): refunded, and the order's total."""
+
+    refund: int
+    total: int
+    currency: str
+
+
+class _RefundOutcomeBase(TypedDict):
+    event: Literal["refund.succeeded", "refund.closed", "refund.abnormal", "refund.expired"]
+    provider: Provider
+    account: str
+    outRefundNo: str
+    status: str
+    source: Literal["poll", "notify"]
+    polls: int
+
+
+class RefundOutcome(_RefundOutcomeBase, total=False):
+    """What a refund watch ended with; also the body of the job added to each ``notify`` topic."""
+
+    outTradeNo: str
+    refundNo: str
+    #: Always there on refund.succeeded.
+    amount: RefundAmount
+    succeededAt: int
+    #: A success told after the watch had ended (expired, closed, abnormal, stopped).
+    late: bool
+    metadata: Any
+
+
+class _RefundBase(TypedDict):
+    provider: Provider
+    account: str
+    outRefundNo: str
+    state: Literal["polling", "succeeded", "closed", "abnormal", "expired", "stopped"]
+    polls: int
+    createdAt: int
+    deadline: int
+    notify: List[str]
+
+
+class Refund(_RefundBase, total=False):
+    """A refund watch: delayq polling one refund at Alipay or WeChat Pay."""
+
+    outTradeNo: str
+    nextPollAt: int
+    lastAnswer: RefundAnswer
+    outcome: RefundOutcome
+    #: After a late success: the outcome the watch had ended with before it.
+    firstOutcome: RefundOutcome
+    metadata: Any
+
+
+class WatchRefundResult(TypedDict):
+    """``watch_refund``: the watch, and whether this call started it (False: it existed)."""
+
+    created: bool
+    refund: Refund
