@@ -9,7 +9,11 @@ import type { Budget } from "../run/budget";
 import type { Parcel } from "./delivery";
 import type { ClaimedJob, DispatchDeps, JobHandler } from "./deps";
 
-/** Subrequests a direct job may cost: the look before it is sent, the POST, the settle. */
+/**
+ * Subrequests a direct job may cost: the look before it is sent, the POST, the settle. Jobs due
+ * at the same moment share one look (src/dispatch/direct.ts), so a claim's jobs cost 2 each and
+ * one look per due time among them.
+ */
 export const DIRECT_COST = 3;
 /** Claims one run makes while jobs are left and the budget pays (each claims up to `batch`). */
 const MAX_CLAIM_ROUNDS = 10;
@@ -30,6 +34,8 @@ export type Claimed = {
   more: boolean;
   /** Whether it was the budget that stopped it (another invocation's budget would go on). */
   stoppedByBudget: boolean;
+  /** The subrequests the claimed jobs may still cost (taken from the budget). */
+  cost: number;
 };
 
 export type ClaimArgs = {
@@ -56,11 +62,16 @@ export function worstJobCost(handlers: DispatchDeps["handlers"]): number {
   return Math.max(DIRECT_COST, ...Object.values(handlers).map((handler) => handler.subrequests));
 }
 
-/** What the claimed jobs will cost: direct and internal ones each, QStash ones per 100 and once. */
+/**
+ * What the claimed jobs will cost: direct ones their POST and settle, and a look per due time
+ * they share; internal ones their handler's; QStash ones a request per 100 and once.
+ */
 function cost(claimed: Claimed): number {
   const q = claimed.viaQStash.length;
+  const looks = new Set(claimed.direct.map((parcel) => parcel.meta.due)).size;
   return (
-    DIRECT_COST * claimed.direct.length +
+    (DIRECT_COST - 1) * claimed.direct.length +
+    looks +
     claimed.internal.reduce((sum, { handler }) => sum + handler.subrequests, 0) +
     Math.ceil(q / 100) +
     (q > 0 ? 1 : 0)
@@ -86,6 +97,7 @@ export async function claimDue(
     internal: [],
     more: false,
     stoppedByBudget: false,
+    cost: 0,
   };
   const worst = worstJobCost(deps.handlers);
   for (let round = 0, size = FIRST_CLAIM; round < MAX_CLAIM_ROUNDS; round++, size *= 2) {
@@ -115,6 +127,7 @@ export async function claimDue(
     out.more = out.claimed - before.claimed >= most;
     if (!out.more) break;
   }
+  out.cost = cost(out);
   return out;
 }
 

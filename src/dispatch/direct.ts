@@ -17,16 +17,16 @@ const LOOK_RETRY_MS = 1000;
 /**
  * The parcels due at `due` that are still to be sent, once it has come (never before). A claim
  * made ahead of the due time is looked at again then, in one call for the group, so that a
- * delete acknowledged before the due time always wins. Each parcel took a look from the budget:
- * the group gives back all but the one it made, and the cost of those it will not send.
+ * delete acknowledged before the due time always wins. The claim took one look for the group
+ * (claims.ts: cost): it is given back when none is needed, and so is the cost of the parcels
+ * that will not be sent.
  */
 export async function stillToSend(run: Run, deps: DispatchDeps, due: number, parcels: Parcel[]) {
   const { budget } = run;
   if (due <= run.clock()) {
-    budget.giveBack(parcels.length);
+    budget.giveBack(1);
     return parcels;
   }
-  budget.giveBack(parcels.length - 1);
   await until(due, run.clock);
   const pairs = parcels.flatMap((parcel) => [parcel.meta.id, parcel.meta.receipt ?? ""]);
   const leaseEnd = Math.min(...parcels.map((p) => p.meta.leaseEnd ?? p.meta.due));

@@ -97,7 +97,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
             scripts,
             qstash: qstash.client,
             publicUrl: qstash.publicUrl,
-            perRun: runCapacity(options.subrequests, worstJobCost(handlers)),
+            subrequests: options.subrequests,
+            worstJobCost: worstJobCost(handlers),
           })
         : undefined,
     warnNoQStash: once(() =>
@@ -153,14 +154,6 @@ function routeOf(
   const why = nonPublicUrl(url);
   if (why) return { refused: `${why}; ${restrictionNote(destinations.policy.setting)}` };
   return { fetch: destinations.fetch ?? options.fetch };
-}
-
-/**
- * Jobs a fresh run takes: its budget, less what a request keeps for itself and its claims'
- * own calls, at the worst cost of a job.
- */
-function runCapacity(subrequests: number, worst: number): number {
-  return Math.max(1, Math.floor((subrequests - 10) / worst));
 }
 
 function once(fn: () => void): () => void {

@@ -21,11 +21,13 @@ export type HandOff = {
   readonly cost: number;
   /**
    * Asks for fresh runs for what `run` left of `scope` (jobs of `topic`, or of every push topic,
-   * due by `horizon`); answers how many it asked for. Takes its cost from the run's budget.
+   * due by `horizon`), each to take as many jobs as its budget pays for at `jobCost` subrequests
+   * a job (as the stopped run's claims found them; the worst cost when unknown); answers how
+   * many it asked for. Takes its cost from the run's budget.
    */
-  ask(run: Run, scope: { topic?: string; horizon: number }): Promise<number>;
+  ask(run: Run, scope: { topic?: string; horizon: number; jobCost?: number }): Promise<number>;
   /** The work of a run a hand-off asked for: claim what is due within its reach. */
-  work(topic: string | undefined, now: number): Work;
+  work(request: { topic?: string; share?: number }, now: number): Work;
 };
 
 export type HandOffOptions = {
@@ -33,21 +35,32 @@ export type HandOffOptions = {
   qstash: QStash;
   /** The service's public URL: QStash calls POST /v1/qstash/continue there. */
   publicUrl: string;
-  /** Jobs one fresh run takes (from its budget and the worst cost of a job). */
-  perRun: number;
+  /** Subrequests one invocation may make (DQ_SUBREQUESTS). */
+  subrequests: number;
+  /** The most one claimed job may cost (claims.ts: worstJobCost). */
+  worstJobCost: number;
 };
 
+/**
+ * Jobs a fresh run takes at `jobCost` subrequests each: its budget, less what a request keeps
+ * for itself, its hand-off's reserve and its claims' own calls.
+ */
+export function runShare(subrequests: number, jobCost: number): number {
+  return Math.max(1, Math.floor((subrequests - 10) / jobCost));
+}
+
 export function qstashHandOff(options: HandOffOptions): HandOff {
-  const { scripts, qstash, publicUrl, perRun } = options;
+  const { scripts, qstash, publicUrl, subrequests, worstJobCost } = options;
   const reach = DIRECT_WINDOW_MS - HAND_OFF_LEAD_MS;
   return {
     cost: 2,
-    async ask(run, { topic, horizon }) {
+    async ask(run, { topic, horizon, jobCost = worstJobCost }) {
       if (!run.budget.take(2)) return 0;
       const now = run.clock();
+      const share = runShare(subrequests, Math.min(Math.max(jobCost, 1), worstJobCost));
       const { runs, firstDue } = await scripts.run("handOff", now, [
         horizon,
-        perRun,
+        share,
         MAX_RUNS,
         topic ?? "",
         PROMISE_MS,
@@ -58,15 +71,16 @@ export function qstashHandOff(options: HandOffOptions): HandOff {
         return 0;
       }
       const at = firstDue === undefined ? now : Math.max(now, firstDue - HAND_OFF_LEAD_MS);
-      await qstash.publishRuns({ publicUrl, runs, topic, notBefore: at > now ? at : undefined });
-      run.log({ level: "info", event: "hand_off", topic, runs, at });
+      const notBefore = at > now ? at : undefined;
+      await qstash.publishRuns({ publicUrl, runs, topic, share, notBefore });
+      run.log({ level: "info", event: "hand_off", topic, runs, share, at });
       return runs;
     },
-    work: (topic, now) => ({
+    work: ({ topic, share }, now) => ({
       kind: "claim",
       ...(topic === undefined ? {} : { topic }),
       horizon: now + DIRECT_WINDOW_MS,
-      consume: perRun,
+      consume: share ?? runShare(subrequests, worstJobCost),
     }),
   };
 }

@@ -26,7 +26,8 @@ type Lane = { claiming: boolean; next?: ClaimWork };
 export class RunLoop {
   readonly report: DrainReport = emptyReport();
   private readonly lanes = new Map<string, Lane>();
-  private readonly noticeState = { running: false, again: false };
+  /** A round of notices under way, and how many more were asked for meanwhile (0: none). */
+  private readonly noticeState = { running: false, wanted: 0 };
   /** Work under way; the loop is idle at 0. */
   private open = 0;
   private idle: Promise<void> = Promise.resolve();
@@ -133,7 +134,7 @@ export class RunLoop {
     }
     this.report.claimed += claimed.claimed;
     this.report.more ||= claimed.more;
-    if (claimed.stoppedByBudget) this.handOff(item);
+    if (claimed.stoppedByBudget) this.handOff(item, claimed);
     for (const [due, parcels] of byDue(claimed.direct)) this.track(this.sendGroup(due, parcels));
     if (claimed.viaQStash.length > 0) this.track(this.publish(claimed.viaQStash));
     for (const { job, handler } of claimed.internal) this.track(this.handle(job, handler));
@@ -192,23 +193,26 @@ export class RunLoop {
   }
 
   /**
-   * A round of failure notices. One round at a time per run: a notice asked for meanwhile (a
-   * death) makes another round once this one is done, within the process's cap of open rounds.
+   * Failure notices, a round at a time (a round takes at most NOTICES_PER_ROUND, within the
+   * process's cap of open rounds), up to `most` in all. A notice asked for meanwhile (a death),
+   * or a round that came back full (a burst of deaths), makes another round once this one is
+   * done, while the run's budget and time last.
    */
-  private sendNotices(most = NOTICES_PER_ROUND): void {
+  private sendNotices(most = Number.POSITIVE_INFINITY): void {
     const state = this.noticeState;
     if (state.running) {
-      state.again = true;
+      state.wanted = Math.max(state.wanted, most);
       return;
     }
     const now = this.run.clock();
-    const take = Math.min(most, this.deps.noticeRounds.room(now));
-    if (take <= 0) return;
+    const take = Math.min(most, NOTICES_PER_ROUND, this.deps.noticeRounds.room(now));
+    if (take <= 0 || now >= this.run.until) return;
     state.running = true;
     const close = this.deps.noticeRounds.open(take, now);
     const round = sendNotices(this.run, this.deps, take).then(
-      (sent) => {
+      ({ sent, full }) => {
         this.report.notices += sent;
+        if (full) state.wanted = Math.max(state.wanted, most - take);
       },
       (error: unknown) => this.failed("notices_failed", error),
     );
@@ -216,29 +220,29 @@ export class RunLoop {
       round.finally(() => {
         close();
         state.running = false;
-        if (!state.again) return;
-        state.again = false;
-        this.sendNotices(most);
+        const wanted = state.wanted;
+        state.wanted = 0;
+        if (wanted > 0) this.sendNotices(wanted);
       }),
     );
   }
 
   /**
    * Notices beside claims (a tick's): a part of the budget (up to a round's worth, at most half of
-   * what is left) is set aside before the claims and given to the round once they are answered,
-   * so that neither a backlog of deliveries nor a mass of notices starves the other, and a
-   * failureUrl that hangs holds up no claim.
+   * what is left) is set aside before the claims and given to the first round once they are
+   * answered, so that neither a backlog of deliveries nor a mass of notices starves the other,
+   * and a failureUrl that hangs holds up no claim.
    */
-  private noticesAfterClaims(most = NOTICES_PER_ROUND): void {
+  private noticesAfterClaims(most = Number.POSITIVE_INFINITY): void {
     const { budget } = this.run;
-    const room = Math.min(most, this.deps.noticeRounds.room(this.run.clock()));
-    if (room <= 0) return;
-    const reserved = budget.takeUpTo(Math.min(room + 2, Math.ceil(budget.left() / 2)));
+    const round = Math.min(most, NOTICES_PER_ROUND, this.deps.noticeRounds.room(this.run.clock()));
+    if (round <= 0) return;
+    const reserved = budget.takeUpTo(Math.min(round + 2, Math.ceil(budget.left() / 2)));
     const claimed = new Promise<void>((resolve) => this.claimWaiters.push(resolve));
     this.track(
       claimed.then(() => {
         budget.giveBack(reserved);
-        this.sendNotices(room);
+        this.sendNotices(most);
       }),
     );
   }
@@ -253,12 +257,15 @@ export class RunLoop {
    * The budget stopped a claim with jobs left: fresh invocations are asked for (through QStash),
    * once per run, when the service can (else the next tick takes what is left).
    */
-  private handOff(item: ClaimWork): void {
+  private handOff(item: ClaimWork, claimed: Claimed): void {
     const { handOff } = this.deps;
     if (!handOff || this.handedOff || this.handOffReserve < handOff.cost) return;
     this.handedOff = true;
     this.run.budget.giveBack(this.handOffReserve);
-    const asked = handOff.ask(this.run, { topic: item.topic, horizon: item.horizon }).then(
+    // What a job of this burst costs, as its claims found it (jobs due together share a look).
+    const jobCost = claimed.claimed > 0 ? claimed.cost / claimed.claimed : undefined;
+    const scope = { topic: item.topic, horizon: item.horizon, jobCost };
+    const asked = handOff.ask(this.run, scope).then(
       (runs) => {
         this.report.handedOff += runs;
       },

@@ -11,14 +11,19 @@ import type { DispatchDeps } from "./deps";
 
 /**
  * Sends up to `limit` queued failure notices, as many as the run's budget pays for (the take, a
- * POST each, and the giving back of those not sent); answers how many went out. Its budget is
- * taken at once, before the first await.
+ * POST each, and the giving back of those not sent); answers how many went out, and whether the
+ * round was full (took as many as it asked for). Its budget is taken at once, before the first
+ * await.
  */
-export async function sendNotices(run: Run, deps: DispatchDeps, limit: number): Promise<number> {
+export async function sendNotices(
+  run: Run,
+  deps: DispatchDeps,
+  limit: number,
+): Promise<{ sent: number; full: boolean }> {
   const { budget, clock, log } = run;
   const { scripts } = deps;
   const most = Math.min(limit, budget.left() - 2);
-  if (most <= 0 || !budget.take(most + 2)) return 0;
+  if (most <= 0 || !budget.take(most + 2)) return { sent: 0, full: false };
   const taken = await scripts.run("notices", clock(), [most, NOTICE_RETRY_MS]);
   const failedAt = clock();
   const unsent: Unsent = new Map();
@@ -70,5 +75,6 @@ export async function sendNotices(run: Run, deps: DispatchDeps, limit: number): 
   budget.giveBack(most - posted);
   if (unsent.size > 0) await scripts.run("renotice", clock(), renoticeArgs(unsent));
   else budget.giveBack(1);
-  return sent;
+  // A round that took all it asked for may have left others waiting: the caller goes on.
+  return { sent, full: taken.length >= most };
 }

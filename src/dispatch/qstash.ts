@@ -28,8 +28,11 @@ export function continueUrl(publicUrl: string): string {
   return `${publicUrl.replace(/\/+$/, "")}/v1/qstash/continue`;
 }
 
-/** The body of a hand-off's message: the topic its run claims (null: every push topic). */
-export type ContinueBody = { topic: string | null };
+/**
+ * The body of a hand-off's message: the topic its run claims (null: every push topic), and the
+ * jobs it was asked to take (its share of the hand-offs' promise).
+ */
+export type ContinueBody = { topic: string | null; share?: number };
 
 /** Where QStash reports an answer: delayq's own callback route, naming the reservation. */
 export function callbackUrl(publicUrl: string, id: string, receipt: string): string {
@@ -48,6 +51,7 @@ export type QStash = {
     publicUrl: string;
     runs: number;
     topic?: string;
+    share?: number;
     notBefore?: number;
   }): Promise<void>;
   /** Cancels a message not yet delivered; one already gone is fine. */
@@ -104,8 +108,11 @@ export function createQStash(settings: QStashSettings): QStash {
       }
       return ids;
     },
-    async publishRuns({ publicUrl, runs, topic, notBefore }) {
-      const body: ContinueBody = { topic: topic ?? null };
+    async publishRuns({ publicUrl, runs, topic, share, notBefore }) {
+      const body: ContinueBody = {
+        topic: topic ?? null,
+        ...(share === undefined ? {} : { share }),
+      };
       const message = {
         url: continueUrl(publicUrl),
         body: JSON.stringify(body),

@@ -232,6 +232,27 @@ describe("direct delivery", () => {
     expect(await app.notices()).toBe(0);
   });
 
+  it("tells failureUrl of every job that died in one run, round after round, not a round a tick", async () => {
+    const failures = await startReceiver();
+    receivers.push(failures);
+    const app = await setup({ failureUrl: failures.url });
+    app.receiver.answer(() => ({ status: 500 }));
+    // More than two rounds' worth (50 each) of deaths in one run, all before it sends any.
+    const ids = Array.from({ length: 120 }, (_, n) => `burst${n}`);
+    await app.queue.addBatch(ids.map((id) => ({ topic: "p", id, maxAttempts: 1 })));
+    const run = app.newRun();
+    const claimed = await app.push({ run });
+    expect(claimed).toMatchObject({ claimed: 120, failed: 120 });
+    expect(new Set(failures.received.map((r) => JSON.parse(r.body).id))).toEqual(new Set(ids));
+    // And a backlog queued by runs cut off before telling: one run sends it all, round after
+    // round, while its budget lasts.
+    const more = Array.from({ length: 120 }, (_, n) => `queued${n}`);
+    for (const id of more) await buryOne(app, "p", id);
+    expect(await app.notices()).toBe(120);
+    const told = failures.received.map((r) => JSON.parse(r.body).id);
+    expect(new Set(told.slice(120))).toEqual(new Set(more));
+  });
+
   it("keeps a notice for later when failureUrl is down", async () => {
     const failures = await startReceiver();
     receivers.push(failures);

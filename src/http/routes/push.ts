@@ -70,7 +70,7 @@ function continueRoute(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
         "When an invocation's subrequest budget (DQ_SUBREQUESTS) stops it with push jobs left, " +
         "it asks QStash for fresh invocations of this route, a little before the earliest job " +
         "left is due. Each claims and delivers what is due within its reach, from a budget of " +
-        'its own. The body is `{"topic": <name> | null}`.',
+        'its own. The body is `{"topic": <name> | null, "share"?: <jobs it was asked to take>}`.',
       responses: {
         202: json(Continued, "Started"),
         400: json(ErrorBody, "The body is not a hand-off's (`invalid_request`)"),
@@ -87,15 +87,17 @@ function continueRoute(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
           "Hand-offs are off here: they need QStash, DQ_PUBLIC_URL and DQ_SUBREQUESTS",
         );
       }
-      const topic = continueTopic(raw);
-      drainAfter(c, options.dispatcher, [handOff.work(topic, c.get("run").clock())]);
+      drainAfter(c, options.dispatcher, [handOff.work(continueBody(raw), c.get("run").clock())]);
       return c.json({ started: true as const }, 202);
     },
   );
 }
 
-/** The topic of a hand-off's message (undefined: every push topic), or invalid_request. */
-function continueTopic(raw: string): string | undefined {
+/**
+ * A hand-off message's topic (undefined: every push topic) and share (the jobs its run was asked
+ * to take: a whole number from 1 to 100,000), or invalid_request.
+ */
+function continueBody(raw: string): { topic?: string; share?: number } {
   let body: Partial<ContinueBody> | undefined;
   try {
     body = JSON.parse(raw) as Partial<ContinueBody>;
@@ -103,13 +105,21 @@ function continueTopic(raw: string): string | undefined {
     body = undefined;
   }
   const topic = body?.topic;
-  if (typeof body !== "object" || body === null || (topic !== null && typeof topic !== "string")) {
+  const share = body?.share;
+  const shareOk =
+    share === undefined || (Number.isSafeInteger(share) && share >= 1 && share <= 100_000);
+  if (
+    typeof body !== "object" ||
+    body === null ||
+    (topic !== null && typeof topic !== "string") ||
+    !shareOk
+  ) {
     throw new DelayqError(
       "invalid_request",
-      'A hand-off\'s body is {"topic": <name> | null}, as delayq publishes it',
+      'A hand-off\'s body is {"topic": <name> | null, "share"?: <jobs>}, as delayq publishes it',
     );
   }
-  return topic ?? undefined;
+  return { ...(topic ? { topic } : {}), ...(share === undefined ? {} : { share }) };
 }
 
 function callbackRoute(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
