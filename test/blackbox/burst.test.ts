@@ -62,9 +62,14 @@ describe("a burst past one invocation's subrequests", () => {
     const ids = hits.map((hit) => JSON.parse(hit.raw).id as string);
     const missing = JOBS - new Set(ids).size;
     const lateness = summary(hits.map((hit) => hit.at - due));
+    // The invocations' hand-offs and any failure, as the worker logged them.
+    const logged = stack
+      .output()
+      .split("\n")
+      .filter((line) => /"event":"(hand_off|push_budget)"|"level":"error"/.test(line));
     console.log(
       `burst: ${hits.length} deliveries of ${JOBS} jobs; lateness ms ${JSON.stringify(lateness)}; ` +
-        `this process's timer lag p99 ${lag.p99Ms} ms, max ${lag.maxMs} ms`,
+        `this process's timer lag p99 ${lag.p99Ms} ms, max ${lag.maxMs} ms\n${logged.join("\n")}`,
     );
     expect(missing, `${missing} jobs not delivered within 60 s of their due time`).toBe(0);
     expect(hits, "none delivered twice").toHaveLength(JOBS);
