@@ -37,8 +37,9 @@ async function paidAlipayOrder(topic: string) {
 
 describe("an Alipay notification's freshness", () => {
   it.each([
-    ["dated 26 h ago", -26 * HOUR, "stale: notify_time 26 h old"],
-    ["dated 6 minutes ahead", 6 * 60_000, "stale: notify_time 360 s ahead of our clock"],
+    ["dated 26 h ago", -26 * HOUR, /stale: notify_time 26 h old/],
+    // notify_time counts whole seconds, and our clock moves on before it is read: 359 or 360.
+    ["dated 6 minutes ahead", 6 * 60_000, /stale: notify_time 3(59|60) s ahead of our clock/],
   ])("refuses one %s (fail): the watch is untouched, the log says why", async (_, offset, why) => {
     const topic = `r-${uid()}`;
     const no = await paidAlipayOrder(topic);
@@ -49,7 +50,7 @@ describe("an Alipay notification's freshness", () => {
       expect.objectContaining({
         event: "notify_refused",
         provider: "alipay",
-        reason: expect.stringContaining(why),
+        reason: expect.stringMatching(why),
       }),
     );
     expect(await h.outcomes(topic)).toEqual([]);
