@@ -6,7 +6,7 @@ import type { Run } from "../run/run";
 import type { Work } from "../run/work";
 import { deliverDirect, type Parcel } from "./delivery";
 import type { DispatchDeps, DrainReport } from "./deps";
-import { settleDelivery } from "./settle";
+import type { Delivery, Settled } from "./settle";
 import { until } from "./until";
 
 /** What a direct job not sent after its look gives back: its POST and its settle. */
@@ -54,12 +54,16 @@ async function lookAgain(run: Run, deps: DispatchDeps, pairs: string[], leaseEnd
   }
 }
 
-/** POSTs one parcel and settles it by the answer; answers the work that follows. */
+/**
+ * POSTs one parcel and settles it by the answer (through `settle`: the run's batches); answers
+ * the work that follows.
+ */
 export async function deliverOne(
   run: Run,
   deps: DispatchDeps,
   parcel: Parcel,
   report: DrainReport,
+  settle: (delivery: Delivery) => Promise<Settled>,
 ): Promise<Work[]> {
   const route = deps.route(parcel.meta.topic, parcel.push.url);
   // A send again on a fresh connection (the receiver closed the pooled one) is one more
@@ -82,7 +86,7 @@ export async function deliverOne(
   } else {
     report.delivered += 1;
   }
-  const settled = await settleDelivery(deps, run, {
+  const settled = await settle({
     id: parcel.meta.id,
     receipt: parcel.meta.receipt ?? "",
     attempt,

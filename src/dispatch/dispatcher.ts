@@ -16,7 +16,7 @@ import { type HandOff, qstashHandOff } from "./hand-off";
 import { RunLoop } from "./loop";
 import { noticeRounds } from "./notice-rounds";
 import type { QStash } from "./qstash";
-import { settleDelivery } from "./settle";
+import { settleDeliveries } from "./settle";
 
 export type { ClaimedJob, DrainReport, Handled, JobHandler } from "./deps";
 
@@ -124,13 +124,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     drain: (run, work) => loopOf(run).drain(work),
     async settle(run, { id, receipt, attempt }) {
       // A QStash answer: the job may be due again before the next tick.
-      const settled = await settleDelivery(deps, run, {
-        id,
-        receipt,
-        attempt,
-        windowMs: CLAIM_AHEAD_MS,
-      });
-      return { settled: settled.meta !== undefined, work: settled.work };
+      const [settled] = await settleDeliveries(deps, run, [
+        { id, receipt, attempt, windowMs: CLAIM_AHEAD_MS },
+      ]);
+      return { settled: settled?.meta !== undefined, work: settled?.work ?? [] };
     },
     async cancel(messageId) {
       await options.qstash?.cancel(messageId);

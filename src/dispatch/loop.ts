@@ -11,6 +11,7 @@ import { byDue, deliverOne, stillToSend } from "./direct";
 import { NOTICES_PER_ROUND } from "./notice-rounds";
 import { sendNotices } from "./notices";
 import { publishParcels } from "./publish";
+import { settleBatches } from "./settle";
 import { until } from "./until";
 
 type ClaimWork = Work & { kind: "claim" };
@@ -37,12 +38,15 @@ export class RunLoop {
   private handedOff = false;
   /** Subrequests set aside for a hand-off, so that a run its claims spent can still ask. */
   private readonly handOffReserve: number;
+  /** The run's settles: the answers that come within a few milliseconds go in one call. */
+  private readonly settle: ReturnType<typeof settleBatches>;
 
   constructor(
     private readonly run: Run,
     private readonly deps: DispatchDeps,
   ) {
     this.handOffReserve = deps.handOff ? run.budget.takeUpTo(deps.handOff.cost) : 0;
+    this.settle = settleBatches(deps, run);
   }
 
   /**
@@ -155,7 +159,7 @@ export class RunLoop {
 
   private async deliver(parcel: Parcel): Promise<void> {
     try {
-      this.follow(await deliverOne(this.run, this.deps, parcel, this.report));
+      this.follow(await deliverOne(this.run, this.deps, parcel, this.report, this.settle));
     } catch (error) {
       this.run.log({
         level: "error",

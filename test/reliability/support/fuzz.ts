@@ -215,7 +215,7 @@ export async function startTarget<S extends { receipts: Record<string, string> }
     },
     async settle(id, receipt, outcome, status, delayMs) {
       const error = status >= 200 && status < 300 ? "" : `HTTP ${status}`;
-      const reply = await scripts.run("settle", FIXED_NOW, [
+      const [reply] = await scripts.run("settle", FIXED_NOW, [
         id,
         receipt,
         outcome,
@@ -223,7 +223,7 @@ export async function startTarget<S extends { receipts: Record<string, string> }
         status,
         error,
       ]);
-      if (reply.code !== "ok") throw new Error(`seed: settle of ${id} answered ${reply.code}`);
+      if (reply?.code !== "ok") throw new Error(`seed: settle of ${id} answered ${reply?.code}`);
     },
   };
   const digest = async () => {

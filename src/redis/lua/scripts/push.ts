@@ -141,46 +141,58 @@ const OUTCOME = byName(SETTLE_OUTCOMES);
 /** CODE.ok and the record after the change, or why the answer came too late (it is dropped). */
 export type SettleReply = { code: CodeName; value: string };
 
-export const settle = defineScript<SettleReply>({
+export const settle = defineScript<SettleReply[]>({
   name: "settle",
   lua: `
---[[ settle: applies a push receiver's answer to the reservation it was delivered under.
-  ARGV[4] id   ARGV[5] receipt of that reservation   ARGV[6] ${SETTLE_OUTCOMES.join(" | ")}
-  ARGV[7] wait before the next attempt, ms, or "" for the backoff step (retry, fail)
-  ARGV[8] the HTTP status (0: no answer)   ARGV[9] the error, or ""
-  done finishes the job; bury moves it to the dead letter; retry and fail give it back like a
+--[[ settle: applies push receivers' answers to the reservations they were delivered under, one
+  or many in one call (the deliveries a run finished within a few milliseconds).
+  ARGV[4..] groups of six:
+    id   receipt of that reservation   ${SETTLE_OUTCOMES.join(" | ")}
+    wait before the next attempt, ms, or "" for the backoff step (retry, fail)
+    the HTTP status (0: no answer)   the error, or ""
+  Each answer is applied on its own: done finishes the job; bury moves it to the dead letter; retry and fail give it back like a
   release (after the wait, or its backoff step; it dies when its attempts or its deadline run
   out). The attempt is recorded on the job (lastStatus, lastAt, lastError) and counted in the
   topic's stats (delivered for done, retry and bury; failed for fail). An answer for a
   reservation that has ended (a duplicate callback, a late answer after the lease ran out) is
   refused with the codes of lib/access.ts held, and changes nothing.
-  Returns {CODE.ok, record} or {error code, current state}.
-  Cost: GET, ZREM, SET, HINCRBY; retry/fail as release's (lib/transitions.ts retry).
+  Returns, per group: CODE.ok and the record, or an error code and the current state.
+  Cost: per group GET, ZREM, SET, HINCRBY; retry/fail as release's (lib/transitions.ts retry).
 ]]
-local id, receipt, outcome, wait = ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
-local meta, body, code = held(id, receipt, "")
-if code ~= CODE.ok then return {code, meta and stateOf(meta) or ""} end
-meta.lastStatus, meta.lastAt = tonumber(ARGV[8]), NOW
-meta.lastError = nil
-if ARGV[9] ~= "" then meta.lastError = ARGV[9] end
-rcall("ZREM", key.reserved(meta.topic), id)
-local counter = "delivered"
-if outcome == "${OUTCOME.fail}" then counter = "failed" end
-rcall("HINCRBY", key.stats(meta.topic), counter, 1)
-local raw
-if outcome == "${OUTCOME.done}" then
-  meta.state, meta.endedAt, meta.leaseEnd, meta.messageId = "finished", NOW, nil, nil
-  raw = save(id, meta, body)
-elseif outcome == "${OUTCOME.bury}" then
-  raw = kill(id, meta, body, "buried")
-else
-  raw = retry(id, meta, body, wait)
+local function settleOne(id, receipt, outcome, wait, status, err)
+  local meta, body, code = held(id, receipt, "")
+  if code ~= CODE.ok then return code, meta and stateOf(meta) or "" end
+  meta.lastStatus, meta.lastAt = tonumber(status), NOW
+  meta.lastError = nil
+  if err ~= "" then meta.lastError = err end
+  rcall("ZREM", key.reserved(meta.topic), id)
+  local counter = "delivered"
+  if outcome == "${OUTCOME.fail}" then counter = "failed" end
+  rcall("HINCRBY", key.stats(meta.topic), counter, 1)
+  if outcome == "${OUTCOME.done}" then
+    meta.state, meta.endedAt, meta.leaseEnd, meta.messageId = "finished", NOW, nil, nil
+    return CODE.ok, save(id, meta, body)
+  elseif outcome == "${OUTCOME.bury}" then
+    return CODE.ok, kill(id, meta, body, "buried")
+  end
+  return CODE.ok, retry(id, meta, body, wait)
 end
-return {CODE.ok, raw}
+local out = {}
+for i = 4, #ARGV, 6 do
+  local code, value = settleOne(ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]),
+    ARGV[i + 4], ARGV[i + 5])
+  out[#out + 1] = code
+  out[#out + 1] = value
+end
+return out
 `,
   parse(reply) {
-    const [code, value] = asArray(reply, "settle");
-    return { code: codeName(code), value: String(value ?? "") };
+    const flat = asArray(reply, "settle");
+    const out: SettleReply[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      out.push({ code: codeName(flat[i]), value: String(flat[i + 1] ?? "") });
+    }
+    return out;
   },
 });
 
