@@ -68,7 +68,9 @@ export function settleBatches(deps: DispatchDeps, run: Run) {
       run,
       batch.map((item) => item.delivery),
     );
-    batch.forEach((item, i) => item.done(settled.then((all) => all[i] ?? { work: [] })));
+    for (const [i, item] of batch.entries()) {
+      item.done(settled.then((all) => all[i] ?? { work: [] }));
+    }
   };
   return (delivery: Delivery): Promise<Settled> =>
     new Promise<Settled>((resolve) => {
