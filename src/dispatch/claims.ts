@@ -16,7 +16,7 @@ import type { ClaimedJob, DispatchDeps, JobHandler } from "./deps";
  */
 export const DIRECT_COST = 3;
 /** Claims one run makes while jobs are left and the budget pays (each claims up to `batch`). */
-const MAX_CLAIM_ROUNDS = 10;
+const MAX_CLAIM_ROUNDS = 16;
 /**
  * Jobs the first claim of a run asks for; each claim after a full one asks for twice as many (up
  * to `batch`). A claim takes the worst cost of every job it asks for until it knows what it got,
@@ -30,10 +30,11 @@ export type Claimed = {
   direct: Parcel[];
   viaQStash: Parcel[];
   internal: { job: ClaimedJob; handler: JobHandler }[];
-  /** Whether the budget (or the rounds' limit) stopped claiming with jobs possibly left. */
+  /**
+   * Whether the run's own limits (its budget, or the rounds' limit, which a shrinking budget
+   * reaches) stopped claiming with jobs possibly left: another invocation would go on.
+   */
   more: boolean;
-  /** Whether it was the budget that stopped it (another invocation's budget would go on). */
-  stoppedByBudget: boolean;
   /** The subrequests the claimed jobs may still cost (taken from the budget). */
   cost: number;
 };
@@ -96,7 +97,6 @@ export async function claimDue(
     viaQStash: [],
     internal: [],
     more: false,
-    stoppedByBudget: false,
     cost: 0,
   };
   const worst = worstJobCost(deps.handlers);
@@ -104,7 +104,6 @@ export async function claimDue(
     const most = Math.min(deps.batch, size, Math.floor((budget.left() - 1) / worst));
     if (most <= 0 || !budget.take(1 + most * worst)) {
       out.more = true;
-      out.stoppedByBudget = true;
       break;
     }
     const before = { claimed: out.claimed, cost: cost(out) };

@@ -138,7 +138,7 @@ export class RunLoop {
     }
     this.report.claimed += claimed.claimed;
     this.report.more ||= claimed.more;
-    if (claimed.stoppedByBudget) this.handOff(item, claimed);
+    if (claimed.more) this.handOff(item, claimed);
     for (const [due, parcels] of byDue(claimed.direct)) this.track(this.sendGroup(due, parcels));
     if (claimed.viaQStash.length > 0) this.track(this.publish(claimed.viaQStash));
     for (const { job, handler } of claimed.internal) this.track(this.handle(job, handler));

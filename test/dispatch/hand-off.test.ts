@@ -24,11 +24,15 @@ afterAll(async () => {
 });
 
 /** The app with hand-offs (QStash, its public URL, DQ_SUBREQUESTS), and a push topic. */
-async function setup(topic: string): Promise<PushApp> {
+async function setup(
+  topic: string,
+  limits: { subrequests?: number; batch?: number } = {},
+): Promise<PushApp> {
   const app = testPushApp({
     qstash: harness.client(),
     publicUrl: harness.publicUrl,
-    subrequests: SUBREQUESTS,
+    subrequests: limits.subrequests ?? SUBREQUESTS,
+    batch: limits.batch,
   });
   harness.serve(app);
   const put = await app.call("PUT", `/v1/topics/${topic}`, {
@@ -131,6 +135,21 @@ describe("a run stopped by its budget", () => {
     expect(asked).toBeLessThanOrEqual(Math.ceil((jobs - claimed) / Math.min(...shares)));
     // Timed a little before the jobs were due (5 s), not at once.
     for (const run of continuations(started)) expect(run.at).toBeGreaterThanOrEqual(due - 6000);
+  });
+
+  it("hands off too when its claims' limit stops it before its budget does", async () => {
+    // Claims of at most 10 and 16 of them: 160 jobs, far below what 1,000 subrequests pay for.
+    const topic = `rounds-${crypto.randomUUID().slice(0, 6)}`;
+    const app = await setup(topic, { subrequests: 1000, batch: 10 });
+    const jobs = 300;
+    const due = Date.now() + 2500;
+    await addDue(app, topic, jobs, due);
+    const tick = app.newRun(1000);
+    const report = await app.push({ run: tick });
+    expect(report).toMatchObject({ claimed: 160, more: true });
+    expect(report.handedOff).toBeGreaterThan(0);
+    expect(tick.budget.taken()).toBeLessThan(500);
+    await deliveredOnce(topic, jobs, due);
   });
 
   it("leaves the rest for the next tick when QStash is not configured", async () => {
