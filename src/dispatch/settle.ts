@@ -59,7 +59,7 @@ export function settleBatches(deps: DispatchDeps, run: Run) {
   let waiting: { delivery: Delivery; done: (settled: Promise<Settled>) => void }[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
-    clearTimeout(timer);
+    if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
     const batch = waiting;
     waiting = [];
