@@ -150,6 +150,7 @@ export function buildService(
     counters,
     metricsMaxTopics: config.DQ_METRICS_MAX_TOPICS,
     paymentWatches: { list: (page) => payments.list(page) },
+    refundWatches: { list: (page) => refunds.list(page) },
     payments: {
       payments,
       refunds,

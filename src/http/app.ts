@@ -10,7 +10,7 @@ import { bearerAuth, type TokenSet } from "./auth";
 import { DEFAULT_MAX_REQUEST_BYTES, jsonBodies } from "./body";
 import type { AppEnv } from "./context";
 import { errorResponse, handleError, validationHook } from "./errors";
-import type { PaymentWatchSource } from "./pages/payments";
+import type { PaymentWatchSource, RefundWatchSource } from "./pages/payments";
 import { knownQueryOnly } from "./query";
 import { commandRoutes } from "./routes/command";
 import { compatRoutes } from "./routes/compat";
@@ -38,6 +38,8 @@ export type AppOptions = {
   metricsMaxTopics?: number;
   /** Lists payment watches for /dashboard/payments. @default none: "no payment watches" */
   paymentWatches?: PaymentWatchSource;
+  /** Lists refund watches for the dashboard, under the payment watches. */
+  refundWatches?: RefundWatchSource;
   /** Push delivery: the QStash callback route, and prompt delivery of jobs due soon. */
   push?: PushOptions;
   /** Payment (and refund) watches: /v1/payments, /v1/refunds and the providers' notifications. */

@@ -2,7 +2,7 @@
 // confirmation, escaping of job bodies, topic-scoped tokens, paging, pause/resume, payment watches.
 import { describe, expect, it } from "vitest";
 import { RawJson } from "../../src/domain/raw-json";
-import type { PaymentWatchSource } from "../../src/http/pages/payments";
+import type { PaymentWatchSource, RefundWatchSource } from "../../src/http/pages/payments";
 import { ADMIN, SHOP_A, type TestApp, testApp } from "../support/app";
 
 type Page = { status: number; html: string; location: string | null; headers: Headers };
@@ -488,5 +488,43 @@ describe("payment watches", () => {
     expect(next, "a sealed next link").toBeDefined();
     expect((await get(t, cookie, `/dashboard/payments?cursor=${next}`)).status).toBe(200);
     expect(asked[1]).toMatchObject({ cursor: "next-1" });
+  });
+
+  it("list refund watches under them, from a RefundWatchSource, with their own sealed cursor", async () => {
+    const asked: unknown[] = [];
+    const source: RefundWatchSource = {
+      async list(options) {
+        asked.push(options);
+        return {
+          refunds: [
+            {
+              provider: "alipay",
+              account: "shop",
+              outRefundNo: "<refund-1>",
+              outTradeNo: "order-9",
+              state: "polling",
+              polls: 2,
+              nextPollAt: 1_800_000_300_000,
+              lastAnswer: { status: "no refund_status", at: 1_800_000_060_000 },
+              deadline: 1_800_604_800_000,
+              notify: ["shop-a.refunds"],
+            },
+          ],
+          cursor: "refunds-2",
+        };
+      },
+    };
+    const t = testApp({ refundWatches: source });
+    const cookie = await login(t, SHOP_A);
+    const page = await get(t, cookie, "/dashboard/payments");
+    expect(page.status).toBe(200);
+    expect(asked).toEqual([{ limit: 50, scope: ["shop-a.*"], accounts: ["wechatpay/shop-a"] }]);
+    expect(page.html).toContain('id="refunds"');
+    expect(page.html).toContain("&lt;refund-1&gt;");
+    expect(page.html).toContain("<code>no refund_status</code>");
+    const next = /href="\/dashboard\/payments\?refunds=(%7E[A-Za-z0-9_-]+)"/.exec(page.html)?.[1];
+    expect(next, "a sealed next link").toBeDefined();
+    expect((await get(t, cookie, `/dashboard/payments?refunds=${next}`)).status).toBe(200);
+    expect(asked[1]).toMatchObject({ cursor: "refunds-2" });
   });
 });

@@ -340,6 +340,36 @@ describe("stopping and reading", () => {
     expect((await h.call("GET", path("wechatpay", no))).status).toBe(404);
   });
 
+  it("lists refund watches newest first (the dashboard's), apart from payment watches", async () => {
+    const first = wechatRefund();
+    const second = wechatRefund();
+    for (const { no } of [first, second]) {
+      await start({
+        provider: "wechatpay",
+        outRefundNo: no,
+        notify: [`r-${uid()}`],
+        schedule: [3600],
+      });
+      await sleep(5);
+    }
+    const everyone = { scope: undefined, accounts: undefined };
+    const listed = await h.service.refunds.list({ limit: 100, ...everyone });
+    const numbers = listed.refunds.map((r) => r.outRefundNo);
+    expect(numbers.indexOf(second.no)).toBeGreaterThanOrEqual(0);
+    expect(numbers.indexOf(second.no)).toBeLessThan(numbers.indexOf(first.no));
+    expect(listed.refunds.find((r) => r.outRefundNo === first.no)).toMatchObject({
+      provider: "wechatpay",
+      state: "polling",
+    });
+    const payments = await h.service.payments.list({ limit: 100, ...everyone });
+    expect(payments.watches.map((w) => w.outTradeNo)).not.toContain(first.no);
+    expect(payments.watches.every((w) => w.outTradeNo !== undefined)).toBe(true);
+    // A token limited to other accounts sees none of them.
+    const other = await h.service.refunds.list({ limit: 100, scope: ["shop.*"], accounts: [] });
+    expect(other.refunds).toEqual([]);
+    for (const { no } of [first, second]) await h.call("DELETE", path("wechatpay", no));
+  });
+
   it("keeps an ended watch at least 25 hours", async () => {
     const { no } = wechatRefund();
     h.wechat.setRefundStatus(no, "SUCCESS");

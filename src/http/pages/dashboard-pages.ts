@@ -9,7 +9,14 @@ import { actionForm, jobActions, notice } from "./dashboard-actions";
 import { deadReasonText, defaults, delivery, frame, oldestDue } from "./dashboard-pieces";
 import { BULK, here, jobHref, pageSize, STATES, topicHref, type View } from "./dashboard-view";
 import { bodyText, count, formatTime, type Html, indentJson, preview, relative } from "./layout";
-import { type PaymentWatchSource, WATCHES_PER_PAGE, watchesPanel } from "./payments";
+import {
+  type PaymentWatchSource,
+  type RefundWatchPage,
+  type RefundWatchSource,
+  refundsPanel,
+  WATCHES_PER_PAGE,
+  watchesPanel,
+} from "./payments";
 import type { DashboardSession } from "./session";
 
 export async function topicsPage({ c, session, queue, cursors }: View): Promise<Response> {
@@ -199,9 +206,11 @@ ${notice(c)}
 }
 
 export async function paymentsPage(
-  { c, session, queue, cursors }: View,
+  view: View,
   source: PaymentWatchSource | undefined,
+  refundSource?: RefundWatchSource,
 ): Promise<Response> {
+  const { c, session, queue, cursors } = view;
   // A page's cursor is the last watch it read, maybe another account's (its id a hash of the
   // order): a limited session's cursors are sealed, and only those taken (topic-cursors.ts).
   const limited = session.scope !== undefined;
@@ -217,8 +226,29 @@ export async function paymentsPage(
   const nextCursor =
     page?.cursor && (limited ? await cursors.seal(page.cursor, "watch") : page.cursor);
   const next = nextCursor && `/dashboard/payments?${new URLSearchParams({ cursor: nextCursor })}`;
+  const refunds = refundSource && (await refundPage(view, refundSource));
   const body = html`<h1>Payment watches</h1>
 <p class="muted">Orders delayq polls at Alipay or WeChat Pay until they are paid, closed or past their deadline.</p>
-${watchesPanel(page, queue.clock(), next || undefined)}`;
+${watchesPanel(page, queue.clock(), next || undefined)}
+${refundsPanel(refunds?.page, queue.clock(), refunds?.next)}`;
   return c.html(frame({ c, session, queue }, "Payment watches", body));
+}
+
+/** A page of refund watches (its own cursor, `refunds`, sealed for a limited session). */
+async function refundPage(
+  { c, session, cursors }: View,
+  source: RefundWatchSource,
+): Promise<{ page: RefundWatchPage; next?: string }> {
+  const limited = session.scope !== undefined;
+  const cursor = await cursorGiven(cursors, c.req.query("refunds") || undefined, "watch", limited);
+  const page = await source.list({
+    limit: WATCHES_PER_PAGE,
+    scope: session.scope,
+    accounts: session.accounts,
+    ...(cursor === undefined ? {} : { cursor }),
+  });
+  const nextCursor =
+    page.cursor && (limited ? await cursors.seal(page.cursor, "watch") : page.cursor);
+  if (!nextCursor) return { page };
+  return { page, next: `/dashboard/payments?${new URLSearchParams({ refunds: nextCursor })}` };
 }

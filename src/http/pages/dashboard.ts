@@ -13,7 +13,7 @@ import { find, jobPage, paymentsPage, topicPage, topicsPage } from "./dashboard-
 import { errorPage, frame, loginPage, notFound } from "./dashboard-pieces";
 import type { View } from "./dashboard-view";
 import { setPageHeaders } from "./layout";
-import type { PaymentWatchSource } from "./payments";
+import type { PaymentWatchSource, RefundWatchSource } from "./payments";
 import { endSession, fromThisSite, readSession, startSession } from "./session";
 import { FAVICON_SVG, STYLESHEET } from "./style";
 
@@ -25,6 +25,8 @@ export type DashboardOptions = {
   tokens: TokenSet;
   /** Lists payment watches; without it the panel says there are none. */
   paymentWatches?: PaymentWatchSource;
+  /** Lists refund watches, under the payment watches; without it there is no such table. */
+  refundWatches?: RefundWatchSource;
   log: Logger;
 };
 
@@ -111,7 +113,7 @@ export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
   app.get("/jobs/:id", page(jobPage));
   app.get(
     "/payments",
-    page((view) => paymentsPage(view, options.paymentWatches)),
+    page((view) => paymentsPage(view, options.paymentWatches, options.refundWatches)),
   );
   app.post("/actions", page(act));
   app.all(

@@ -64,3 +64,49 @@ watch payments yet (no payment-watch source is configured).</p>`;
   )}</tbody></table>
 ${nextHref ? html`<div class="pager"><a href="${nextHref}" id="next-page">Next page →</a></div>` : ""}`;
 }
+
+/** A refund watch as the panel shows it (DESIGN §4's `Refund`; extra fields are ignored). */
+export type RefundWatchView = {
+  provider: string;
+  account: string;
+  outRefundNo: string;
+  outTradeNo?: string;
+  state: string;
+  polls: number;
+  nextPollAt?: number;
+  lastAnswer?: { status: string; at: number };
+  deadline?: number;
+  notify?: readonly string[];
+};
+
+export type RefundWatchPage = { refunds: RefundWatchView[]; cursor?: string };
+
+/** The hook for refund watches, as PaymentWatchSource for payments (createApp's `refundWatches`). */
+export type RefundWatchSource = {
+  list(options: Parameters<PaymentWatchSource["list"]>[0]): Promise<RefundWatchPage>;
+};
+
+/** The refund watches' table under the payments', or nothing without a source or watches. */
+export function refundsPanel(
+  page: RefundWatchPage | undefined,
+  now: number,
+  nextHref: string | undefined,
+): Html {
+  if (page === undefined) return html``;
+  if (page.refunds.length === 0) {
+    return html`<h2>Refund watches</h2><p class="card muted" id="no-refunds">No refund watches.</p>`;
+  }
+  return html`<h2>Refund watches</h2>
+<table id="refunds">
+<thead><tr><th>Provider</th><th>Account</th><th>Refund (outRefundNo)</th><th>Order</th><th>State</th>
+<th class="n">Polls</th><th>Next poll</th><th>Last answer</th><th>Deadline</th><th>Notify</th></tr></thead>
+<tbody>${page.refunds.map(
+    (r) => html`<tr>
+<td>${r.provider}</td><td>${r.account}</td><td class="mono">${r.outRefundNo}</td><td class="mono">${r.outTradeNo ?? ""}</td>
+<td><span class="badge">${r.state}</span></td><td class="n">${r.polls}</td>
+<td>${r.nextPollAt === undefined ? "" : html`${formatTime(r.nextPollAt)} <span class="muted small">(${relative(r.nextPollAt, now)})</span>`}</td>
+<td>${r.lastAnswer ? html`<code>${r.lastAnswer.status}</code> <span class="muted small">${formatTime(r.lastAnswer.at)}</span>` : html`<span class="muted">none yet</span>`}</td>
+<td>${formatTime(r.deadline)}</td><td>${(r.notify ?? []).join(", ")}</td></tr>`,
+  )}</tbody></table>
+${nextHref ? html`<div class="pager"><a href="${nextHref}" id="next-refunds">Next page of refunds →</a></div>` : ""}`;
+}

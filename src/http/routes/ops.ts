@@ -12,7 +12,7 @@ import { dashboardRoutes } from "../pages/dashboard";
 import { docsPage, type OpenApiDocument } from "../pages/docs";
 import type { Html } from "../pages/layout";
 import { setPageHeaders } from "../pages/layout";
-import type { PaymentWatchSource } from "../pages/payments";
+import type { PaymentWatchSource, RefundWatchSource } from "../pages/payments";
 import { ErrorBody, json, SECURED } from "../schemas";
 import { OPENAPI_CONFIG } from "./system";
 
@@ -26,6 +26,8 @@ export type OpsOptions = {
   metricsMaxTopics?: number;
   /** Lists payment watches for the dashboard; without it the panel says there are none. */
   paymentWatches?: PaymentWatchSource;
+  /** Lists refund watches for the dashboard, under the payment watches. */
+  refundWatches?: RefundWatchSource;
 };
 
 export function opsRoutes(app: OpenAPIHono<AppEnv>, options: OpsOptions): void {
@@ -61,6 +63,7 @@ export function opsRoutes(app: OpenAPIHono<AppEnv>, options: OpsOptions): void {
       tokens,
       log: options.log,
       ...(options.paymentWatches ? { paymentWatches: options.paymentWatches } : {}),
+      ...(options.refundWatches ? { refundWatches: options.refundWatches } : {}),
     }),
   );
 }
