@@ -1,4 +1,4 @@
-// Issue 11's black-box suite: payment watches of `npm run dev` (the worker in wrangler dev) driven
+// Issue 11's black-box suite: payment (and refund) watches of `npm run dev` (the worker in wrangler dev) driven
 // from outside over HTTP, against Alipay and WeChat Pay stand-ins of this suite's own (dev/'s
 // sandboxes, started here: each checks every request's signature with node:crypto or the official
 // SDK, independently of src/), given to the stack through DQ_ALIPAY_ACCOUNTS /
@@ -929,6 +929,163 @@ describe("payment watches from outside: money and the closed loop", () => {
       "payment.expired",
       "payment.paid late",
     ]);
+  });
+});
+
+describe("refund watches from outside", () => {
+  async function watchRefund(input: Record<string, unknown>, expected = 201) {
+    const res = await stack.api("POST", "/v1/refunds", input);
+    expect(res.status, res.text).toBe(expected);
+    return res.json as { created: boolean; refund: Record<string, any> };
+  }
+  const readRefund = async (provider: Provider, account: string, no: string) => {
+    const res = await stack.api("GET", `/v1/refunds/${provider}/${account}/${no}`);
+    expect(res.status, res.text).toBe(200);
+    return res.json.refund as Record<string, any>;
+  };
+  const refundSettled = (provider: Provider, account: string, no: string) =>
+    eventually(
+      () => readRefund(provider, account, no),
+      (r) => r.state !== "polling",
+      10_000,
+    );
+
+  it("succeeded: WeChat Pay, Alipay classic and v3, by their queries; amounts in fen; once in a pull topic", async () => {
+    wechat.createTrade("bb-rf-order-w", { total: 1999 });
+    wechat.pay("bb-rf-order-w");
+    wechat.createRefund("bb-rf-order-w", "bb-rf-w", { refund: 999 });
+    for (const account of ["shop", "shopv3"]) {
+      alipay.createTrade(`bb-rf-order-${account}`, { totalAmount: "12.30" });
+      alipay.pay(`bb-rf-order-${account}`);
+      alipay.createRefund(`bb-rf-order-${account}`, `bb-rf-${account}`, { refundAmount: "0.07" });
+    }
+    const started = await watchRefund({
+      provider: "wechatpay",
+      account: "shop",
+      outRefundNo: "bb-rf-w",
+      outTradeNo: "bb-rf-order-w",
+      schedule: [1],
+      notify: ["bb-refunds"],
+      metadata: { ticket: 1 },
+    });
+    expect(started.refund).toMatchObject({ state: "polling", polls: 0, outRefundNo: "bb-rf-w" });
+    for (const account of ["shop", "shopv3"]) {
+      await watchRefund({
+        provider: "alipay",
+        account,
+        outRefundNo: `bb-rf-${account}`,
+        outTradeNo: `bb-rf-order-${account}`,
+        schedule: [1],
+        notify: ["bb-refunds"],
+      });
+    }
+    // Still processing at the first queries; then the refunds go through.
+    await eventually(
+      () => readRefund("wechatpay", "shop", "bb-rf-w"),
+      (r) => r.polls >= 1,
+      8000,
+    );
+    wechat.setRefundStatus("bb-rf-w", "SUCCESS");
+    for (const account of ["shop", "shopv3"]) {
+      alipay.succeedRefund(`bb-rf-order-${account}`, `bb-rf-${account}`);
+    }
+    expect(await refundSettled("wechatpay", "shop", "bb-rf-w")).toMatchObject({
+      state: "succeeded",
+      outcome: {
+        event: "refund.succeeded",
+        outRefundNo: "bb-rf-w",
+        outTradeNo: "bb-rf-order-w",
+        refundNo: wechat.getRefund("bb-rf-w")?.refundId,
+        status: "SUCCESS",
+        amount: { refund: 999, total: 1999, currency: "CNY" },
+        succeededAt: expect.any(Number),
+        source: "poll",
+        metadata: { ticket: 1 },
+      },
+    });
+    for (const account of ["shop", "shopv3"]) {
+      expect(await refundSettled("alipay", account, `bb-rf-${account}`)).toMatchObject({
+        state: "succeeded",
+        outcome: {
+          event: "refund.succeeded",
+          status: "REFUND_SUCCESS",
+          amount: { refund: 7, total: 1230, currency: "CNY" },
+          succeededAt: expect.any(Number),
+        },
+      });
+    }
+    const jobs = await drain("bb-refunds");
+    expect(jobs.map((j) => `${j.body.outRefundNo} ${j.body.event}`).sort()).toEqual([
+      "bb-rf-shop refund.succeeded",
+      "bb-rf-shopv3 refund.succeeded",
+      "bb-rf-w refund.succeeded",
+    ]);
+  });
+
+  it("a WeChat Pay refund notification at the payment notify URL settles the watch at once; an unwatched one is ignored", async () => {
+    wechat.createTrade("bb-rfn-order", { total: 500 });
+    wechat.pay("bb-rfn-order");
+    wechat.createRefund("bb-rfn-order", "bb-rfn", { refund: 400 });
+    wechat.createRefund("bb-rfn-order", "bb-rfn-nobody", { refund: 1 });
+    await watchRefund({
+      provider: "wechatpay",
+      account: "shop",
+      outRefundNo: "bb-rfn",
+      schedule: [30],
+      notify: ["bb-refunds-n"],
+    });
+    wechat.setRefundStatus("bb-rfn", "ABNORMAL");
+    expect((await wechat.notifyRefund("bb-rfn", notifyUrl("wechatpay", "shop"))).status).toBe(204);
+    expect(await readRefund("wechatpay", "shop", "bb-rfn")).toMatchObject({
+      state: "abnormal",
+      polls: 0,
+      outcome: { event: "refund.abnormal", status: "ABNORMAL", source: "notify" },
+    });
+    wechat.setRefundStatus("bb-rfn-nobody", "SUCCESS");
+    const ignored = await wechat.notifyRefund("bb-rfn-nobody", notifyUrl("wechatpay", "shop"));
+    expect(ignored.status).toBe(204);
+    const missing = await stack.api("GET", "/v1/refunds/wechatpay/shop/bb-rfn-nobody");
+    expect(missing.status).toBe(404);
+    expect(missing.json.error.code).toBe("refund_not_found");
+    expect((await drain("bb-refunds-n")).map((j) => j.body.event)).toEqual(["refund.abnormal"]);
+  });
+
+  it("expired past its deadline; stopped on DELETE; 400 naming outTradeNo for Alipay without one", async () => {
+    alipay.createTrade("bb-rfx-order", { totalAmount: "3.00" });
+    alipay.pay("bb-rfx-order");
+    alipay.createRefund("bb-rfx-order", "bb-rfx");
+    await watchRefund({
+      provider: "alipay",
+      account: "shop",
+      outRefundNo: "bb-rfx",
+      outTradeNo: "bb-rfx-order",
+      schedule: [1],
+      deadline: Date.now() + 1500,
+      notify: ["bb-refunds-x"],
+    });
+    expect(await refundSettled("alipay", "shop", "bb-rfx")).toMatchObject({
+      state: "expired",
+      outcome: { event: "refund.expired", status: "no refund_status", outTradeNo: "bb-rfx-order" },
+    });
+    await watchRefund({
+      provider: "wechatpay",
+      account: "shop",
+      outRefundNo: "bb-rfs",
+      schedule: [3600],
+      notify: ["bb-refunds-x"],
+    });
+    expect((await stack.api("DELETE", "/v1/refunds/wechatpay/shop/bb-rfs")).status).toBe(200);
+    expect((await readRefund("wechatpay", "shop", "bb-rfs")).state).toBe("stopped");
+    const refused = await stack.api("POST", "/v1/refunds", {
+      provider: "alipay",
+      account: "shop",
+      outRefundNo: "bb-rf-bad",
+      notify: ["bb-refunds-x"],
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.json.error).toMatchObject({ code: "invalid_request" });
+    expect(refused.json.error.message).toMatch(/outTradeNo: required for Alipay/);
+    expect((await drain("bb-refunds-x")).map((j) => j.body.event)).toEqual(["refund.expired"]);
   });
 });
 
