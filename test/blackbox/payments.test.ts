@@ -1,5 +1,5 @@
-// Issue 11's black-box suite: payment (and refund) watches of `npm run dev` (the worker in wrangler dev) driven
-// from outside over HTTP, against Alipay and WeChat Pay stand-ins of this suite's own (dev/'s
+// Issue 11's black-box suite: payment (and refund) watches of `npm run dev` (the worker in
+// wrangler dev) driven from outside over HTTP, against Alipay and WeChat Pay stand-ins of this suite's own (dev/'s
 // sandboxes, started here: each checks every request's signature with node:crypto or the official
 // SDK, independently of src/), given to the stack through DQ_ALIPAY_ACCOUNTS /
 // DQ_WECHATPAY_ACCOUNTS. Outcomes are read by pop from pull topics and by a receiver of ours

@@ -148,6 +148,24 @@ describe("DQ_MIN_POLL_MS", () => {
     }
   });
 
+  it("holds for refund watches too", async () => {
+    const refund = (schedule: unknown) =>
+      h.call("POST", "/v1/refunds", {
+        provider: "wechatpay",
+        account: "sandbox",
+        outRefundNo: `m-${uid()}`,
+        schedule,
+        notify: [`r-${uid()}`],
+      });
+    const refused = await refund("alipay-f2f");
+    expect(refused.status).toBe(400);
+    expect(refused.json.error.message).toContain('"alipay-f2f" waits 4 s');
+    expect(refused.json.error.message).toContain("DQ_MIN_POLL_MS");
+    const taken = await refund("wechatpay-native");
+    expect(taken.status).toBe(201);
+    expect(taken.json.refund.nextPollAt - taken.json.refund.createdAt).toBe(5000);
+  });
+
   it("names an unknown preset among the ones there are", async () => {
     const unknown = await watch("wechatpay-qr");
     expect(unknown.status).toBe(400);
