@@ -1,10 +1,10 @@
-// Issue 11's black-box suite: payment (and refund) watches of `npm run dev` (the worker in
-// wrangler dev) driven from outside over HTTP, against Alipay and WeChat Pay stand-ins of this suite's own (dev/'s
-// sandboxes, started here: each checks every request's signature with node:crypto or the official
-// SDK, independently of src/), given to the stack through DQ_ALIPAY_ACCOUNTS /
-// DQ_WECHATPAY_ACCOUNTS. Outcomes are read by pop from pull topics and by a receiver of ours
-// from push topics (delayq-signature checked with node:crypto, QStash's with the real Receiver).
-// The stack's cron keeps its default (once a minute): every poll here must come on time without it.
+// Issue 11's black-box suite: payment (and refund) watches of `npm run dev` (the worker in wrangler
+// dev) driven from outside over HTTP, against Alipay and WeChat Pay stand-ins of this suite's own
+// (dev/'s sandboxes, started here: each checks every request's signature with node:crypto or the
+// official SDK, independently of src/), given to the stack through DQ_ALIPAY_ACCOUNTS /
+// DQ_WECHATPAY_ACCOUNTS. Outcomes are read by pop from pull topics and by a receiver of ours from
+// push topics (delayq-signature checked with node:crypto, QStash's with the real Receiver). The
+// stack's cron keeps its default (once a minute): every poll here must come on time without it.
 import { Receiver as QStashReceiver } from "@upstash/qstash";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AlipaySandbox, startAlipaySandbox } from "../../dev/alipay-sandbox";
