@@ -59,6 +59,9 @@ const CLIENT_OPERATIONS: Record<string, string> = {
   watchPayment: "watchPayment",
   getPayment: "getPayment",
   stopPayment: "stopPayment",
+  watchRefund: "watchRefund",
+  getRefund: "getRefund",
+  stopRefund: "stopRefund",
   command: "runCommand",
   health: "getHealth",
 };
