@@ -319,7 +319,8 @@ async function main(): Promise<void> {
       qstashNextSigningKey: qstash.nextSigningKey,
       alipaySandboxUrl: alipay.url,
       wechatpaySandboxUrl: wechatpay.url,
-      paymentMode,
+      // The documented fields (DESIGN §8) only, unless the sandboxes run in certificate mode.
+      ...(paymentMode === "certificate" ? { paymentMode } : {}),
     };
     // Written last, once everything answers: a reader never finds ports that are not up. Written
     // whole or not at all: a reader that sees it appear may parse it at once.

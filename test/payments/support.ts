@@ -165,7 +165,12 @@ async function serve(handler: Handler, state: Omit<Gateway, "url" | "close">): P
         req.socket.destroy();
         return;
       }
-      if (fault === "slow") await sleep(1500);
+      if (fault === "slow") {
+        await sleep(1500);
+        // The caller gave up meanwhile (its timeout): answer nothing, and take no injected error
+        // meant for a later request.
+        if (req.destroyed || res.destroyed) return;
+      }
       if (fault === "status500" || fault === "status429") {
         const status = fault === "status500" ? 500 : 429;
         res.writeHead(status, { "content-type": "application/json" });
