@@ -1,13 +1,10 @@
-// The one transition of a watch to what a poll or a notification concluded, shared by both, and
-// the work that follows: an outcome's pushes to its notify topics, the next poll due soon.
-import type { ProviderName } from "../domain/payments";
-import { PAYMENTS_TOPIC } from "../redis/replies";
+// The one transition of a watch to what a poll or a notification concluded, shared by polls and
+// notifications of both kinds (payments, refunds), and the work that follows: an outcome's
+// pushes to its notify topics, the next poll due soon.
 import type { Run } from "../run/run";
 import { soon, type Work } from "../run/work";
-import type { ProviderAnswer } from "./provider";
-import { judge, outcomePrefix } from "./watch-conclusions";
-import { watchIdOf } from "./watch-records";
-import type { Conclusion, PaymentsOptions, Spec } from "./watch-types";
+import type { ConclusionOf, KindTypes, WatchKind, WatchSpec } from "./watch-kind";
+import type { PaymentsOptions } from "./watch-types";
 
 /**
  * A conclusion applied (or not: the watch had moved on) and the work that follows. `how`: "late"
@@ -21,7 +18,7 @@ const NOTHING: Concluded = { applied: false, how: "", work: [] };
 export const NOTIFY_ID = /^[\w.:-]{1,128}$/;
 
 /** One application of a watch's one transition (watchPolled), a payment's or a refund's. */
-export type Transition = {
+type Transition = {
   watchId: string;
   /** The poll job's receipt; "" for a notification, which needs none. */
   receipt: string;
@@ -37,7 +34,7 @@ export type Transition = {
 };
 
 /** Runs a watch's transition: the one script polls and notifications of both kinds share. */
-export function transition(
+function transition(
   options: Pick<PaymentsOptions, "scripts" | "defaults">,
   run: Run,
   t: Transition,
@@ -56,13 +53,13 @@ export function transition(
 }
 
 /** What a conclusion comes to: who concluded it, for which poll (or "" for a notification). */
-export type Concluding = {
+export type Concluding<T extends KindTypes> = {
   watchId: string;
-  spec: Spec;
+  spec: T["spec"];
   /** The poll job's receipt; "" for a notification, which needs none. */
   receipt: string;
   source: "poll" | "notify";
-  conclusion: Conclusion;
+  conclusion: ConclusionOf<T>;
   polls: number;
   /** A notification's own id (Alipay's notify_id, WeChat Pay's event id), to take it once. */
   notifyId?: string;
@@ -71,13 +68,14 @@ export type Concluding = {
 /**
  * Applies a conclusion through the watch's one transition. An outcome is added to each notify
  * topic by the same script, exactly once; its pushes then go out from this run. A poll that did
- * not end the watch leads to the polls due soon. A verified payment of a watch that had ended
- * (expired, closed, failed, stopped) is told once more, late.
+ * not end the watch leads to the polls due soon. A verified payment (a refund's success) of a
+ * watch that had ended otherwise or was stopped is told once more, late.
  */
-export async function conclude(
+export async function conclude<T extends KindTypes>(
+  kind: WatchKind<T>,
   options: PaymentsOptions,
   run: Run,
-  c: Concluding,
+  c: Concluding<T>,
 ): Promise<Concluded> {
   const { conclusion, spec } = c;
   const outcome = conclusion.kind === "outcome";
@@ -85,22 +83,22 @@ export async function conclude(
     watchId: c.watchId,
     receipt: c.receipt,
     kind: conclusion.kind,
-    word: conclusion.tradeState,
+    word: conclusion.word,
     state: outcome ? conclusion.state : "",
-    prefix: outcome ? outcomePrefix(spec, c.source, c.polls, conclusion) : "",
+    prefix: outcome ? kind.outcomePrefix(spec, c.source, c.polls, conclusion) : "",
     ...(c.notifyId !== undefined ? { notifyId: c.notifyId } : {}),
   });
   const { how } = result;
   if (!result.applied) return { ...NOTHING, how };
   const now = run.clock();
-  if (!outcome) return { applied: true, how, work: [soon(PAYMENTS_TOPIC, now)] };
+  if (!outcome) return { applied: true, how, work: [soon(kind.topic, now)] };
   run.log({
     level: "info",
-    event: "payment_outcome",
+    event: `${kind.name}_outcome`,
     provider: spec.provider,
     account: spec.account,
     state: conclusion.state,
-    tradeState: conclusion.tradeState,
+    [kind.wordField]: conclusion.word,
     source: c.source,
     ...(how === "late" ? { late: true } : {}),
   });
@@ -108,25 +106,26 @@ export async function conclude(
 }
 
 /**
- * A provider's verified notification about an order settles its watch through the same
- * transition as a poll (a late payment of an ended watch included); an order nobody watches, and
- * a notification that says nothing final, are ignored. `notifyId`: the notification's own id.
+ * A provider's verified notification about what a watch watches (an order, a refund) settles
+ * the watch `watchId` through the same transition as a poll (a late payment of an ended watch
+ * included); one nobody watches, and a notification that says nothing final, are ignored.
+ * `notifyId`: the notification's own id.
  */
-export async function concludeByNotification(
+export async function concludeByNotification<T extends KindTypes>(
+  kind: WatchKind<T>,
   options: PaymentsOptions,
   run: Run,
-  order: { provider: ProviderName; account: string; outTradeNo: string },
-  answer: ProviderAnswer & { kind: "trade" },
+  watchId: string,
+  answer: T["answer"],
   notifyId?: string,
 ): Promise<Concluded> {
-  const watchId = await watchIdOf(order.provider, order.account, order.outTradeNo);
   const stored = await options.scripts.run("watchRead", run.clock(), [watchId]);
   if (!stored) return NOTHING;
-  const spec = JSON.parse(stored.fields.spec ?? "{}") as Spec;
-  const conclusion = judge(spec, answer, run.clock);
+  const spec = JSON.parse(stored.fields.spec ?? "{}") as T["spec"];
+  const conclusion = kind.judge(spec, answer, run.clock);
   if (conclusion.kind !== "outcome") return NOTHING;
   const polls = Number(stored.fields.polls ?? 0);
-  return conclude(options, run, {
+  return conclude(kind, options, run, {
     watchId,
     spec,
     receipt: "",
@@ -136,4 +135,27 @@ export async function concludeByNotification(
     // Kept in the watch space-separated: an id of other characters is not remembered.
     ...(notifyId && NOTIFY_ID.test(notifyId) ? { notifyId } : {}),
   });
+}
+
+/**
+ * The outcome job's body up to its metadata, every kind's: its event, provider and account, the
+ * kind's own fields (`own`, each `"name":value`), source and polls. The script appends the stored
+ * metadata and "}".
+ */
+export function outcomeText(
+  event: string,
+  spec: WatchSpec,
+  own: string[],
+  source: "poll" | "notify",
+  polls: number,
+): string {
+  const parts: string[] = [
+    `"event":${JSON.stringify(event)}`,
+    `"provider":${JSON.stringify(spec.provider)}`,
+    `"account":${JSON.stringify(spec.account)}`,
+    ...own,
+    `"source":${JSON.stringify(source)}`,
+    `"polls":${polls}`,
+  ];
+  return `{${parts.join(",")},"metadata":`;
 }

@@ -2,12 +2,26 @@
 
 import type { OutcomeEvent } from "../domain/payments";
 import type { Amount, Provider, ProviderAnswer } from "./provider";
+import { providerOf } from "./watch-accounts";
+import { outcomeText } from "./watch-conclude";
+import type { PollAccounts } from "./watch-kind";
 import type { Conclusion, Spec } from "./watch-types";
 
 /** WeChat Pay's ORDER_NOT_EXIST is taken as "not yet" for this long after the watch starts. */
 const NOT_FOUND_GRACE_MS = 5 * 60_000;
 /** Past its deadline a watch whose close keeps failing transiently gives up after this. */
 const CLOSE_GIVE_UP_MS = 10 * 60_000;
+
+/** A poll's question: the order's query, or at the deadline a close and a query (atDeadline). */
+export async function askPayment(
+  accounts: PollAccounts,
+  spec: Spec,
+  clock: () => number,
+): Promise<Conclusion> {
+  const api = providerOf(accounts, spec.provider, spec.account);
+  if (clock() >= spec.deadline) return atDeadline(spec, api, clock);
+  return judge(spec, await api.query(spec.outTradeNo), clock);
+}
 
 /**
  * At the deadline: closes the order (when asked to), then queries once more, whatever the close
@@ -23,7 +37,7 @@ export async function atDeadline(
   if (spec.closeOnDeadline) {
     const closed = await api.close(spec.outTradeNo);
     if (closed.kind === "config") {
-      return { kind: "outcome", state: "failed", tradeState: `close: ${closed.reason}` };
+      return { kind: "outcome", state: "failed", word: `close: ${closed.reason}` };
     }
     if (closed.kind === "transient" && clock() < spec.deadline + CLOSE_GIVE_UP_MS) {
       retryClose = `close: ${closed.reason}`;
@@ -35,16 +49,16 @@ export async function atDeadline(
     if (last.outcome === "closed") return expired(last.tradeState, last);
     return judge(spec, last, clock);
   }
-  if (retryClose) return { kind: "transient", tradeState: retryClose };
+  if (retryClose) return { kind: "transient", word: retryClose };
   if (last.kind === "transient" && clock() < spec.deadline + CLOSE_GIVE_UP_MS) {
-    return { kind: "transient", tradeState: last.reason };
+    return { kind: "transient", word: last.reason };
   }
   if (last.kind === "trade") return expired(last.tradeState, last);
   return expired(last.kind === "notFound" ? last.tradeState : "expired");
 }
 
-function expired(tradeState: string, answer?: ProviderAnswer & { kind: "trade" }): Conclusion {
-  return { kind: "outcome", state: "expired", tradeState, ...(answer ? { answer } : {}) };
+function expired(word: string, answer?: ProviderAnswer & { kind: "trade" }): Conclusion {
+  return { kind: "outcome", state: "expired", word, ...(answer ? { answer } : {}) };
 }
 
 /**
@@ -54,20 +68,20 @@ function expired(tradeState: string, answer?: ProviderAnswer & { kind: "trade" }
 export function judge(spec: Spec, answer: ProviderAnswer, clock: () => number): Conclusion {
   switch (answer.kind) {
     case "trade": {
-      if (answer.outcome === "pending") return { kind: "pending", tradeState: answer.tradeState };
+      if (answer.outcome === "pending") return { kind: "pending", word: answer.tradeState };
       const mismatch = answer.outcome === "paid" && !sameAmount(spec.amount, answer.amount);
       const state = mismatch ? "mismatch" : answer.outcome;
-      return { kind: "outcome", state, tradeState: answer.tradeState, answer };
+      return { kind: "outcome", state, word: answer.tradeState, answer };
     }
     case "transient":
-      return { kind: "transient", tradeState: answer.reason };
+      return { kind: "transient", word: answer.reason };
     case "config":
-      return { kind: "outcome", state: "failed", tradeState: answer.reason };
+      return { kind: "outcome", state: "failed", word: answer.reason };
     case "notFound":
       if (clock() - spec.createdAt < NOT_FOUND_GRACE_MS) {
-        return { kind: "pending", tradeState: answer.tradeState };
+        return { kind: "pending", word: answer.tradeState };
       }
-      return { kind: "outcome", state: "failed", tradeState: answer.tradeState };
+      return { kind: "outcome", state: "failed", word: answer.tradeState };
   }
 }
 
@@ -86,17 +100,11 @@ export function outcomePrefix(
 ): string {
   const event: OutcomeEvent = `payment.${conclusion.state}`;
   const answer = conclusion.answer;
-  const parts: string[] = [
-    `"event":${JSON.stringify(event)}`,
-    `"provider":${JSON.stringify(spec.provider)}`,
-    `"account":${JSON.stringify(spec.account)}`,
-    `"outTradeNo":${JSON.stringify(spec.outTradeNo)}`,
-  ];
-  if (answer?.tradeNo) parts.push(`"tradeNo":${JSON.stringify(answer.tradeNo)}`);
-  parts.push(`"tradeState":${JSON.stringify(conclusion.tradeState)}`);
-  if (answer?.amount) parts.push(`"amount":${JSON.stringify(answer.amount)}`);
-  if (conclusion.state === "mismatch") parts.push(`"expected":${JSON.stringify(spec.amount)}`);
-  if (answer?.paidAt !== undefined) parts.push(`"paidAt":${answer.paidAt}`);
-  parts.push(`"source":${JSON.stringify(source)}`, `"polls":${polls}`);
-  return `{${parts.join(",")},"metadata":`;
+  const own = [`"outTradeNo":${JSON.stringify(spec.outTradeNo)}`];
+  if (answer?.tradeNo) own.push(`"tradeNo":${JSON.stringify(answer.tradeNo)}`);
+  own.push(`"tradeState":${JSON.stringify(conclusion.word)}`);
+  if (answer?.amount) own.push(`"amount":${JSON.stringify(answer.amount)}`);
+  if (conclusion.state === "mismatch") own.push(`"expected":${JSON.stringify(spec.amount)}`);
+  if (answer?.paidAt !== undefined) own.push(`"paidAt":${answer.paidAt}`);
+  return outcomeText(event, spec, own, source, polls);
 }

@@ -1,10 +1,9 @@
 // Shapes shared by the payment watch files: the service's options, a watch's spec, a conclusion.
 
-import type { ProviderName } from "../domain/payments";
-import type { Backoff } from "../domain/schemas";
 import type { ScriptRunner } from "../redis/runner";
 import type { AlipayAccount, WechatPayAccount } from "./accounts";
 import type { Amount, ProviderAnswer, ProviderOptions } from "./provider";
+import type { WatchConclusion, WatchSpec } from "./watch-kind";
 
 export type PaymentsOptions = {
   /** The service's one script runner. */
@@ -31,26 +30,18 @@ export type PaymentsOptions = {
 export const POLL_SUBREQUESTS = 4;
 
 /** The stored spec of a watch (also its poll job's body). */
-export type Spec = {
-  provider: ProviderName;
-  account: string;
+export type Spec = WatchSpec & {
   outTradeNo: string;
-  schedule: Backoff;
-  deadline: number;
   closeOnDeadline: boolean;
-  notify: string[];
-  createdAt: number;
   /** What the order must be paid (currency defaulted); absent: any amount is taken. */
   amount?: Amount;
 };
 
-/** What a poll or a notification concluded. */
-export type Conclusion =
-  | { kind: "pending" | "transient"; tradeState: string }
-  | {
-      kind: "outcome";
-      /** mismatch: a verified paid answer whose amount is not the watch's `amount`. */
-      state: "paid" | "closed" | "failed" | "expired" | "mismatch";
-      tradeState: string;
-      answer?: ProviderAnswer & { kind: "trade" };
-    };
+/**
+ * The states a payment watch ends in with an outcome. mismatch: a verified paid answer whose
+ * amount is not the watch's `amount`.
+ */
+export type PaymentEnded = "paid" | "closed" | "failed" | "expired" | "mismatch";
+
+/** What a poll or a notification concluded; `word`: the trade state, or the error. */
+export type Conclusion = WatchConclusion<PaymentEnded, ProviderAnswer & { kind: "trade" }>;

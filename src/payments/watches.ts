@@ -5,13 +5,22 @@
 import type { JobHandler } from "../dispatch/dispatcher";
 import type { Payment, ProviderName } from "../domain/payments";
 import type { Access } from "../domain/scope";
+import { PAYMENTS_TOPIC } from "../redis/replies";
 import type { Run } from "../run/run";
-import { paymentPoller } from "./poller";
+import { watchPoller } from "./poller";
 import type { ProviderAnswer } from "./provider";
 import { type Concluded, concludeByNotification } from "./watch-conclude";
+import { askPayment, judge, outcomePrefix } from "./watch-conclusions";
+import type { WatchKind } from "./watch-kind";
 import { getWatch, listWatches, stopWatch } from "./watch-reads";
+import { watchIdOf } from "./watch-records";
 import { type Started, startWatch } from "./watch-start";
-import type { PaymentsOptions } from "./watch-types";
+import {
+  type PaymentEnded,
+  type PaymentsOptions,
+  POLL_SUBREQUESTS,
+  type Spec,
+} from "./watch-types";
 
 export type { Started } from "./watch-start";
 export type { PaymentsOptions } from "./watch-types";
@@ -19,12 +28,28 @@ export type { PaymentsOptions } from "./watch-types";
 /** An order at a provider: what a watch is known by. */
 export type Order = { provider: ProviderName; account: string; outTradeNo: string };
 
+/** What is a payment watch's own, for the code every watch shares. */
+export const PAYMENT_WATCH: WatchKind<{
+  spec: Spec;
+  ended: PaymentEnded;
+  answer: ProviderAnswer & { kind: "trade" };
+}> = {
+  name: "payment",
+  topic: PAYMENTS_TOPIC,
+  wordField: "tradeState",
+  pollSubrequests: POLL_SUBREQUESTS,
+  ask: askPayment,
+  unknownAccount: (message) => ({ kind: "outcome", state: "failed", word: message }),
+  judge,
+  outcomePrefix,
+};
+
 export class Payments {
   /** The dispatcher's handler of __payments' jobs (push url `internal:payments`). */
   readonly poller: JobHandler;
 
   constructor(private readonly options: PaymentsOptions) {
-    this.poller = paymentPoller(options);
+    this.poller = watchPoller(PAYMENT_WATCH, options);
   }
 
   /** Starts watching an order (see startWatch); `work`: its polls due within seconds. */
@@ -51,13 +76,14 @@ export class Payments {
    * watch; `how`: "late", or "duplicate" for a `notifyId` the watch took before; `work`: the
    * outcome's pushes.
    */
-  notified(
+  async notified(
     run: Run,
     order: Order,
     answer: ProviderAnswer & { kind: "trade" },
     notifyId?: string,
   ): Promise<Concluded> {
-    return concludeByNotification(this.options, run, order, answer, notifyId);
+    const watchId = await watchIdOf(order.provider, order.account, order.outTradeNo);
+    return concludeByNotification(PAYMENT_WATCH, this.options, run, watchId, answer, notifyId);
   }
 }
 
