@@ -1,35 +1,103 @@
-// Refund watches (DESIGN §4, "Refund watches"): start, read, stop, list; the poller the
-// dispatcher runs their polls with (internal:refunds); and WeChat Pay's refund notifications,
-// which settle a refund watch through the same transition as a poll. They share the payment
-// watches' storage (a watch hash, its poll job, the one transition script) and their options.
-import type { JobHandler } from "../dispatch/dispatcher";
+// Refund watches (DESIGN §4, "Refund watches"): what is a refund watch's own (REFUND_WATCH: its
+// input, spec, id, view, provider question and outcome), and Refunds, the service's face of
+// them: start, read, stop, list, the poller the dispatcher runs their polls with
+// (internal:refunds), and WeChat Pay's refund notifications. They share the payment watches'
+// storage (a watch hash, its poll job, the one transition script), their options and the code
+// every watch runs (watch-service.ts).
+import type { z } from "zod";
+import { DelayqError } from "../domain/errors";
 import type { ProviderName } from "../domain/payments";
-import type { Refund } from "../domain/refunds";
+import {
+  DEFAULT_REFUND_SCHEDULE,
+  DEFAULT_REFUND_WATCH_MS,
+  type Refund,
+  RefundInput,
+} from "../domain/refunds";
 import type { Access } from "../domain/scope";
-import { REFUNDS_TOPIC } from "../redis/replies";
+import { REFUNDS_TOPIC, REFUNDS_TOPIC_CONFIG } from "../redis/replies";
 import type { Run } from "../run/run";
-import { watchPoller } from "./poller";
+import type { Work } from "../run/work";
 import { askRefund, judgeRefund, refundOutcomePrefix } from "./refund-conclusions";
 import type { RefundAnswer } from "./refund-provider";
-import { getRefund, listRefunds, type RefundKey, stopRefund } from "./refund-reads";
-import { refundWatchIdOf } from "./refund-records";
-import { type RefundStarted, startRefund } from "./refund-start";
+import { refundOf, refundWatchIdOf } from "./refund-records";
 import { REFUND_POLL_SUBREQUESTS, type RefundEnded, type RefundSpec } from "./refund-types";
-import { type Concluded, concludeByNotification } from "./watch-conclude";
 import type { WatchKind } from "./watch-kind";
+import { Watches } from "./watch-service";
+import { timesOf } from "./watch-start";
 import type { PaymentsOptions } from "./watch-types";
 
-export type { RefundKey } from "./refund-reads";
-export type { RefundStarted } from "./refund-start";
+/** A refund at a provider: what a refund watch is known by. */
+export type RefundKey = { provider: ProviderName; account: string; outRefundNo: string };
 
-/** What is a refund watch's own, for the code every watch shares. */
-export const REFUND_WATCH: WatchKind<{
+type Watch = z.output<typeof RefundInput>;
+
+export type RefundStarted = {
+  created: boolean;
+  refund: Refund;
+  /** The polls due within seconds, claimed by the request that started the watch. */
+  work: Work[];
+};
+
+/** The stored spec of a new refund watch: its schedule and deadline checked. */
+function specOf(options: Pick<PaymentsOptions, "minPollMs">, watch: Watch, now: number) {
+  const { schedule, deadline } = timesOf(options, watch, now, {
+    schedule: DEFAULT_REFUND_SCHEDULE,
+    watchMs: DEFAULT_REFUND_WATCH_MS,
+  });
+  const spec: RefundSpec = {
+    kind: "refund",
+    provider: watch.provider,
+    account: watch.account,
+    outRefundNo: watch.outRefundNo,
+    ...(watch.outTradeNo !== undefined ? { outTradeNo: watch.outTradeNo } : {}),
+    schedule,
+    deadline,
+    notify: watch.notify,
+    createdAt: now,
+  };
+  return spec;
+}
+
+/**
+ * A refund watched already for another order than the one asked for is refund_exists: Alipay's
+ * out_request_no is unique within its trade only, and a watch of one trade's refund must not
+ * stand for another's.
+ */
+function checkSame(spec: RefundSpec, existing: Refund): void {
+  const other = existing.outTradeNo;
+  if (spec.outTradeNo !== undefined && other !== undefined && other !== spec.outTradeNo) {
+    throw new DelayqError(
+      "refund_exists",
+      `${spec.provider} refund ${spec.outRefundNo} of account ${spec.account} is watched ` +
+        `already for order ${other}, not ${spec.outTradeNo}: give each refund a number of its ` +
+        "own in the account",
+    );
+  }
+}
+
+type RefundTypes = {
   spec: RefundSpec;
+  key: RefundKey;
+  input: Watch;
+  view: Refund;
   ended: RefundEnded;
   answer: RefundAnswer & { kind: "refund" };
-}> = {
+};
+
+/** What is a refund watch's own, for the code every watch shares. */
+export const REFUND_WATCH: WatchKind<RefundTypes> = {
   name: "refund",
+  thing: "refund",
   topic: REFUNDS_TOPIC,
+  topicConfig: REFUNDS_TOPIC_CONFIG,
+  index: "refunds",
+  input: RefundInput,
+  specOf,
+  checkSame,
+  keyOf: ({ provider, account, outRefundNo }) => ({ provider, account, outRefundNo }),
+  numberOf: (refund) => refund.outRefundNo,
+  idOf: (refund) => refundWatchIdOf(refund.provider, refund.account, refund.outRefundNo),
+  viewOf: refundOf,
   wordField: "status",
   pollSubrequests: REFUND_POLL_SUBREQUESTS,
   ask: askRefund,
@@ -40,44 +108,24 @@ export const REFUND_WATCH: WatchKind<{
   outcomePrefix: refundOutcomePrefix,
 };
 
-export class Refunds {
-  /** The dispatcher's handler of __refunds' jobs (push url `internal:refunds`). */
-  readonly poller: JobHandler;
-
-  constructor(private readonly options: PaymentsOptions) {
-    this.poller = watchPoller(REFUND_WATCH, options);
-  }
-
-  /** Starts watching a refund (see startRefund); `work`: its polls due within seconds. */
-  start(run: Run, input: unknown, access: Access): Promise<RefundStarted> {
-    return startRefund(this.options, run, input, access);
-  }
-
-  get(key: RefundKey, access: Access): Promise<Refund> {
-    return getRefund(this.options, key, access);
-  }
-
-  stop(key: RefundKey, access: Access): Promise<void> {
-    return stopRefund(this.options, key, access);
-  }
-
-  /** Refund watches newest first, a page at a time, as far as `access` sees them. */
-  list(page: { cursor?: string; limit: number } & Access) {
-    return listRefunds(this.options, page);
+export class Refunds extends Watches<RefundTypes> {
+  constructor(options: PaymentsOptions) {
+    super(REFUND_WATCH, options);
   }
 
   /**
-   * A provider's verified refund notification: settles its watch (a refund nobody watches is
-   * ignored), or tells a late success of an ended one. As Payments.notified.
+   * Starts watching a refund (see startWatch); `work`: its polls due within seconds. One watched
+   * already for another outTradeNo, or for topics the caller may not see, is 409 refund_exists.
    */
-  async notified(
-    run: Run,
-    refund: { provider: ProviderName; account: string; outRefundNo: string },
-    answer: RefundAnswer & { kind: "refund" },
-    notifyId?: string,
-  ): Promise<Concluded> {
-    const watchId = await refundWatchIdOf(refund.provider, refund.account, refund.outRefundNo);
-    return concludeByNotification(REFUND_WATCH, this.options, run, watchId, answer, notifyId);
+  async start(run: Run, input: unknown, access: Access): Promise<RefundStarted> {
+    const { created, watch, work } = await this.startWatch(run, input, access);
+    return { created, refund: watch, work };
+  }
+
+  /** Refund watches newest first, a page at a time, as far as `access` sees them. */
+  async list(page: { cursor?: string; limit: number } & Access) {
+    const { watches, ...rest } = await this.listWatches(page);
+    return { refunds: watches, ...rest };
   }
 }
 

@@ -2,9 +2,10 @@
 import { DelayqError } from "../domain/errors";
 import type { ProviderName } from "../domain/payments";
 import { type AccountScope, accountAllows } from "../domain/scope";
+import type { AlipayAccount, WechatPayAccount } from "./accounts";
 import { alipayProvider } from "./alipay";
 import { alipayRefunds } from "./alipay-refunds";
-import type { Provider } from "./provider";
+import type { Provider, ProviderOptions } from "./provider";
 import type { RefundProvider } from "./refund-provider";
 import type { PaymentsOptions } from "./watch-types";
 import { wechatPayProvider } from "./wechatpay";
@@ -22,14 +23,10 @@ export function providerOf(
   account: string,
   accounts?: AccountScope,
 ): Provider {
-  if (name === "alipay") {
-    const found = options.alipay.get(account);
-    if (found) return alipayProvider(found, options.providerOptions);
-  } else {
-    const found = options.wechatpay.get(account);
-    if (found) return wechatPayProvider(found, options.providerOptions);
-  }
-  throw unknownAccount(options, name, account, accounts);
+  return clientOf(options, name, account, accounts, {
+    alipay: alipayProvider,
+    wechatpay: wechatPayProvider,
+  });
 }
 
 /** The refund queries of `account`, or unknown_account (as providerOf). */
@@ -39,12 +36,40 @@ export function refundProviderOf(
   account: string,
   accounts?: AccountScope,
 ): RefundProvider {
+  return clientOf(options, name, account, accounts, {
+    alipay: alipayRefunds,
+    wechatpay: wechatPayRefunds,
+  });
+}
+
+/** Throws unknown_account unless `account` is one of provider `name`'s (as providerOf). */
+export function checkAccount(
+  options: Accounts,
+  name: ProviderName,
+  account: string,
+  accounts?: AccountScope,
+): void {
+  const known = name === "alipay" ? options.alipay.has(account) : options.wechatpay.has(account);
+  if (!known) throw unknownAccount(options, name, account, accounts);
+}
+
+/** A client of `account` made by its provider's maker, or unknown_account. */
+function clientOf<C>(
+  options: Accounts,
+  name: ProviderName,
+  account: string,
+  accounts: AccountScope,
+  make: {
+    alipay: (account: AlipayAccount, options?: ProviderOptions) => C;
+    wechatpay: (account: WechatPayAccount, options?: ProviderOptions) => C;
+  },
+): C {
   if (name === "alipay") {
     const found = options.alipay.get(account);
-    if (found) return alipayRefunds(found, options.providerOptions);
+    if (found) return make.alipay(found, options.providerOptions);
   } else {
     const found = options.wechatpay.get(account);
-    if (found) return wechatPayRefunds(found, options.providerOptions);
+    if (found) return make.wechatpay(found, options.providerOptions);
   }
   throw unknownAccount(options, name, account, accounts);
 }

@@ -1,78 +1,69 @@
-// Starting a payment watch (DESIGN §4): the caller's access checked, the watch's spec built from
-// its input and stored with its first poll in one script; idempotent by the order.
-
-import type { z } from "zod";
+// Starting a watch of either kind (DESIGN §4): the caller's access checked, the watch's spec built
+// from its input (by the kind) and stored with its first poll in one script; idempotent by what
+// the watch is known by.
 import { backoffStepMs } from "../domain/backoff";
 import { DelayqError, parseInput } from "../domain/errors";
-import {
-  DEFAULT_CURRENCY,
-  DEFAULT_SCHEDULE,
-  DEFAULT_WATCH_MS,
-  MAX_METADATA_BYTES,
-  MIN_POLL_MS,
-  type Payment,
-  scheduleProblem,
-  WatchInput,
-} from "../domain/payments";
+import { MAX_METADATA_BYTES, MIN_POLL_MS, scheduleProblem } from "../domain/payments";
 import { RawJson } from "../domain/raw-json";
+import type { Backoff } from "../domain/schemas";
 import { type Access, accountAllows, scopeAllows } from "../domain/scope";
-import { PAYMENTS_TOPIC, PAYMENTS_TOPIC_CONFIG } from "../redis/replies";
 import type { Run } from "../run/run";
 import { soon, type Work } from "../run/work";
-import { providerOf } from "./watch-accounts";
-import { paymentOf, watchIdOf } from "./watch-records";
-import type { PaymentsOptions, Spec } from "./watch-types";
+import { checkAccount } from "./watch-accounts";
+import type { KindTypes, WatchInputBase, WatchKind } from "./watch-kind";
+import type { PaymentsOptions } from "./watch-types";
 
-type Watch = z.output<typeof WatchInput>;
-
-export type Started = {
+export type Started<V> = {
   created: boolean;
-  payment: Payment;
+  watch: V;
   /** The polls due within seconds, claimed by the request that started the watch. */
   work: Work[];
 };
 
 /**
- * Starts watching an order; idempotent by (provider, account, outTradeNo). The caller's access
- * must allow the account and every notify topic.
+ * Starts a watch of `kind`; idempotent by what it is known by. The caller's access must allow the
+ * account and every notify topic. One watched already, for topics the caller may not see, is
+ * `<kind>_exists` (and whatever else the kind's checkSame refuses).
  */
-export async function startWatch(
+export async function startWatch<T extends KindTypes>(
+  kind: WatchKind<T>,
   options: PaymentsOptions,
   run: Run,
   input: unknown,
   access: Access,
-): Promise<Started> {
-  const watch = parseInput(WatchInput, input, "payment watch");
-  checkAccess(watch, access);
-  providerOf(options, watch.provider, watch.account, access.accounts); // unknown_account first
+): Promise<Started<T["view"]>> {
+  const watch = parseInput(kind.input, input, `${kind.name} watch`);
+  checkAccess(watch, access, `${kind.thing}s`);
+  checkAccount(options, watch.provider, watch.account, access.accounts); // unknown_account first
   const now = run.clock();
-  const spec = specOf(options, watch, now);
+  const spec = kind.specOf(options, watch, now);
   const metadata = metadataText(watch.metadata);
   const firstDue = Math.min(now + backoffStepMs(spec.schedule, 1), spec.deadline);
-  const watchId = await watchIdOf(spec.provider, spec.account, spec.outTradeNo);
+  const key = kind.keyOf(spec);
   const { created, watch: stored } = await options.scripts.run("watchStart", now, [
-    watchId,
+    await kind.idOf(key),
     JSON.stringify(spec),
     spec.deadline,
     firstDue,
     JSON.stringify(spec.schedule),
     JSON.stringify(spec.notify),
     metadata,
-    PAYMENTS_TOPIC_CONFIG,
-    PAYMENTS_TOPIC,
-    "watches",
+    kind.topicConfig,
+    kind.topic,
+    kind.index,
   ]);
-  const payment = paymentOf(stored);
-  // The order was watched already, for topics this token may not see: say only that, as an
-  // add of an id another topic uses does (the watch, its topics and metadata stay hidden).
-  if (!created && !payment.notify.every((topic) => scopeAllows(access.scope, topic))) {
+  const view = kind.viewOf(stored);
+  // Watched already, for topics this token may not see: say only that, as an add of an id
+  // another topic uses does (the watch, its topics and metadata stay hidden).
+  if (!created && !view.notify.every((topic) => scopeAllows(access.scope, topic))) {
     throw new DelayqError(
-      "payment_exists",
-      `${spec.provider} order ${spec.outTradeNo} of account ${spec.account} is watched ` +
-        "already, for topics this token may not act on",
+      `${kind.name}_exists`,
+      `${spec.provider} ${kind.thing} ${kind.numberOf(key)} of account ${spec.account} is ` +
+        "watched already, for topics this token may not act on",
     );
   }
-  return { created, payment, work: created ? [soon(PAYMENTS_TOPIC, now)] : [] };
+  if (!created) kind.checkSame?.(spec, view);
+  return { created, watch: view, work: created ? [soon(kind.topic, now)] : [] };
 }
 
 /**
@@ -81,9 +72,9 @@ export async function startWatch(
  * "refunds").
  */
 export function checkAccess(
-  watch: Pick<Watch, "provider" | "account" | "notify">,
+  watch: Pick<WatchInputBase, "provider" | "account" | "notify">,
   { scope, accounts }: Access,
-  what = "orders",
+  what: string,
 ): void {
   if (!accountAllows(accounts, watch.provider, watch.account)) {
     throw new DelayqError(
@@ -99,37 +90,28 @@ export function checkAccess(
   }
 }
 
-/** The stored spec of a new watch: its schedule and deadline checked. */
-function specOf(options: PaymentsOptions, watch: Watch, now: number): Spec {
-  const deadline = watch.deadline ?? now + DEFAULT_WATCH_MS;
+/**
+ * A new watch's schedule and deadline, the kind's defaults where its input gives none: the
+ * deadline in the future, every wait of the schedule at least minPollMs (DQ_MIN_POLL_MS).
+ */
+export function timesOf(
+  options: Pick<PaymentsOptions, "minPollMs">,
+  input: Pick<WatchInputBase, "schedule" | "deadline">,
+  now: number,
+  defaults: { schedule: Backoff; watchMs: number },
+): { schedule: Backoff; deadline: number } {
+  const deadline = input.deadline ?? now + defaults.watchMs;
   if (deadline <= now) {
     throw new DelayqError("invalid_request", "deadline: must be in the future");
   }
-  const schedule = watch.schedule ?? DEFAULT_SCHEDULE[watch.provider];
+  const schedule = input.schedule ?? defaults.schedule;
   const problem = scheduleProblem(schedule, options.minPollMs ?? MIN_POLL_MS);
   if (problem) throw new DelayqError("invalid_request", problem);
-  return {
-    provider: watch.provider,
-    account: watch.account,
-    outTradeNo: watch.outTradeNo,
-    schedule,
-    deadline,
-    closeOnDeadline: watch.closeOnDeadline ?? false,
-    notify: watch.notify,
-    createdAt: now,
-    ...(watch.amount
-      ? {
-          amount: {
-            total: watch.amount.total,
-            currency: watch.amount.currency ?? DEFAULT_CURRENCY,
-          },
-        }
-      : {}),
-  };
+  return { schedule, deadline };
 }
 
 /** The metadata as its JSON text, within MAX_METADATA_BYTES. */
-export function metadataText(metadata: Watch["metadata"]): string {
+export function metadataText(metadata: unknown): string {
   const text = metadata instanceof RawJson ? metadata.text : JSON.stringify(metadata ?? null);
   const bytes = new TextEncoder().encode(text).length;
   if (bytes > MAX_METADATA_BYTES) {
