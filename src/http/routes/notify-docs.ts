@@ -71,8 +71,11 @@ export const ALIPAY_NOTIFY_ROUTE = createRoute({
   },
   responses: {
     200: text("success", "Taken: the watch is concluded, or the notification changes nothing"),
-    400: text("fail", "The signature or the form does not verify (logged as notify_refused)"),
-    404: text("fail", "No Alipay account of that name"),
+    400: text(
+      "fail",
+      "The signature or the form does not verify, or there is no Alipay account of that name: " +
+        "the same answer for each, so that it tells no account names (logged as notify_refused)",
+    ),
     413: TOO_LARGE,
     503: text("fail", "Not recorded (Redis did not answer): Alipay sends it again later"),
   },
@@ -82,8 +85,9 @@ const WechatAnswer = z
   .object({
     code: z.literal("FAIL").meta({ description: "Always FAIL: WeChat Pay sends it again later." }),
     message: z.string().meta({
-      description: "Why, for the merchant's logs.",
-      example: "unverified: unsigned (Wechatpay-* headers missing)",
+      description:
+        "Always the same text: why it was refused is in delayq's log (notify_refused), not here.",
+      example: "the notification does not verify",
     }),
   })
   .meta({ id: "WechatPayNotifyRefusal" });
@@ -177,8 +181,12 @@ export const WECHATPAY_NOTIFY_ROUTE = createRoute({
   },
   responses: {
     204: { description: "Taken: the watch is concluded, or the notification changes nothing" },
-    401: json(WechatAnswer, "The signature does not verify (logged as notify_refused)"),
-    404: json(WechatAnswer, "No WeChat Pay account of that name"),
+    401: json(
+      WechatAnswer,
+      "The signature, time or form does not verify, or there is no WeChat Pay account of that " +
+        'name: always {"code":"FAIL","message":"the notification does not verify"}, so that it ' +
+        "tells no account names (logged as notify_refused)",
+    ),
     413: TOO_LARGE,
     503: json(WechatAnswer, "Not recorded (Redis did not answer): WeChat Pay sends it again"),
   },

@@ -148,6 +148,9 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
  */
 export const MAX_NOTIFICATION_BYTES = 64 * 1024;
 
+/** WeChat Pay's answer to every notification refused: unknown account, signature, time, form. */
+const WECHATPAY_REFUSED = { code: "FAIL", message: "the notification does not verify" } as const;
+
 /** The notification endpoints: register before the bearer auth (they have no token). */
 export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOptions): void {
   const { payments, log } = options;
@@ -195,24 +198,25 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
     }
   };
 
+  /** Why a notification was refused goes to the log only (the answer is always the same). */
+  const refusedLog = (provider: ProviderName, account: string, reason: string) =>
+    log({ level: "warn", event: "notify_refused", provider, account: clip(account), reason });
+
   app.openAPIRegistry.registerPath(ALIPAY_NOTIFY_ROUTE);
   app.post("/v1/notify/alipay/:account", async (c) => {
     const name = c.req.param("account");
     const account = options.alipayAccounts.get(name) as
       | Parameters<typeof verifyAlipayNotification>[0]
       | undefined;
-    // Alipay reads the text "success"; anything else makes it send again later.
-    if (!account) return c.text("fail", 404);
-    const form = new URLSearchParams(await cappedText(c.req.raw, MAX_NOTIFICATION_BYTES));
-    const result = await verifyAlipayNotification(account, form, c.get("run").clock());
+    const text = await cappedText(c.req.raw, MAX_NOTIFICATION_BYTES);
+    // Alipay reads the text "success"; anything else makes it send again later. An account that
+    // does not exist is answered as a notification that does not verify, so that nobody learns
+    // account names here (the log tells them apart).
+    const result = account
+      ? await verifyAlipayNotification(account, new URLSearchParams(text), c.get("run").clock())
+      : ({ ok: false, reason: "no Alipay account of that name" } as const);
     if (!result.ok) {
-      log({
-        level: "warn",
-        event: "notify_refused",
-        provider: "alipay",
-        account: name,
-        reason: result.reason,
-      });
+      refusedLog("alipay", name, result.reason);
       return c.text("fail", 400);
     }
     const taken = await notified(
@@ -232,20 +236,17 @@ export function notifyRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpti
     const account = options.wechatpayAccounts.get(name) as
       | Parameters<typeof verifyWechatPayEvent>[0]
       | undefined;
-    if (!account) return c.json({ code: "FAIL", message: `no account "${clip(name)}"` }, 404);
     const raw = await cappedText(c.req.raw, MAX_NOTIFICATION_BYTES);
     const now = c.get("run").clock();
-    // A transaction's notification, or a refund's (REFUND.*): both come to this URL.
-    const result = await verifyWechatPayEvent(account, c.req.raw.headers, raw, now);
+    // A transaction's notification, or a refund's (REFUND.*): both come to this URL. As for
+    // Alipay, an unknown account reads as a notification that does not verify, and every refusal
+    // answers the same bytes: why is in the log.
+    const result = account
+      ? await verifyWechatPayEvent(account, c.req.raw.headers, raw, now)
+      : ({ ok: false, reason: "no WeChat Pay account of that name" } as const);
     if (!result.ok) {
-      log({
-        level: "warn",
-        event: "notify_refused",
-        provider: "wechatpay",
-        account: name,
-        reason: result.reason,
-      });
-      return c.json({ code: "FAIL", message: result.reason }, 401);
+      refusedLog("wechatpay", name, result.reason);
+      return c.json(WECHATPAY_REFUSED, 401);
     }
     const taken =
       result.kind === "refund"
