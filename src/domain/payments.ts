@@ -15,6 +15,12 @@ export const DEFAULT_SCHEDULE: Record<ProviderName, Backoff> = {
 export const DEFAULT_WATCH_MS = 24 * 3600_000;
 
 /**
+ * The furthest a watch's deadline (payment or refund) may lie ahead: 400 days. A watch polls its
+ * provider until then, so a deadline centuries ahead would have delayq query it forever.
+ */
+export const MAX_WATCH_MS = 400 * 86_400_000;
+
+/**
  * How long an ended watch (any state) is kept at least, whatever DQ_RETENTION_SECONDS says
  * (the longer of the two wins): 25 hours, both providers' notification windows (Alipay resends
  * for about 24.4 h, WeChat Pay for about 24 h), so that a late notification still finds its
@@ -121,7 +127,9 @@ export const WatchInput = z
       example: [5, 30, 60],
     }),
     deadline: Timestamp.optional().meta({
-      description: "Stop polling then, unix ms or ISO-8601 (default 24 h after the start).",
+      description:
+        "Stop polling then, unix ms or ISO-8601 (default 24 h after the start; at most 400 " +
+        "days after it).",
       example: 1_800_086_400_000,
     }),
     closeOnDeadline: z.boolean().optional().meta({

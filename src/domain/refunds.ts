@@ -50,8 +50,8 @@ export const RefundInput = z
     }),
     deadline: Timestamp.optional().meta({
       description:
-        "Stop then, unix ms or ISO-8601 (default 7 days after the start): a refund not done " +
-        "by then ends expired.",
+        "Stop then, unix ms or ISO-8601 (default 7 days after the start; at most 400 days " +
+        "after it): a refund not done by then ends expired.",
       example: 1_800_604_800_000,
     }),
     notify: WatchInput.shape.notify,

@@ -3,7 +3,7 @@
 // the watch is known by.
 import { backoffStepMs } from "../domain/backoff";
 import { DelayqError, parseInput } from "../domain/errors";
-import { MAX_METADATA_BYTES, MIN_POLL_MS, scheduleProblem } from "../domain/payments";
+import { MAX_METADATA_BYTES, MAX_WATCH_MS, MIN_POLL_MS, scheduleProblem } from "../domain/payments";
 import { RawJson } from "../domain/raw-json";
 import type { Backoff } from "../domain/schemas";
 import { type Access, accountAllows, scopeAllows } from "../domain/scope";
@@ -92,7 +92,8 @@ export function checkAccess(
 
 /**
  * A new watch's schedule and deadline, the kind's defaults where its input gives none: the
- * deadline in the future, every wait of the schedule at least minPollMs (DQ_MIN_POLL_MS).
+ * deadline in the future (at most MAX_WATCH_MS ahead), every wait of the schedule at least
+ * minPollMs (DQ_MIN_POLL_MS).
  */
 export function timesOf(
   options: Pick<PaymentsOptions, "minPollMs">,
@@ -103,6 +104,13 @@ export function timesOf(
   const deadline = input.deadline ?? now + defaults.watchMs;
   if (deadline <= now) {
     throw new DelayqError("invalid_request", "deadline: must be in the future");
+  }
+  if (deadline > now + MAX_WATCH_MS) {
+    throw new DelayqError(
+      "invalid_request",
+      `deadline: must be at most ${MAX_WATCH_MS / 86_400_000} days ahead, by ` +
+        `${new Date(now + MAX_WATCH_MS).toISOString()} (a watch polls its provider until then)`,
+    );
   }
   const schedule = input.schedule ?? defaults.schedule;
   const problem = scheduleProblem(schedule, options.minPollMs ?? MIN_POLL_MS);

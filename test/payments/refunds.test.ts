@@ -412,6 +412,9 @@ describe("bad input", () => {
     expect((await refused({ ...good(), deadline: Date.now() - 1000 })).message).toMatch(
       /deadline: must be in the future/,
     );
+    expect((await refused({ ...good(), deadline: Date.now() + 401 * 86_400_000 })).message).toMatch(
+      /deadline: must be at most 400 days ahead/,
+    );
     expect((await refused({ ...good(), closeOnDeadline: true })).message).toMatch(
       /unknown field "closeOnDeadline"/,
     );

@@ -362,6 +362,26 @@ describe("watch input and lifecycle", () => {
     expect(res.json.error.code).toBe(code);
   });
 
+  it("refuses a deadline more than 400 days ahead, ms or ISO-8601, and takes one just within", async () => {
+    const spec = { provider: "alipay", account: "sandbox", notify: ["t"] };
+    const day = 86_400_000;
+    for (const deadline of [
+      Date.now() + 401 * day,
+      new Date(Date.now() + 401 * day).toISOString(),
+      99_999_999_999_999, // the year 5138: what a timestamp may otherwise be
+    ]) {
+      const res = await call("POST", "/v1/payments", { ...spec, outTradeNo: "far", deadline });
+      expect(res.status, String(deadline)).toBe(400);
+      expect(res.json.error.code).toBe("invalid_request");
+      expect(res.json.error.message).toMatch(/deadline: must be at most 400 days ahead/);
+    }
+    // Nothing was written: the watch is unknown.
+    expect((await call("GET", "/v1/payments/alipay/sandbox/far")).status).toBe(404);
+    const within = { ...spec, outTradeNo: "near", deadline: Date.now() + 399 * day };
+    expect((await call("POST", "/v1/payments", within)).status).toBe(201);
+    await call("DELETE", "/v1/payments/alipay/sandbox/near");
+  });
+
   it("names in unknown_account the accounts a token may watch, no others", async () => {
     const spec = { provider: "alipay", outTradeNo: "o1", notify: ["shop.paid"] };
     const tenant = await call(
