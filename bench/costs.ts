@@ -1,5 +1,5 @@
 // Redis commands per operation (EVALSHA and the commands inside it), measured on a fresh
-// redis-server with INFO commandstats: the table in the README's "Scripts and their costs".
+// redis-server with INFO commandstats: the table in docs/how-it-works.md.
 import { startCountedStack } from "../dev/counted-stack";
 import { DelayQueue, tick } from "../src/index";
 

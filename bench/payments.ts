@@ -24,7 +24,7 @@ import { openServiceStack, TICK_BUDGET_MS } from "./lib/service-stack";
 /**
  * The subrequests one invocation may make in W: Workers' paid plan (10,000). At the default 1000
  * a tick pays for about 300 polls, far below what 10,000 watches polled every few seconds need;
- * the README says so.
+ * docs/push.md says so.
  */
 const PAYMENTS_SUBREQUESTS = 10_000;
 

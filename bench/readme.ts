@@ -1,7 +1,7 @@
-// Writes the benchmark's tables into the README's Benchmarks section from a results JSON, so the
-// numbers there all come from one run: `npx tsx bench/readme.ts [bench/results/latest.json]`, or
+// Writes the benchmark's tables into docs/benchmarks.md from a results JSON, so the numbers there
+// all come from one run: `npx tsx bench/readme.ts [bench/results/latest.json]`, or
 // `npm run bench -- --readme` after a run. Each table sits between `<!-- bench:NAME -->` and
-// `<!-- /bench:NAME -->`; the prose around them is the README's own.
+// `<!-- /bench:NAME -->`; the prose around them is the page's own.
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import {
@@ -17,7 +17,7 @@ import {
 } from "./lib/tables";
 import type { Attribution, ScaleResult } from "./scale";
 
-const README = fileURLToPath(new URL("../README.md", import.meta.url));
+const PAGE = fileURLToPath(new URL("../docs/benchmarks.md", import.meta.url));
 const RESULTS = fileURLToPath(new URL("./results/latest.json", import.meta.url));
 
 type Json = Record<string, unknown>;
@@ -83,8 +83,8 @@ export function readmeBlocks(json: Json): Record<string, string> {
   };
 }
 
-/** Replaces each block present in the README; answers what it did. */
-export function updateReadme(json: Json, path = README): string {
+/** Replaces each block present in docs/benchmarks.md; answers what it did. */
+export function updateReadme(json: Json, path = PAGE): string {
   let text = readFileSync(path, "utf8");
   const written: string[] = [];
   const missing: string[] = [];
@@ -102,7 +102,7 @@ export function updateReadme(json: Json, path = README): string {
   }
   writeFileSync(path, text);
   return (
-    `README: wrote ${written.join(", ") || "nothing"}` +
+    `docs/benchmarks.md: wrote ${written.join(", ") || "nothing"}` +
     (missing.length > 0 ? `; no markers for ${missing.join(", ")}` : "")
   );
 }

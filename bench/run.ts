@@ -5,7 +5,7 @@
 // payment providers' signing cost; a burst past one invocation's subrequests, handed off through
 // QStash, and failure notices (burst). `npm run bench` (about 35 min) or `npm run bench -- --quick`
 // (about 5 min); `--only delayq,single,push` picks parts; `--out FILE` writes the results there
-// instead of bench/results/latest.json (the README's run); `--readme` rewrites the README's tables.
+// instead of bench/results/latest.json (the docs' run); `--readme` rewrites docs' tables.
 import { spawnSync } from "node:child_process";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";

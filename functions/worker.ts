@@ -38,7 +38,7 @@ function service(env: Env): Service {
 function startFailure(error: unknown): string {
   return error instanceof DelayqError
     ? error.message
-    : "delayq could not start: check the Worker's variables (see the README's Configuration)";
+    : "delayq could not start: check the Worker's variables (see docs/operating.md, Configuration)";
 }
 
 /** Every route, /health included, answers the same JSON error (never workerd's text/plain 500). */

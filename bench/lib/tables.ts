@@ -1,5 +1,5 @@
 // Markdown tables of the results JSON (bench/results/latest.json): printed after a run, and
-// written into the README's Benchmarks section by bench/readme.ts, so both come from one run.
+// written into docs/benchmarks.md by bench/readme.ts, so both come from one run.
 import type { BurstResult, BurstRun } from "../burst";
 import type { PaymentsResult } from "../payments";
 import type { CryptoResult } from "../payments-crypto";

@@ -1,6 +1,6 @@
 // delayq/client: a typed, dependency-free client of delayq's HTTP API for Node 20 and Workers.
 
-// A push receiver checks each delivery with these (see the README's "Receiving pushes").
+// A push receiver checks each delivery with these (see docs/push.md, "Receiving pushes").
 export {
   DEFAULT_TOLERANCE_SECONDS,
   SIGNATURE_HEADER,

@@ -22,7 +22,7 @@ export type CollectOptions = {
 
 /**
  * Reads the topics the queue may see, by name, in pages of 100 (one REST request and 2 + 7–9
- * commands per topic each: see README "Operating delayq"), until `maxTopics` topics were
+ * commands per topic each: see docs/operating.md), until `maxTopics` topics were
  * read or none are left, and turns them into metric families. With a scoped queue only its
  * topics are reported, but the cap counts every topic read.
  */

@@ -1,4 +1,4 @@
-// The README's push receivers (examples/), run as written, against deliveries signed by node:crypto.
+// The push receivers of docs/push.md (examples/), run as written, against signed deliveries.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -128,12 +128,12 @@ describe.each(Object.keys(examples))("examples/%s", (file) => {
   }, 30_000);
 });
 
-describe("the README", () => {
+describe("docs/push.md", () => {
   it("shows both examples exactly as they are in examples/", () => {
-    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const page = readFileSync(join(root, "docs", "push.md"), "utf8");
     for (const file of Object.keys(examples)) {
       const source = readFileSync(join(root, "examples", file), "utf8").trim();
-      expect(readme.includes(source), `README.md must show examples/${file} as it is`).toBe(true);
+      expect(page.includes(source), `docs/push.md must show examples/${file} as it is`).toBe(true);
     }
   });
 

@@ -639,7 +639,7 @@ describe("claiming", () => {
   });
 
   it("delivers nothing while its topic is paused, and what waited as soon as it resumes", async () => {
-    // README, Decisions: paused topics hand out nothing. The add's own run, a tick's run and a
+    // docs, Decisions: paused topics hand out nothing. The add's own run, a tick's run and a
     // run for the topic alone all leave its jobs waiting.
     const app = await setup();
     expect((await app.call("PATCH", "/v1/topics/p", { body: { paused: true } })).status).toBe(200);

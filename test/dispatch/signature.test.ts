@@ -44,7 +44,7 @@ describe("verifySignature", () => {
   });
 
   it("is false, not an exception, for an empty secret (an unset DELAYQ_PUSH_SECRET)", async () => {
-    // README's receivers default the secret to "": WebCrypto refuses a zero-length HMAC key.
+    // docs/push.md's receivers default the secret to "": WebCrypto refuses a zero-length HMAC key.
     const header = `t=${Math.floor(at / 1000)},v1=${"0".repeat(64)}`;
     await expect(verifySignature("", header, body, { now: at })).resolves.toBe(false);
   });

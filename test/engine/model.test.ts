@@ -1,6 +1,7 @@
 // Model-based test: random operations by two callers whose clocks disagree, with far delays, clock
-// jumps and paging, compared step by step with an in-memory model of the rules (README: "The
-// state machine", "Retries: the exact rule", "Decisions where the design is silent").
+// jumps and paging, compared step by step with an in-memory model of the rules
+// (docs/how-it-works.md: "The state machine", "Retries: the exact rule", "Decisions where the
+// design is silent").
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Job, ListableState } from "../../src/index";
@@ -76,7 +77,7 @@ const HOUR = 3_600_000;
 
 /**
  * Differences from the rules the engine is known to have (found by this test, reported, not
- * fixed yet; README: decisions). The first two come from one call moving at most 10 slot lists:
+ * fixed yet; docs: decisions). The first two come from one call moving at most 10 slot lists:
  * after a clock jump opens more (a "backlog"), jobs of the 11th list on are due but still in
  * their lists. The last two come from clock skew. (Two more this test found are fixed: a pop in
  * a backlog handing out later jobs first, and a touch behind shortening a lease.) Only there the model predicts the engine's exact behaviour and
@@ -234,7 +235,7 @@ function kill(model: Model, job: ModelJob, now: number) {
 
 /**
  * A failed reservation: wait (default: the backoff step) or die. A lease that ran out (`keep`)
- * keeps its receipt, so that its holder may still finish the job late (README: decisions).
+ * keeps its receipt, so that its holder may still finish the job late (docs: decisions).
  */
 function retry(model: Model, job: ModelJob, now: number, wait?: number, keep = false) {
   if (job.attempts >= job.max) return kill(model, job, now);
@@ -861,7 +862,7 @@ class Check extends Step {
     const backlog = advance(model, topic, now);
     expect(page.cursor, `list(${topic}, ${state}) has one page`).toBeUndefined();
     // A job replaced from one far slot to another and back has its id twice in that slot's
-    // list, and may be listed twice (README: decisions); otherwise, once.
+    // list, and may be listed twice (docs: decisions); otherwise, once.
     const ids = page.jobs.map((j) => j.id);
     const got = (state === "delayed" ? [...new Set(ids)] : ids).sort();
     const inState = (j: ModelJob) => j.topic === topic && visibleState(j, now) === state;

@@ -56,7 +56,7 @@ describe("finish", () => {
   });
 
   it("accepts a late finish after the lease was taken back, until another pop reserves the job", async () => {
-    // README, Decisions: a late finish. A tick takes the lease back (the job waits for its
+    // docs, Decisions: a late finish. A tick takes the lease back (the job waits for its
     // backoff step, far enough to sit in a slot list) and the holder's finish still counts.
     const { queue, clock } = testQueue();
     await queue.add({ topic: "t", id: "far", ttr: 1, backoff: 3600 });
@@ -295,7 +295,7 @@ describe("touch, release, bury", () => {
     expect(await queue.pop("t")).toHaveLength(1);
   });
 
-  it("a lease whose time is up holds until a pop or tick takes it back (README, Decisions)", async () => {
+  it("a lease whose time is up holds until a pop or tick takes it back (docs, Decisions)", async () => {
     const { queue, clock } = testQueue();
     await queue.add({ topic: "t", id: "j", ttr: 1 });
     const [job] = await queue.pop("t");

@@ -1,7 +1,7 @@
 // Model-based test of a payment watch's transitions: random runs of starts, polls (some answered
 // with a 5xx), payments and closes at the provider, notifications (some resent with the same
 // id), stops and the passing of the deadline, compared step by step with a model of the rules
-// (DESIGN §4; README "Payment watches"). After every step: the watch reads the model's state,
+// (DESIGN §4; docs/payments.md). After every step: the watch reads the model's state,
 // and each notify topic holds exactly the outcomes the model says, each once (a late payment
 // included), and never payment.paid for an amount other than the expected one.
 //

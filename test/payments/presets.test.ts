@@ -1,4 +1,4 @@
-// Schedule presets from the providers' own advice (README "Payment watches"): each preset's
+// Schedule presets from the providers' own advice (docs/payments.md): each preset's
 // waits, as a watch polls on it, and DQ_MIN_POLL_MS refusing a preset whose step is under it.
 //
 // Real parts: the scripts on the run's bridge (a key prefix per test), the WeChat Pay sandbox on

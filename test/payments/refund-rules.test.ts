@@ -1,5 +1,5 @@
 // The rules of a refund watch's polls, on a test clock: when each query comes and what its answer
-// decides, at the schedule's steps, at the deadline and past it (README "Refund watches").
+// decides, at the schedule's steps, at the deadline and past it (docs/payments.md).
 //
 // Real parts: the scripts on the run's bridge (a key prefix per test), the Alipay and WeChat Pay
 // sandboxes on the wire, Refunds as the service builds it with the test's clock, and its poller

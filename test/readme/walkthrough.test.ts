@@ -1,6 +1,6 @@
-// The README's Walkthrough and its ouqiang block, run as a person would: a fresh `npm run dev`
-// (the service on Node, see below) in a temporary DQ_DEV_DIR on a free port, each shell line
-// pasted into one bash in turn, and every answer the README shows checked against what bash
+// The README's Walkthrough and docs/clients.md's ouqiang block, run as a person would: a fresh
+// `npm run dev` (the service on Node, see below) in a temporary DQ_DEV_DIR on a free port, each
+// shell line pasted into one bash in turn, and every answer they show checked against what bash
 // printed.
 //
 // `npm run dev -- --node` by default: it starts in half the time, and wrangler dev reloads the
@@ -15,14 +15,14 @@ import { freePort } from "../../dev/redis-server";
 import {
   answerMismatch,
   answerPattern,
+  documentedSteps,
   onlyReads,
-  type Step,
+  type PlacedStep,
   walkthroughSteps,
 } from "./walkthrough";
 
 const root = join(import.meta.dirname, "..", "..");
-const readme = readFileSync(join(root, "README.md"), "utf8");
-const steps = walkthroughSteps(readme);
+const steps = documentedSteps((file) => readFileSync(join(root, file), "utf8"));
 const mode = process.env.DELAYQ_WALKTHROUGH_MODE === "wrangler" ? "wrangler" : "node";
 
 /** The ports the README uses: the API's default and its receiver's. */
@@ -111,7 +111,7 @@ function localize(text: string): string {
 }
 
 describe("reading the walkthrough", () => {
-  it("finds the walkthrough's commands and answers in README.md", () => {
+  it("finds the walkthrough's commands and answers in README.md and docs/clients.md", () => {
     expect(steps.length).toBeGreaterThanOrEqual(30);
     expect(steps.filter((step) => step.expected.length > 0).length).toBeGreaterThanOrEqual(25);
     const commands = steps.map((step) => step.command).join("\n");
@@ -169,7 +169,7 @@ describe("reading the walkthrough", () => {
       { command: "true", expected: [], line: 6 },
       { command: "echo a \\\n  b", expected: ["a b"], line: 9 },
     ]);
-    expect(() => walkthroughSteps("# delayq\n## Quickstart\n")).toThrow(/no "## Walkthrough"/);
+    expect(() => walkthroughSteps("# delayq\n## Setup\n")).toThrow(/no "## Walkthrough"/);
   });
 
   it("matches placeholders by their shape and everything else exactly", () => {
@@ -187,7 +187,7 @@ describe("reading the walkthrough", () => {
     expect(answerPattern("a.b").test("axb")).toBe(false);
     expect(answerMismatch(["x"], ["x"])).toBeUndefined();
     expect(answerMismatch(["x"], [])).toMatch(/did not print: x/);
-    expect(answerMismatch([], ["y"])).toMatch(/does not show: y/);
+    expect(answerMismatch([], ["y"])).toMatch(/do not show: y/);
     expect(answerMismatch(['{"kicked":1}'], ['{"kicked":0}'])).toMatch(/line 1 differs/);
   });
 
@@ -245,8 +245,8 @@ describe(`the walkthrough against npm run dev${mode === "node" ? " -- --node" : 
     if (dir) rmSync(dir, { recursive: true, force: true });
   }, 30_000);
 
-  /** Runs one step; answers why its output is not the README's, if it is not. */
-  async function runStep(step: Step): Promise<string | undefined> {
+  /** Runs one step; answers why its output is not the one shown, if it is not. */
+  async function runStep(step: PlacedStep): Promise<string | undefined> {
     const command = localize(step.command);
     const expected = step.expected.map(localize);
     const started = Date.now();
@@ -268,13 +268,14 @@ describe(`the walkthrough against npm run dev${mode === "node" ? " -- --node" : 
   }
 
   for (const step of steps) {
-    const title = `README.md:${step.line}: ${step.command.split("\n")[0]?.slice(0, 90)}`;
+    const where = `${step.file}:${step.line}`;
+    const title = `${where}: ${step.command.split("\n")[0]?.slice(0, 90)}`;
     it(title, async (context) => {
       if (failed !== undefined) context.skip(`an earlier step failed (${failed})`);
       const mismatch = await runStep(step);
       if (mismatch !== undefined) {
-        failed = `README.md:${step.line}`;
-        expect.fail(`README.md:${step.line}: ${step.command}\n${mismatch}`);
+        failed = where;
+        expect.fail(`${where}: ${step.command}\n${mismatch}`);
       }
     }, 60_000);
   }

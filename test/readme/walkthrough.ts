@@ -1,26 +1,43 @@
-// Reads the README's Walkthrough into steps (a command and the answer shown under it) and matches
-// shown answers, with their placeholders, against what a shell really printed.
+// Reads the README's Walkthrough (and docs/clients.md's ouqiang block) into steps (a command and
+// the answer shown under it) and matches shown answers, with their placeholders, against what a
+// shell really printed.
 
-/** One command of the walkthrough and the answer lines the README shows under it. */
+/** One command of the walkthrough and the answer lines the docs show under it. */
 export type Step = {
   /** The command as written (continuation lines joined with their newlines). */
   command: string;
-  /** The answer lines, without their `# `; none when the README shows no answer. */
+  /** The answer lines, without their `# `; none when the docs show no answer. */
   expected: string[];
-  /** The command's line in the README, 1-based, for messages. */
+  /** The command's line in its file, 1-based, for messages. */
   line: number;
 };
 
-/** The sections whose shell blocks run, in this order, in one shell. */
-export const HEADINGS = ["## Walkthrough", "## Compatibility with ouqiang/delay-queue"] as const;
+/** The sections whose shell blocks run, in this order, in one shell: each file's heading. */
+export const SECTIONS = [
+  { file: "README.md", heading: "## Walkthrough" },
+  { file: "docs/clients.md", heading: "## Compatibility with ouqiang/delay-queue" },
+] as const;
+
+/** Where a step is written: its file and line, for messages. */
+export type PlacedStep = Step & { file: string };
+
+/** The steps of every section of SECTIONS, each file read with `read` (a path from the root). */
+export function documentedSteps(read: (file: string) => string): PlacedStep[] {
+  return SECTIONS.flatMap(({ file, heading }) =>
+    walkthroughSteps(read(file), [heading]).map((step) => ({ ...step, file })),
+  );
+}
 
 /**
- * The steps of every ```sh block in the README's sections named in HEADINGS (each from its heading
- * to the next `## `). Within a block, a command is any line not starting with `#`; the comment lines right
- * under a command are its answer; a blank line ends an answer, so comments after one are prose.
- * A line ending with `\` continues the command on the next line.
+ * The steps of every ```sh block in a markdown text's sections named in `headings` (each from its
+ * heading to the next `## `). Within a block, a command is any line not starting with `#`; the
+ * comment lines right under a command are its answer; a blank line ends an answer, so comments
+ * after one are prose. A line ending with `\` continues the command on the next line.
  */
-export function walkthroughSteps(markdown: string, headings: readonly string[] = HEADINGS): Step[] {
+export function walkthroughSteps(
+  markdown: string,
+  headings: readonly string[] = ["## Walkthrough"],
+): Step[] {
   return headings.flatMap((heading) => sectionSteps(markdown, heading));
 }
 
@@ -28,7 +45,7 @@ export function walkthroughSteps(markdown: string, headings: readonly string[] =
 function sectionSteps(markdown: string, heading: string): Step[] {
   const lines = markdown.split("\n");
   const start = lines.findIndex((line) => line.trim() === heading);
-  if (start < 0) throw new Error(`README.md has no "${heading}" section`);
+  if (start < 0) throw new Error(`no "${heading}" section`);
   let end = lines.findIndex((line, i) => i > start && line.startsWith("## "));
   if (end < 0) end = lines.length;
 
@@ -107,10 +124,10 @@ export function answerMismatch(expected: string[], actual: string[]): string | u
   for (let i = 0; i < Math.max(expected.length, actual.length); i++) {
     const shown = expected[i];
     const printed = actual[i];
-    if (shown === undefined) return `it printed a line the README does not show: ${printed}`;
+    if (shown === undefined) return `it printed a line the docs do not show: ${printed}`;
     if (printed === undefined) return `it did not print: ${shown}`;
     if (!answerPattern(shown).test(printed)) {
-      return `line ${i + 1} differs:\n  README:  ${shown}\n  printed: ${printed}`;
+      return `line ${i + 1} differs:\n  shown:   ${shown}\n  printed: ${printed}`;
     }
   }
   return undefined;

@@ -322,7 +322,7 @@ describe("failures", () => {
     const connection = await RespConnection.open(redis.port);
     await connection.call("AUTH", "right-pw");
     await connection.call("ACL", "SETUSER", "reader", "on", ">reader-pw", "~*", "+get");
-    // The README's ACL for a delayq user: its keys only, no dangerous commands.
+    // docs/operating.md's ACL for a delayq user: its keys only, no dangerous commands.
     const acl = ["~{dq}*", "+@read", "+@write", "+@scripting", "-@dangerous", "+info"];
     await connection.call("ACL", "SETUSER", "delayq", "on", ">delayq-pw", ...acl);
     connection.close();
