@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { PRIVATE_PUSH_SETTINGS } from "./domain/destinations";
 import { DelayqError } from "./domain/errors";
+import { DEFAULT_MAX_WATCHES_PER_TOKEN } from "./domain/payments";
 import { DEFAULT_MAX_REQUEST_BYTES } from "./http/body";
 import { DEFAULT_METRICS_MAX_TOPICS } from "./metrics/collect";
 import {
@@ -85,6 +86,13 @@ const common = {
   DQ_WECHATPAY_ACCOUNTS: z.string().optional(),
   DQ_SUBREQUESTS: whole("DQ_SUBREQUESTS", 10, 100_000, 1000),
   DQ_MIN_POLL_MS: whole("DQ_MIN_POLL_MS", 0, 3_600_000, 1000),
+  // The most watches (payments and refunds) polling at once that one token's requests started.
+  DQ_MAX_WATCHES_PER_TOKEN: whole(
+    "DQ_MAX_WATCHES_PER_TOKEN",
+    1,
+    100_000_000,
+    DEFAULT_MAX_WATCHES_PER_TOKEN,
+  ),
   // Which push topics may deliver to private addresses (src/domain/destinations.ts).
   DQ_PRIVATE_PUSH: z.preprocess(
     (value) => (typeof value === "string" && value.trim() === "" ? undefined : value),

@@ -200,6 +200,7 @@ function watchesOf(
     wechatpay: accounts.wechatpay,
     defaults: { ttrMs: config.DQ_DEFAULT_TTR * 1000, maxAttempts: config.DQ_DEFAULT_MAX_ATTEMPTS },
     minPollMs: config.DQ_MIN_POLL_MS,
+    maxWatchesPerToken: config.DQ_MAX_WATCHES_PER_TOKEN,
   };
   return {
     payments: createPayments({

@@ -20,6 +20,7 @@ export const ERROR_STATUS = {
   stale_receipt: 409,
   push_topic: 409,
   payload_too_large: 413,
+  too_many_watches: 429,
   internal_error: 500,
   redis_unavailable: 503,
   qstash_unavailable: 503,

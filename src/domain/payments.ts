@@ -20,6 +20,9 @@ export const DEFAULT_WATCH_MS = 24 * 3600_000;
  */
 export const MAX_WATCH_MS = 400 * 86_400_000;
 
+/** The most watches polling at once that one token started, by default (DQ_MAX_WATCHES_PER_TOKEN). */
+export const DEFAULT_MAX_WATCHES_PER_TOKEN = 100_000;
+
 /**
  * How long an ended watch (any state) is kept at least, whatever DQ_RETENTION_SECONDS says
  * (the longer of the two wins): 25 hours, both providers' notification windows (Alipay resends

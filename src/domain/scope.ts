@@ -102,8 +102,11 @@ export const AccountPattern = z
  */
 export type AccountScope = readonly string[] | undefined;
 
-/** What a caller may act on: its topics, and the payment accounts whose orders it may watch. */
-export type Access = { scope: TopicScope; accounts: AccountScope };
+/**
+ * What a caller may act on: its topics, and the payment accounts whose orders it may watch.
+ * `tokenId`: its token's id (http/auth.ts), which watches it starts are counted under.
+ */
+export type Access = { scope: TopicScope; accounts: AccountScope; tokenId?: string };
 
 /** Whether `accounts` allows the orders of `provider`'s `account`. */
 export function accountAllows(accounts: AccountScope, provider: string, account: string): boolean {

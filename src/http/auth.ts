@@ -1,7 +1,7 @@
 // Bearer tokens from DQ_TOKENS, each optionally limited to topic patterns and payment accounts;
 // compared in constant time.
 import type { Context, MiddlewareHandler } from "hono";
-import { sameBytes } from "../domain/bytes";
+import { hmacSha256Hex, sameBytes, sameText } from "../domain/bytes";
 import { DelayqError } from "../domain/errors";
 import {
   type Access,
@@ -15,7 +15,21 @@ import type { PushedTopic } from "../queue/add-batch";
 import type { AppEnv } from "./context";
 import { errorResponse } from "./errors";
 
-type Entry = { digest: Promise<Uint8Array>; scope: TopicScope; accounts: AccountScope };
+type Entry = {
+  digest: Promise<Uint8Array>;
+  id: Promise<string>;
+  scope: TopicScope;
+  accounts: AccountScope;
+};
+
+/**
+ * A token's id: what Redis keeps to know a token by (the watches it started, a dashboard session's
+ * token), 128 bits of an HMAC keyed with the token over a fixed label. Nothing in Redis gives the
+ * token back, and the same token always has the same id, whatever its place in DQ_TOKENS.
+ */
+export async function tokenIdOf(token: string): Promise<string> {
+  return (await hmacSha256Hex(token, "delayq token id v1")).slice(0, 32);
+}
 
 /** The tokens the API accepts, and the scope of each. */
 export type TokenSet = {
@@ -24,6 +38,8 @@ export type TokenSet = {
    * is not one of ours.
    */
   identify(token: string): Promise<Access | undefined>;
+  /** What the token with this id (tokenIdOf) may act on, or undefined when none has it now. */
+  byId(id: string): Promise<Access | undefined>;
   /** How many tokens there are (for logs; never the tokens). */
   size: number;
   /** The scopes of the tokens limited to some topics (the push destination policy reads them). */
@@ -96,11 +112,17 @@ export function parseTokens(value: string): TokenSet {
     }
     seen.set(entry.token, i);
   }
-  const entries: Entry[] = parsed.map(({ digest, scope, accounts }) => ({
+  const entries: Entry[] = parsed.map(({ token, digest, scope, accounts }) => ({
     digest,
+    id: tokenIdOf(token),
     scope,
     accounts,
   }));
+  const accessOf = async (entry: Entry): Promise<Access> => ({
+    scope: entry.scope,
+    accounts: entry.accounts,
+    tokenId: await entry.id,
+  });
   // Tokens already found valid, by their text: a request with one skips the digest (an async
   // SubtleCrypto job per request was a tenth of the service's CPU). Only valid tokens go in, so
   // it holds at most one key per entry; a lookup compares hashes, so a miss tells a caller no
@@ -111,7 +133,7 @@ export function parseTokens(value: string): TokenSet {
     limitedScopes: entries.flatMap(({ scope }) => (scope ? [scope] : [])),
     async identify(token) {
       const hit = known.get(token);
-      if (hit) return { scope: hit.scope, accounts: hit.accounts };
+      if (hit) return accessOf(hit);
       const presented = await sha256(token);
       let found: Entry | undefined;
       // Compare against every entry, so timing does not tell which one matched.
@@ -119,7 +141,14 @@ export function parseTokens(value: string): TokenSet {
         if (sameBytes(presented, await entry.digest) && !found) found = entry;
       }
       if (found) known.set(token, found);
-      return found && { scope: found.scope, accounts: found.accounts };
+      return found && accessOf(found);
+    },
+    async byId(id) {
+      let found: Entry | undefined;
+      for (const entry of entries) {
+        if (sameText(await entry.id, id) && !found) found = entry;
+      }
+      return found && accessOf(found);
     },
   };
 }
@@ -148,6 +177,7 @@ export function bearerAuth(
     const principal = await tokens.identify(match[1]);
     if (!principal) return errorResponse(c, "unauthorized", "Invalid bearer token");
     c.set("accounts", principal.accounts);
+    c.set("tokenId", principal.tokenId);
     c.set(
       "queue",
       queue.view({

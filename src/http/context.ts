@@ -20,6 +20,8 @@ export type AppEnv = {
     queue: DelayQueue;
     /** The payment accounts the caller's token may watch orders of (undefined: all). */
     accounts: AccountScope;
+    /** The caller's token's id (auth.ts: tokenIdOf): watches it starts count under it. */
+    tokenId?: string | undefined;
     /** The request's JSON with job bodies kept as sent (http/body.ts: requestJson). */
     rawJson?: unknown;
   };

@@ -305,11 +305,14 @@ const DESCRIPTIONS: Record<number, string> = {
     "State conflict (`job_exists`, `job_reserved`, `not_reserved`, `stale_receipt`, " +
     "`push_topic`, `payment_exists`, `refund_exists`)",
   413: "Body too large (`payload_too_large`)",
+  429:
+    "The token has as many watches polling as it may (`too_many_watches`, " +
+    "DQ_MAX_WATCHES_PER_TOKEN): wait for some to end, or stop some",
   503: "Redis unreachable (`redis_unavailable`); retry after `Retry-After` seconds",
 };
 
 /** Error responses for the given statuses; 400, 401 and 503 are on every /v1 route. */
-export function errors(...statuses: (403 | 404 | 409 | 413)[]) {
+export function errors(...statuses: (403 | 404 | 409 | 413 | 429)[]) {
   return Object.fromEntries(
     [400, 401, ...statuses, 503].map((status) => [
       status,

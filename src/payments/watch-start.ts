@@ -3,7 +3,13 @@
 // the watch is known by.
 import { backoffStepMs } from "../domain/backoff";
 import { DelayqError, parseInput } from "../domain/errors";
-import { MAX_METADATA_BYTES, MAX_WATCH_MS, MIN_POLL_MS, scheduleProblem } from "../domain/payments";
+import {
+  DEFAULT_MAX_WATCHES_PER_TOKEN,
+  MAX_METADATA_BYTES,
+  MAX_WATCH_MS,
+  MIN_POLL_MS,
+  scheduleProblem,
+} from "../domain/payments";
 import { RawJson } from "../domain/raw-json";
 import type { Backoff } from "../domain/schemas";
 import { type Access, accountAllows, scopeAllows } from "../domain/scope";
@@ -40,7 +46,8 @@ export async function startWatch<T extends KindTypes>(
   const metadata = metadataText(watch.metadata);
   const firstDue = Math.min(now + backoffStepMs(spec.schedule, 1), spec.deadline);
   const key = kind.keyOf(spec);
-  const { created, watch: stored } = await options.scripts.run("watchStart", now, [
+  const cap = options.maxWatchesPerToken ?? DEFAULT_MAX_WATCHES_PER_TOKEN;
+  const started = await options.scripts.run("watchStart", now, [
     await kind.idOf(key),
     JSON.stringify(spec),
     spec.deadline,
@@ -51,7 +58,17 @@ export async function startWatch<T extends KindTypes>(
     kind.topicConfig,
     kind.topic,
     kind.index,
+    access.tokenId ?? "",
+    cap,
   ]);
+  if ("tooMany" in started) {
+    throw new DelayqError(
+      "too_many_watches",
+      `This token has ${started.tooMany} watches polling (payments and refunds together), as ` +
+        `many as it may (DQ_MAX_WATCHES_PER_TOKEN=${cap}): stop some, or wait for some to end`,
+    );
+  }
+  const { created, watch: stored } = started;
   const view = kind.viewOf(stored);
   // Watched already, for topics this token may not see: say only that, as an add of an id
   // another topic uses does (the watch, its topics and metadata stay hidden).

@@ -16,6 +16,11 @@ export type PaymentsOptions = {
   providerOptions?: ProviderOptions;
   /** The shortest wait between polls a schedule may ask for, ms. @default MIN_POLL_MS (1 s) */
   minPollMs?: number;
+  /**
+   * The most watches (payments and refunds together) polling at once that one token's requests
+   * started (DQ_MAX_WATCHES_PER_TOKEN). @default DEFAULT_MAX_WATCHES_PER_TOKEN (100,000)
+   */
+  maxWatchesPerToken?: number;
   /** Defaults of outcome jobs in topics that set none. */
   defaults: { ttrMs: number; maxAttempts: number };
   /** Counts polls: `delayq_polls_total{provider,outcome}`. */

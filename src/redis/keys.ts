@@ -115,6 +115,13 @@ export const KEY_LAYOUT = {
   refunds: "refunds",
   /** string: how far the sweep of `refunds` has come (a start time, ms); see watchStart. */
   refundSweep: "refunds:sweep",
+  /**
+   * integer: how many watches (payments and refunds together) started by a token's requests are
+   * polling, the token known by its id (http/auth.ts: TokenSet, a labelled SHA-256, never the
+   * token). watchStart counts a watch in and refuses one over DQ_MAX_WATCHES_PER_TOKEN;
+   * watchPolled (an outcome) and watchStop count it out; absent at zero.
+   */
+  tokenWatches: "tok:<id>:watches",
 } as const;
 
 export type KeyName = keyof typeof KEY_LAYOUT;

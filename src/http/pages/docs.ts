@@ -24,6 +24,8 @@ export const ERROR_MEANINGS: Readonly<Record<ErrorCode, string>> = {
   stale_receipt: "The receipt is from a reservation that has ended.",
   payload_too_large:
     "A job body over `DQ_MAX_BODY_BYTES`, a request over `DQ_MAX_REQUEST_BYTES`, or a watch's `metadata` over 16 KiB.",
+  too_many_watches:
+    "The token has `DQ_MAX_WATCHES_PER_TOKEN` watches polling (payments and refunds together): stop some or wait for some to end.",
   internal_error: "A bug, or a misconfigured deployment (the message names the variable); logged.",
   redis_unavailable: "Redis does not answer; retry after `Retry-After` seconds.",
   qstash_unavailable:

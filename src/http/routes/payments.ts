@@ -61,7 +61,7 @@ const WatchParams = z.object({
 
 /** What the request's token may act on: its topics and payment accounts. */
 function accessOf(c: Context<AppEnv>): Access {
-  return { scope: c.get("queue").scope, accounts: c.get("accounts") };
+  return { scope: c.get("queue").scope, accounts: c.get("accounts"), tokenId: c.get("tokenId") };
 }
 
 /** POST/GET/DELETE /v1/payments: behind the bearer auth. */
@@ -84,7 +84,7 @@ export function paymentRoutes(app: OpenAPIHono<AppEnv>, options: PaymentRouteOpt
       responses: {
         201: json(PaymentAnswer, "Watching"),
         200: json(PaymentAnswer, "The order was watched already: the watch as it is"),
-        ...errors(403, 409, 413),
+        ...errors(403, 409, 413, 429),
       },
     }),
     async (c) => {

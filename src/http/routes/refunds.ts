@@ -45,7 +45,7 @@ const RefundParams = z.object({
 
 /** What the request's token may act on: its topics and payment accounts. */
 function accessOf(c: Context<AppEnv>): Access {
-  return { scope: c.get("queue").scope, accounts: c.get("accounts") };
+  return { scope: c.get("queue").scope, accounts: c.get("accounts"), tokenId: c.get("tokenId") };
 }
 
 /** POST/GET/DELETE /v1/refunds: behind the bearer auth. */
@@ -70,7 +70,7 @@ export function refundRoutes(app: OpenAPIHono<AppEnv>, options: RefundRouteOptio
       responses: {
         201: json(RefundAnswer, "Watching"),
         200: json(RefundAnswer, "The refund was watched already: the watch as it is"),
-        ...errors(403, 409, 413),
+        ...errors(403, 409, 413, 429),
       },
     }),
     async (c) => {

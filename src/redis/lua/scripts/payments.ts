@@ -80,6 +80,12 @@ export const WATCH_FIELDS = [
   "firstOutcome",
   /** The ids of the notifications taken for this watch, newest first, space-separated (≤ 16). */
   "notified",
+  /**
+   * The id of the token whose request started the watch (http/auth.ts: TokenSet; never the
+   * token), while the watch counts in that token's `tokenWatches` (keys.ts); removed when the
+   * watch ends. Absent for a watch started without one (or before tokens were counted).
+   */
+  "owner",
 ] as const;
 
 export type WatchField = (typeof WATCH_FIELDS)[number];
@@ -92,6 +98,23 @@ export const NOTIFY_IDS_KEPT = 16;
 
 /** Lua: how long an ended watch is kept, ms: the retention window, and at least 25 hours. */
 const KEEP = `math.max(RETENTION, ${ENDED_WATCH_KEEP_MS})`;
+
+/**
+ * Lua: a watch leaving polling (an outcome, a stop) no longer counts against the token that
+ * started it: its owner's count goes down by one, and the owner field goes, so that it never
+ * counts down twice.
+ */
+const RELEASE_OWNER = `
+local function releaseOwner(wkey)
+  local owner = rcall("HGET", wkey, "${FIELD.owner}")
+  if not owner then return end
+  rcall("HDEL", wkey, "${FIELD.owner}")
+  if rcall("DECR", key.tokenWatches(owner)) <= 0 then rcall("DEL", key.tokenWatches(owner)) end
+end
+`;
+
+/** What watchStart answers when the token has as many polling watches as it may. */
+export type TooManyWatches = { tooMany: number };
 
 /** A watch as stored: its hash's fields, and when its next poll is due. */
 export type WatchRecord = {
@@ -123,7 +146,7 @@ local function readWatch(watchId)
 end
 `;
 
-export const watchStart = defineScript<{ created: boolean; watch: WatchRecord }>({
+export const watchStart = defineScript<{ created: boolean; watch: WatchRecord } | TooManyWatches>({
   name: "watchStart",
   lua: `
 --[[ watchStart: starts watching an order (or a refund), idempotently by watch id.
@@ -135,13 +158,18 @@ export const watchStart = defineScript<{ created: boolean; watch: WatchRecord }>
   never parses it)   ARGV[11] the internal topic's config JSON (set once)
   ARGV[12] the internal topic of the watch's polls (${PAYMENTS_TOPIC}, ${REFUNDS_TOPIC})
   ARGV[13] the listing index it joins: "watches" (payments) or "refunds"
+  ARGV[14] the id of the token starting it, or "" for none   ARGV[15] the most watches polling
+  that token's requests started (payments and refunds together)
   A watch that exists is answered as it is. A new one is the hash (state polling, polls 0)
-  and its poll job ${WATCH_JOB_PREFIX}<id> in the internal topic, due at the first poll.
-  Returns {1 if created else 0, then what watchRead returns}.
-  Cost: EXISTS; when new HSET, ZADD (the listing's index), GET, ZRANGE, EXISTS x2, SET (its
+  and its poll job ${WATCH_JOB_PREFIX}<id> in the internal topic, due at the first poll; it
+  counts in the token's tokenWatches until it ends (watchPolled, watchStop), unless the token
+  has ARGV[15] polling already: then nothing is written.
+  Returns {1 if created else 0, then what watchRead returns}, or {-1, the count} when the token
+  has too many.
+  Cost: EXISTS; with a token GET (its count); when new HSET, ZADD (the listing's index), GET, ZRANGE, EXISTS x2, SET (its
   sweep; ZREM for a gone watch), and the poll job's add (SET NX, GET, ZADD, ZADD LT x2, ZADD NX,
-  INCR), plus MGET of the internal topic's keys (and SET of its config the first time); then
-  HGETALL, GET.
+  INCR), plus MGET of the internal topic's keys (and SET of its config the first time), INCR
+  (the token's count); then HGETALL, GET.
 ]]
 ${ENSURE_TOPIC}
 ${READ}
@@ -167,14 +195,20 @@ local function sweepWatches(index, sweep)
   end
   rcall("SET", sweep, next[#next])
 end
-local watchId, topic = ARGV[4], ARGV[12]
+local watchId, topic, owner = ARGV[4], ARGV[12], ARGV[14]
 local index, sweep = key.watches, key.watchSweep
 if ARGV[13] == "refunds" then index, sweep = key.refunds, key.refundSweep end
 local created = 0
 if rcall("EXISTS", key.watch(watchId)) == 0 then
+  if owner ~= "" then
+    local count = tonumber(rcall("GET", key.tokenWatches(owner)) or "0")
+    if count >= tonumber(ARGV[15]) then return {-1, count} end
+    rcall("INCR", key.tokenWatches(owner))
+  end
   ensureInternalTopic(topic, ARGV[11])
   rcall("HSET", key.watch(watchId), "${FIELD.spec}", ARGV[5], "${FIELD.notify}", ARGV[9], "${FIELD.metadata}", ARGV[10],
     "${FIELD.state}", "polling", "${FIELD.polls}", 0, "${FIELD.createdAt}", NOW, "${FIELD.deadline}", ARGV[6])
+  if owner ~= "" then rcall("HSET", key.watch(watchId), "${FIELD.owner}", owner) end
   -- The sweep goes first: the new entry, the last in start order, would always lie ahead of it.
   sweepWatches(index, sweep)
   rcall("ZADD", index, NOW, watchId)
@@ -188,6 +222,7 @@ return out
 `,
   parse(reply) {
     const [created, ...rest] = asArray(reply, "watchStart");
+    if (Number(created) === -1) return { tooMany: Number(rest[0]) };
     return { created: Number(created) === 1, watch: readWatch(rest) };
   },
 });
@@ -320,10 +355,12 @@ export const watchPolled = defineScript<WatchPolled>({
   An ended watch is kept max(RETENTION, ${ENDED_WATCH_KEEP_MS / 3600_000} h) from its last change.
   Returns {1, new state, how} or {0, state as it was, how} when nothing applied; how is "",
   "late" or "duplicate".
+  An outcome ends the watch's count in its owner's tokenWatches (watchStart).
   Cost: HMGET; for a notification with an id, HSET; for a poll, GET (the job); HSET;
-  pending/transient: the release's commands; outcome: the job's finish, per topic the add's,
-  PEXPIRE; late: HSET, per topic the add's, PEXPIRE.
+  pending/transient: the release's commands; outcome: HGET (the owner; with one HDEL, DECR), the
+  job's finish, per topic the add's, PEXPIRE; late: HSET, per topic the add's, PEXPIRE.
 ]]
+${RELEASE_OWNER}
 local watchId, receipt, kind, notifyId = ARGV[4], ARGV[5], ARGV[6], ARGV[12]
 local wkey = key.watch(watchId)
 local jobId = "${WATCH_JOB_PREFIX}" .. watchId
@@ -394,6 +431,7 @@ end
 -- An outcome: the watch ends, its poll job with it, and each notify topic is told once.
 outcome = ARGV[9] .. (metadata or "null") .. "}"
 rcall("HSET", wkey, "${FIELD.state}", ARGV[8], "${FIELD.outcome}", outcome, "${FIELD.endedAt}", NOW)
+releaseOwner(wkey)
 if not meta then meta, body = load(jobId) end
 if meta and meta.state ~= "finished" and meta.state ~= "deleted" then
   unindex(jobId, meta)
@@ -420,15 +458,19 @@ export const watchStop = defineScript<{ found: boolean; state: string }>({
   poll job is deleted; one that has an outcome keeps it. Kept max(RETENTION,
   ${ENDED_WATCH_KEEP_MS / 3600_000} h) either way (a late payment may still come: watchPolled).
   ARGV[4] watch id
+  A polling watch stopped ends its count in its owner's tokenWatches (watchStart).
   Returns {1, state} or {0, ""} when there is no such watch.
-  Cost: HGET, GET; for a polling watch HSET, the job's unindex and SET; PEXPIRE (x2).
+  Cost: HGET, GET; for a polling watch HSET, HGET (the owner; with one HDEL, DECR), the job's
+  unindex and SET; PEXPIRE (x2).
 ]]
+${RELEASE_OWNER}
 local wkey = key.watch(ARGV[4])
 local state = rcall("HGET", wkey, "${FIELD.state}")
 if not state then return {0, ""} end
 if state == "polling" then
   state = "stopped"
   rcall("HSET", wkey, "${FIELD.state}", state, "${FIELD.endedAt}", NOW)
+  releaseOwner(wkey)
   local jobId = "${WATCH_JOB_PREFIX}" .. ARGV[4]
   local meta, body = load(jobId)
   if meta and meta.state ~= "deleted" and meta.state ~= "finished" then
