@@ -53,7 +53,16 @@ export type AlipayFault =
   /** v3: the answer signed as usual, its alipay-timestamp 10 minutes old. Classic: no effect. */
   | "staleTimestamp"
   /** Certificate mode: the answer (signed by Alipay's key) names another certificate's SN. */
-  | "wrongCertSn";
+  | "wrongCertSn"
+  /**
+   * The real answer, signed, after 2 MiB of JSON whitespace, its Content-Length saying so (more
+   * than a query's answer may be).
+   */
+  | "huge";
+
+/** What the huge fault puts before an answer: 2 MiB of JSON whitespace. */
+const paddingFor = (fault: AlipayFault | undefined): string =>
+  fault === "huge" ? " ".repeat(2 * 1024 * 1024) : "";
 
 /** Every fault, in the order the control API lists them. */
 export const ALIPAY_FAULTS: readonly AlipayFault[] = [
@@ -66,6 +75,7 @@ export const ALIPAY_FAULTS: readonly AlipayFault[] = [
   "unsignedError",
   "staleTimestamp",
   "wrongCertSn",
+  "huge",
 ];
 
 export type AlipayRequestRecord = {
@@ -455,12 +465,13 @@ export async function startAlipaySandbox(
     inner: Record<string, unknown>,
     signer: KeyObject | undefined,
     certSn?: string,
+    padding = "",
   ): Answer => {
     const innerText = alipayJson(inner);
     const sign = signer ? `,"sign":"${rsa2Sign(innerText, signer)}"` : "";
     // Certificate mode names the certificate after the signature, as Alipay's gateway does.
     const sn = certSn === undefined ? "" : `,"alipay_cert_sn":"${certSn}"`;
-    const text = `{"${responseKey}":${innerText}${sign}${sn}}`;
+    const text = `${padding}{"${responseKey}":${innerText}${sign}${sn}}`;
     res.writeHead(200, {
       "content-type": "text/html;charset=utf-8",
       "content-length": Buffer.byteLength(text),
@@ -480,8 +491,9 @@ export async function startAlipaySandbox(
     signer: KeyObject | undefined,
     clockOffsetMs = 0,
     certSn?: string,
+    padding = "",
   ): Answer => {
-    const text = alipayJson(payload);
+    const text = padding + alipayJson(payload);
     const headers: Record<string, string | number> = {
       "content-type": "application/json;charset=utf-8",
       "content-length": Buffer.byteLength(text),
@@ -634,7 +646,14 @@ export async function startAlipaySandbox(
     const unsigned = fault === "unsignedError";
     Object.assign(
       record,
-      writeClassic(res, responseKey, answer(), unsigned ? undefined : signer, answerSn(fault)),
+      writeClassic(
+        res,
+        responseKey,
+        answer(),
+        unsigned ? undefined : signer,
+        answerSn(fault),
+        paddingFor(fault),
+      ),
     );
   };
 
@@ -724,7 +743,10 @@ export async function startAlipaySandbox(
     }
     const { status, payload } = answer();
     const offset = fault === "staleTimestamp" ? -10 * 60_000 : 0;
-    Object.assign(record, writeV3(res, status, payload, signer, offset, answerSn(fault)));
+    Object.assign(
+      record,
+      writeV3(res, status, payload, signer, offset, answerSn(fault), paddingFor(fault)),
+    );
   };
 
   const notifyFields = (trade: AlipayTrade, opts: NotifyOptions): Record<string, string> => {

@@ -56,7 +56,15 @@ export type WechatFault =
   | "badSignature"
   | "staleTimestamp"
   /** An error that would stop a watch were it trusted (400 PARAM_ERROR), without Wechatpay-* headers. */
-  | "unsignedError";
+  | "unsignedError"
+  /**
+   * The real answer, signed, padded with 2 MiB of JSON whitespace and sent in chunks without a
+   * Content-Length (more than a query's answer may be: only reading it tells).
+   */
+  | "huge";
+
+/** The huge fault's padding: 32 chunks of 64 KiB (2 MiB). */
+const PADDING_CHUNKS = 32;
 
 /** Every fault, in the order the control API lists them. */
 export const WECHAT_FAULTS: readonly WechatFault[] = [
@@ -67,6 +75,7 @@ export const WECHAT_FAULTS: readonly WechatFault[] = [
   "badSignature",
   "staleTimestamp",
   "unsignedError",
+  "huge",
 ];
 
 export type WechatRequestRecord = {
@@ -416,14 +425,24 @@ export async function startWechatPaySandbox(
     const ts = Formatter.timestamp() - (stale ? 10 * 60 : 0);
     const nonce = Formatter.nonce(32);
     const signer: KeyObject = fault === "badSignature" ? wrong.privateKey : platform.privateKey;
+    const padding = fault === "huge" ? " ".repeat(64 * 1024) : "";
+    // The huge fault's padding (leading whitespace) is signed with the body, as it is sent.
+    const signed = padding.repeat(PADDING_CHUNKS) + reply.body;
     const headers: Record<string, string | number> = {
       "Request-ID": requestId(),
       "Wechatpay-Nonce": nonce,
       "Wechatpay-Serial": platformSerial,
-      "Wechatpay-Signature": Rsa.sign(Formatter.response(ts, nonce, reply.body), signer),
+      "Wechatpay-Signature": Rsa.sign(Formatter.response(ts, nonce, signed), signer),
       "Wechatpay-Signature-Type": SIGNATURE_TYPE,
       "Wechatpay-Timestamp": ts,
     };
+    if (padding) {
+      headers["Content-Type"] = "application/json; charset=utf-8";
+      res.writeHead(reply.status, headers);
+      for (let i = 0; i < PADDING_CHUNKS; i++) res.write(padding);
+      res.end(reply.body);
+      return;
+    }
     if (reply.status !== 204) {
       headers["Content-Type"] = "application/json; charset=utf-8";
       headers["Content-Length"] = Buffer.byteLength(reply.body);

@@ -113,6 +113,12 @@ export function staleness(what: string, at: number, now: number): string | undef
   return `stale: ${what} ${Math.round(off / 1000)} s off (more than ${ANSWER_CLOCK_SKEW_MS / 1000} s)`;
 }
 
+/**
+ * The largest answer read from a provider: 1 MiB. A query's answer is a few KiB and a certificate
+ * download a few more; past this the answer is transient (nothing decided), never read on.
+ */
+export const MAX_ANSWER_BYTES = 1024 * 1024;
+
 /** A fetched answer, read whole, or why it could not be had. */
 export type Fetched =
   | { ok: true; status: number; headers: Headers; text: string }
@@ -128,7 +134,13 @@ export async function fetchText(
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   try {
     const res = await doFetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
-    const text = await res.text();
+    const text = await cappedAnswer(res, MAX_ANSWER_BYTES);
+    if (text === undefined) {
+      return {
+        ok: false,
+        reason: `HTTP ${res.status} answer over ${MAX_ANSWER_BYTES} bytes, not read (the limit)`,
+      };
+    }
     return { ok: true, status: res.status, headers: res.headers, text };
   } catch (error) {
     const name = error instanceof Error ? error.name : "";
@@ -139,6 +151,39 @@ export async function fetchText(
     const message = error instanceof Error ? error.message : String(error);
     return { ok: false, reason: `network error: ${clip(message)}` };
   }
+}
+
+/**
+ * An answer's body as UTF-8 text, or undefined when it is over `maxBytes`: refused from its
+ * Content-Length before anything is read, else once the stream passes the limit (cancelled, so
+ * that the connection is let go). Streams, so it is the same on Workers and Node.
+ */
+async function cappedAnswer(res: Response, maxBytes: number): Promise<string | undefined> {
+  if (Number(res.headers.get("content-length")) > maxBytes) {
+    await res.body?.cancel().catch(() => {});
+    return undefined;
+  }
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
 }
 
 /**

@@ -13,7 +13,7 @@ import {
   type WechatPayAccount,
 } from "../../src/payments/accounts";
 import { alipayProvider, verifyAlipayNotification } from "../../src/payments/alipay";
-import type { NotificationResult } from "../../src/payments/provider";
+import { MAX_ANSWER_BYTES, type NotificationResult } from "../../src/payments/provider";
 import { verifyWechatPayNotification, wechatPayProvider } from "../../src/payments/wechatpay";
 
 /** How long an injected "timeout" holds a request; the providers give up well before. */
@@ -159,6 +159,12 @@ describe.each(["classic", "v3"] as const)("Alipay %s against the sandbox", (api)
       const answer = await p.query(no);
       expect(answer, fault).toMatchObject({ kind: "transient" });
     }
+    // A signed answer over 1 MiB (Content-Length says so) is not read, however good it is.
+    sandbox.inject("huge");
+    expect(await p.query(no)).toEqual({
+      kind: "transient",
+      reason: `HTTP 200 answer over ${MAX_ANSWER_BYTES} bytes, not read (the limit)`,
+    });
     sandbox.inject("badSignature");
     expect(await p.close(no)).toMatchObject({ kind: "transient" });
     sandbox.inject("tradeNotExist");
@@ -325,6 +331,12 @@ describe.each(["publicKey", "certificate"] as const)(
         sandbox.inject(fault);
         expect(await p.query(no), fault).toMatchObject({ kind: "transient" });
       }
+      // A signed answer over 1 MiB, streamed without a Content-Length: read up to the limit only.
+      sandbox.inject("huge");
+      expect(await p.query(no)).toEqual({
+        kind: "transient",
+        reason: `HTTP 200 answer over ${MAX_ANSWER_BYTES} bytes, not read (the limit)`,
+      });
       const unpaid = orderNo("wx");
       sandbox.createTrade(unpaid);
       for (const fault of ["badSignature", "staleTimestamp"] as const) {
