@@ -16,7 +16,8 @@ export default defineConfig({
           name: "node",
           include: ["test/**/*.test.ts"],
           exclude: ["test/workers/**", "test/reliability/**", "node_modules/**"],
-          globalSetup: ["test/support/global-setup.ts"],
+          // tools-setup says which suites skip for want of a tool (none under CI).
+          globalSetup: ["test/support/tools-setup.ts", "test/support/global-setup.ts"],
           testTimeout: 20_000,
           hookTimeout: 20_000,
         },

@@ -9,10 +9,13 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { signWebhook } from "../../src/dispatch/signature";
 import { startTestService, type TestService } from "../support/service";
+import { mustHave, PYTHON, skipFor } from "../support/tools";
 
 const root = join(import.meta.dirname, "..", "..");
 const packageDir = join(root, "clients", "python");
-const python = process.env.PYTHON ?? "python3";
+const python = PYTHON;
+/** Why the suite is skipped: no Python with venv and pytest, outside CI (tools-setup.ts prints it). */
+const skip = skipFor("python");
 const ALIPAY_ACCOUNT = "pytest";
 
 type Run = { code: number | null; output: string; stdout: string };
@@ -112,8 +115,9 @@ let venvPython: string;
 let vectorsFile: string;
 
 beforeAll(async () => {
-  // A missing interpreter or pytest fails the suite (CI installs them), never skips it.
-  await must("python3 (Python >= 3.9 with pytest)", python, ["-m", "pytest", "--version"]);
+  if (skip) return;
+  // Under CI a missing interpreter, venv or pytest fails the suite, with what to install.
+  mustHave("python");
   scratch = mkdtempSync(join(tmpdir(), "delayq-python-"));
   vectorsFile = join(scratch, "signature-vectors.json");
   writeFileSync(vectorsFile, JSON.stringify(await signatureVectors()));
@@ -145,16 +149,20 @@ afterAll(async () => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
-it("installs with pip and imports as delayq from the venv, not the source tree", async () => {
-  const output = await must("importing delayq", venvPython, [
-    "-c",
-    "import delayq, os; print(os.path.dirname(delayq.__file__)); print(delayq.__version__)",
-  ]);
-  const [where, version] = output.trim().split("\n");
-  expect(where?.startsWith(join(scratch, "venv"))).toBe(true);
-  expect(where?.endsWith(join("site-packages", "delayq"))).toBe(true);
-  expect(version).toMatch(/^\d+\.\d+\.\d+$/);
-}, 30_000);
+it.skipIf(skip)(
+  "installs with pip and imports as delayq from the venv, not the source tree",
+  async () => {
+    const output = await must("importing delayq", venvPython, [
+      "-c",
+      "import delayq, os; print(os.path.dirname(delayq.__file__)); print(delayq.__version__)",
+    ]);
+    const [where, version] = output.trim().split("\n");
+    expect(where?.startsWith(join(scratch, "venv"))).toBe(true);
+    expect(where?.endsWith(join("site-packages", "delayq"))).toBe(true);
+    expect(version).toMatch(/^\d+\.\d+\.\d+$/);
+  },
+  30_000,
+);
 
 /** METADATA of the wheel, read by Python's own parser of that format (email headers). */
 const READ_METADATA = `
@@ -169,52 +177,56 @@ print(json.dumps({
 }))
 `;
 
-it("builds a wheel whose metadata carries the README as its description and the project URLs", async () => {
-  // As a user builds it where no index is reachable; where setuptools can build wheels itself
-  // (>= 70.1, or with `wheel`), the backend is setuptools.build_meta and this checks its output.
-  const out = join(scratch, "wheel");
-  await must("pip wheel ./clients/python", venvPython, [
-    "-m",
-    "pip",
-    "wheel",
-    "--quiet",
-    "--no-build-isolation",
-    "--no-index",
-    "--no-deps",
-    "--wheel-dir",
-    out,
-    packageDir,
-  ]);
-  const [wheel] = readdirSync(out).filter((name) => name.endsWith(".whl"));
-  expect(wheel).toMatch(/^delayq-\d+\.\d+\.\d+-py3-none-any\.whl$/);
-  const printed = await must("reading METADATA", venvPython, [
-    "-c",
-    READ_METADATA,
-    join(out, wheel ?? ""),
-  ]);
-  const meta = JSON.parse(printed.trim().split("\n").at(-1) ?? "") as {
-    name: string;
-    summary: string;
-    license: string;
-    contentType: string;
-    urls: string[] | null;
-    description: string;
-  };
-  const readme = readFileSync(join(packageDir, "README.md"), "utf8");
-  expect(meta.name).toBe("delayq");
-  expect(meta.summary).toMatch(/delayq/);
-  expect(meta.license).toBe("MIT");
-  expect(meta.contentType).toBe("text/markdown");
-  expect(meta.description.trim()).toBe(readme.trim());
-  // The URLs are pyproject.toml's [project.urls], each as "Label, URL".
-  const pyproject = readFileSync(join(packageDir, "pyproject.toml"), "utf8");
-  const table = /^\[project\.urls\]\n((?:\w+ = "[^"]+"\n)+)/m.exec(pyproject)?.[1] ?? "";
-  const urls = [...table.matchAll(/^(\w+) = "([^"]+)"$/gm)].map((m) => `${m[1]}, ${m[2]}`);
-  expect(urls.map((url) => url.split(",")[0])).toEqual(
-    expect.arrayContaining(["Homepage", "Repository", "Issues"]),
-  );
-  expect(meta.urls).toEqual(urls);
-}, 60_000);
+it.skipIf(skip)(
+  "builds a wheel whose metadata carries the README as its description and the project URLs",
+  async () => {
+    // As a user builds it where no index is reachable; where setuptools can build wheels itself
+    // (>= 70.1, or with `wheel`), the backend is setuptools.build_meta and this checks its output.
+    const out = join(scratch, "wheel");
+    await must("pip wheel ./clients/python", venvPython, [
+      "-m",
+      "pip",
+      "wheel",
+      "--quiet",
+      "--no-build-isolation",
+      "--no-index",
+      "--no-deps",
+      "--wheel-dir",
+      out,
+      packageDir,
+    ]);
+    const [wheel] = readdirSync(out).filter((name) => name.endsWith(".whl"));
+    expect(wheel).toMatch(/^delayq-\d+\.\d+\.\d+-py3-none-any\.whl$/);
+    const printed = await must("reading METADATA", venvPython, [
+      "-c",
+      READ_METADATA,
+      join(out, wheel ?? ""),
+    ]);
+    const meta = JSON.parse(printed.trim().split("\n").at(-1) ?? "") as {
+      name: string;
+      summary: string;
+      license: string;
+      contentType: string;
+      urls: string[] | null;
+      description: string;
+    };
+    const readme = readFileSync(join(packageDir, "README.md"), "utf8");
+    expect(meta.name).toBe("delayq");
+    expect(meta.summary).toMatch(/delayq/);
+    expect(meta.license).toBe("MIT");
+    expect(meta.contentType).toBe("text/markdown");
+    expect(meta.description.trim()).toBe(readme.trim());
+    // The URLs are pyproject.toml's [project.urls], each as "Label, URL".
+    const pyproject = readFileSync(join(packageDir, "pyproject.toml"), "utf8");
+    const table = /^\[project\.urls\]\n((?:\w+ = "[^"]+"\n)+)/m.exec(pyproject)?.[1] ?? "";
+    const urls = [...table.matchAll(/^(\w+) = "([^"]+)"$/gm)].map((m) => `${m[1]}, ${m[2]}`);
+    expect(urls.map((url) => url.split(",")[0])).toEqual(
+      expect.arrayContaining(["Homepage", "Repository", "Issues"]),
+    );
+    expect(meta.urls).toEqual(urls);
+  },
+  60_000,
+);
 
 type PyrightDiagnostic = {
   file: string;
@@ -228,52 +240,66 @@ type PyrightReport = {
   summary: { filesAnalyzed: number; errorCount: number };
 };
 
-it("type-checks clean with pyright in strict mode, as its README promises", async () => {
-  // The pinned devDependency, run on the config in clients/python/pyproject.toml, resolving
-  // imports (pytest) with the venv's interpreter, the one the suite runs with.
-  const pyright = join(root, "node_modules", ".bin", "pyright");
-  const result = await run(pyright, ["-p", packageDir, "--pythonpath", venvPython, "--outputjson"]);
-  let report: PyrightReport;
-  try {
-    report = JSON.parse(result.stdout) as PyrightReport;
-  } catch {
-    throw new Error(`pyright gave no JSON report (exit ${result.code}):\n${result.output}`);
-  }
-  const errors = report.generalDiagnostics
-    .filter((d) => d.severity === "error")
-    .map((d) => {
-      const at = d.range ? `:${d.range.start.line + 1}:${d.range.start.character + 1}` : "";
-      return `${d.file}${at} - ${d.message}${d.rule ? ` (${d.rule})` : ""}`;
-    });
-  if (errors.length > 0) console.log(errors.join("\n"));
-  expect(errors, errors.join("\n")).toEqual([]);
-  expect(report.summary.errorCount).toBe(0);
-  expect(result.code, result.output.slice(-4000)).toBe(0);
-  // Both the package and its tests were looked at, not an empty selection.
-  const sources = [join(packageDir, "src", "delayq"), join(packageDir, "tests")].flatMap((dir) =>
-    readdirSync(dir).filter((name) => name.endsWith(".py")),
-  );
-  expect(report.summary.filesAnalyzed).toBeGreaterThanOrEqual(sources.length);
-}, 60_000);
+it.skipIf(skip)(
+  "type-checks clean with pyright in strict mode, as its README promises",
+  async () => {
+    // The pinned devDependency, run on the config in clients/python/pyproject.toml, resolving
+    // imports (pytest) with the venv's interpreter, the one the suite runs with.
+    const pyright = join(root, "node_modules", ".bin", "pyright");
+    const result = await run(pyright, [
+      "-p",
+      packageDir,
+      "--pythonpath",
+      venvPython,
+      "--outputjson",
+    ]);
+    let report: PyrightReport;
+    try {
+      report = JSON.parse(result.stdout) as PyrightReport;
+    } catch {
+      throw new Error(`pyright gave no JSON report (exit ${result.code}):\n${result.output}`);
+    }
+    const errors = report.generalDiagnostics
+      .filter((d) => d.severity === "error")
+      .map((d) => {
+        const at = d.range ? `:${d.range.start.line + 1}:${d.range.start.character + 1}` : "";
+        return `${d.file}${at} - ${d.message}${d.rule ? ` (${d.rule})` : ""}`;
+      });
+    if (errors.length > 0) console.log(errors.join("\n"));
+    expect(errors, errors.join("\n")).toEqual([]);
+    expect(report.summary.errorCount).toBe(0);
+    expect(result.code, result.output.slice(-4000)).toBe(0);
+    // Both the package and its tests were looked at, not an empty selection.
+    const sources = [join(packageDir, "src", "delayq"), join(packageDir, "tests")].flatMap((dir) =>
+      readdirSync(dir).filter((name) => name.endsWith(".py")),
+    );
+    expect(report.summary.filesAnalyzed).toBeGreaterThanOrEqual(sources.length);
+  },
+  60_000,
+);
 
-it("passes its pytest suite against the service", async () => {
-  if (!service) throw new Error("the service did not start");
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    DELAYQ_URL: service.url,
-    DELAYQ_TOKEN: service.token,
-    DELAYQ_SCOPED_TOKEN: service.scopedToken,
-    DELAYQ_SIGNATURE_VECTORS: vectorsFile,
-    DELAYQ_ALIPAY_ACCOUNT: ALIPAY_ACCOUNT,
-    PYTHONDONTWRITEBYTECODE: "1",
-  };
-  delete env.PYTHONPATH;
-  // -rs lists each skipped test with its reason ("route not served yet: ...").
-  const result = await run(venvPython, ["-m", "pytest", "-q", "-rs", "tests"], {
-    cwd: packageDir,
-    env,
-  });
-  console.log(result.output);
-  expect(result.code, result.output.slice(-4000)).toBe(0);
-  expect(result.output).toMatch(/\d+ passed/);
-}, 120_000);
+it.skipIf(skip)(
+  "passes its pytest suite against the service",
+  async () => {
+    if (!service) throw new Error("the service did not start");
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DELAYQ_URL: service.url,
+      DELAYQ_TOKEN: service.token,
+      DELAYQ_SCOPED_TOKEN: service.scopedToken,
+      DELAYQ_SIGNATURE_VECTORS: vectorsFile,
+      DELAYQ_ALIPAY_ACCOUNT: ALIPAY_ACCOUNT,
+      PYTHONDONTWRITEBYTECODE: "1",
+    };
+    delete env.PYTHONPATH;
+    // -rs lists each skipped test with its reason ("route not served yet: ...").
+    const result = await run(venvPython, ["-m", "pytest", "-q", "-rs", "tests"], {
+      cwd: packageDir,
+      env,
+    });
+    console.log(result.output);
+    expect(result.code, result.output.slice(-4000)).toBe(0);
+    expect(result.output).toMatch(/\d+ passed/);
+  },
+  120_000,
+);

@@ -1,14 +1,16 @@
 // The dashboard and /docs in a real headless Chromium (Debian's, driven by playwright-core): sign in,
 // watch counts change, kick a dead job, pause a topic, refuse a wrong token, never run a job body.
 // Screenshots go to test-results/ops/ (git-ignored). Any request off 127.0.0.1 fails the test.
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { type ServerType, serve } from "@hono/node-server";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, SHOP_A, type TestApp, testApp } from "../support/app";
+import { chromiumPath, mustHave, skipFor } from "../support/tools";
 
-const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
+/** Why the suite is skipped: no browser, outside CI (tools-setup.ts prints it). */
+const skip = skipFor("chromium");
 const SHOTS = "test-results/ops";
 
 let t: TestApp;
@@ -18,12 +20,8 @@ let browser: Browser;
 const offsite: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `The browser tests need Chromium at ${CHROMIUM}: install Debian's package ` +
-        "(sudo apt-get install -y chromium) or set CHROMIUM_BIN to a Chromium binary",
-    );
-  }
+  if (skip) return;
+  mustHave("chromium");
   mkdirSync(SHOTS, { recursive: true });
   t = testApp();
   await new Promise<void>((resolve) => {
@@ -31,7 +29,7 @@ beforeAll(async () => {
   });
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   browser = await chromium.launch({
-    executablePath: CHROMIUM,
+    executablePath: chromiumPath(),
     args: [
       "--no-sandbox",
       "--disable-gpu",
@@ -45,8 +43,9 @@ beforeAll(async () => {
 }, 30_000);
 
 afterAll(async () => {
+  if (skip) return;
   await browser?.close();
-  await new Promise((resolve) => server?.close(resolve));
+  if (server) await new Promise((resolve) => server.close(resolve));
   expect(offsite, "requests that left the machine").toEqual([]);
 });
 
@@ -78,7 +77,7 @@ async function signIn(page: Page, token: string): Promise<void> {
 const cell = (page: Page, topic: string, state: string) =>
   page.locator(`tr[data-topic="${topic}"] td[data-count="${state}"]`);
 
-describe("the dashboard in Chromium", () => {
+describe.skipIf(skip)("the dashboard in Chromium", () => {
   it("refuses a wrong token and keeps no session", async () => {
     const { context, page } = await fresh();
     await signIn(page, `${ADMIN}-wrong`);

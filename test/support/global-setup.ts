@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo, Socket } from "node:net";
 import type { TestProject } from "vitest/node";
 import { startBridge } from "../../dev/bridge";
-import { startRedisServer } from "../../dev/redis-server";
+import { findRedisServer, RedisNotInstalledError, startRedisServer } from "../../dev/redis-server";
 import { RespConnection } from "../../dev/resp";
 import { scriptTexts } from "../../src/redis/lua/scripts";
 
@@ -98,6 +98,17 @@ async function startRecorder(): Promise<{
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  try {
+    findRedisServer();
+  } catch (error) {
+    if (!(error instanceof RedisNotInstalledError)) throw error;
+    // One line instead of this setup's stack, and none from every test file after it.
+    console.error(
+      "npm test needs redis-server: sudo apt-get install -y redis-server (macOS: brew install " +
+        "redis), or set REDIS_SERVER_BIN to a redis-server binary",
+    );
+    process.exit(1);
+  }
   const redis = await startRedisServer();
   // delayq's scripts are in Redis's cache from the start, as in any deployment after its first
   // minute: tests that count requests then never count a first use's NOSCRIPT and EVAL, whatever
