@@ -71,7 +71,7 @@ function growthNote(d: ScaleResult): string {
 /** The blocks this script owns, by name. */
 export function readmeBlocks(json: Json): Record<string, string> {
   return {
-    machine: machineLine(json),
+    machine: machineLine(json, false),
     systems: systemsTable(json),
     scale: scaleLine(json.scale),
     single: singleTables(json.single),

@@ -571,20 +571,31 @@ export function cryptoTable(value: unknown): string {
 }
 
 /** The machine and the run, one paragraph. */
-export function machineLine(json: Json): string {
+/**
+ * The machine and the run. `dated`: with the run's date and commit, as the console and
+ * bench/TARGETS.md want; docs/benchmarks.md describes the product as it is, so it gets neither.
+ */
+export function machineLine(json: Json, dated = true): string {
   const m = (json.machine ?? {}) as Json;
   const load = (m.loadAverage ?? {}) as { atStart?: number[]; atEnd?: number[] };
   const loads = (list?: number[]) => (list ? list.map((n) => n.toFixed(1)).join(", ") : "?");
   const date = typeof m.date === "string" ? m.date.slice(0, 10) : "?";
+  const minutes = fmt(
+    num(m.runSeconds) === undefined ? undefined : (m.runSeconds as number) / 60,
+    0,
+  );
+  const mode = String((m.settings as Json | undefined)?.mode ?? "?");
+  const when = dated
+    ? `run of ${date} (${mode} mode, ${minutes} min) on commit ${String(m.commit ?? "?")}` +
+      `${m.uncommittedChanges ? " (with uncommitted changes)" : ""}; `
+    : `one run (${mode} mode, ${minutes} min); `;
   return (
     `Machine: ${String(m.cores ?? "?")} cores (${String(m.cpu ?? "?")}), ${String(m.memoryGiB ?? "?")} GiB, ` +
     `${String(m.os ?? "?")}, Node ${String(m.node ?? "?")}, redis-server ${String(m.redis ?? "?")}; ` +
-    `run of ${date} (${String((m.settings as Json | undefined)?.mode ?? "?")} mode, ` +
-    `${fmt(num(m.runSeconds) === undefined ? undefined : (m.runSeconds as number) / 60, 0)} min) ` +
-    `on commit ${String(m.commit ?? "?")}${m.uncommittedChanges ? " (with uncommitted changes)" : ""}; ` +
+    when +
     `load average (1, 5, 15 min) ${loads(load.atStart)} at the start, ${loads(load.atEnd)} at the end ` +
     "(the machine is shared: other work ran beside the benchmark)." +
-    rerunLine(m.singleRerun as Json | undefined, loads)
+    rerunLine(m.singleRerun as Json | undefined, loads, dated)
   );
 }
 
@@ -592,14 +603,21 @@ export function machineLine(json: Json): string {
  * A part rerun alone and merged into the results (`machine.singleRerun`): the single-job shape
  * and the herd (`--only single`), with its own commit, date and load.
  */
-function rerunLine(rerun: Json | undefined, loads: (list?: number[]) => string): string {
+function rerunLine(
+  rerun: Json | undefined,
+  loads: (list?: number[]) => string,
+  dated: boolean,
+): string {
   if (!rerun) return "";
   const load = (rerun.loadAverage ?? {}) as { atStart?: number[]; atEnd?: number[] };
   const date = typeof rerun.date === "string" ? rerun.date.slice(0, 10) : "?";
+  const when = dated
+    ? `of ${date} on commit ${String(rerun.commit ?? "?")}` +
+      `${rerun.uncommittedChanges ? " (with uncommitted changes)" : ""}, `
+    : "at another time, ";
   return (
     ` The single-job and herd tables come from a rerun of that part alone (\`--only single\`) ` +
-    `of ${date} on commit ${String(rerun.commit ?? "?")}` +
-    `${rerun.uncommittedChanges ? " (with uncommitted changes)" : ""}, load average ` +
+    `${when}load average ` +
     `${loads(load.atStart)} at the start, ${loads(load.atEnd)} at the end: compare within them.`
   );
 }
