@@ -56,7 +56,7 @@ describe("ouqiang's PHP client (start-point/delayqueue-php)", () => {
     }
     // Its HTTP library (Guzzle 5) resolves "/push" against the host's root whatever path the
     // server URL has, so it is pointed at a proxy that maps / to /compat/ouqiang/<token>/, as
-    // the README tells its users to do with nginx.
+    // docs/clients.md tells its users to do with nginx.
     const proxy = await rootProxy(`${service.url}/compat/ouqiang/${service.token}`);
     try {
       const label = crypto.randomUUID().slice(0, 8);
