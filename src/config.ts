@@ -63,6 +63,8 @@ const common = {
   ),
   DQ_POLL_INTERVAL_MS: whole("DQ_POLL_INTERVAL_MS", 50, 20_000, DEFAULT_POLL_INTERVAL_MS),
   DQ_TICK_BUDGET_MS: whole("DQ_TICK_BUDGET_MS", 100, 14 * 60_000, 20_000),
+  // How long a dashboard session lasts, seconds (src/http/pages/session.ts): 12 h by default.
+  DQ_DASHBOARD_SESSION_S: whole("DQ_DASHBOARD_SESSION_S", 60, 30 * 86400, 12 * 3600),
   // The most topics one /metrics scrape reads.
   DQ_METRICS_MAX_TOPICS: whole("DQ_METRICS_MAX_TOPICS", 1, 100_000, DEFAULT_METRICS_MAX_TOPICS),
   // Each Redis call is short (a long-poll waits in delayq, between short calls), so one limit

@@ -149,6 +149,7 @@ export function buildService(
     log,
     counters,
     metricsMaxTopics: config.DQ_METRICS_MAX_TOPICS,
+    dashboardSessionSeconds: config.DQ_DASHBOARD_SESSION_S,
     paymentWatches: { list: (page) => payments.list(page) },
     refundWatches: { list: (page) => refunds.list(page) },
     payments: {

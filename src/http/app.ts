@@ -40,6 +40,8 @@ export type AppOptions = {
   paymentWatches?: PaymentWatchSource;
   /** Lists refund watches for the dashboard, under the payment watches. */
   refundWatches?: RefundWatchSource;
+  /** How long a dashboard session lasts, seconds (DQ_DASHBOARD_SESSION_S). @default 12 h */
+  dashboardSessionSeconds?: number;
   /** Push delivery: the QStash callback route, and prompt delivery of jobs due soon. */
   push?: PushOptions;
   /** Payment (and refund) watches: /v1/payments, /v1/refunds and the providers' notifications. */

@@ -347,6 +347,24 @@ export class DelayQueue {
   }
 
   /**
+   * Opens a dashboard session (src/http/pages/session.ts) for `ttlMs`: `key` is a digest of its id,
+   * `tokenId` the id of the token it was opened with (scripts/sessions.ts).
+   */
+  async openSession(key: string, tokenId: string, ttlMs: number): Promise<void> {
+    await this.shared.scripts.run("sessionStart", this.shared.clock(), [key, tokenId, ttlMs]);
+  }
+
+  /** The token id of the dashboard session `key`, or undefined when it has ended or expired. */
+  sessionToken(key: string): Promise<string | undefined> {
+    return this.shared.scripts.run("sessionRead", this.shared.clock(), [key]);
+  }
+
+  /** Ends the dashboard session `key` (sign-out). */
+  async endSession(key: string): Promise<void> {
+    await this.shared.scripts.run("sessionEnd", this.shared.clock(), [key]);
+  }
+
+  /**
    * The deployment's random secret for sealing the cursors of topic pages (src/http/
    * topic-cursors.ts): made in Redis by the first call anywhere, and read again after a minute, or
    * when `fresh` (a cursor that did not open), so that a process follows a secret made anew (the

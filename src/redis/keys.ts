@@ -122,6 +122,12 @@ export const KEY_LAYOUT = {
    * watchPolled (an outcome) and watchStop count it out; absent at zero.
    */
   tokenWatches: "tok:<id>:watches",
+  /**
+   * string: a dashboard session, keyed by the SHA-256 (hex) of its id, so that the keyspace gives
+   * no cookie away; its value `token:<token id>` (http/auth.ts: tokenIdOf). Expires with the
+   * session (DQ_DASHBOARD_SESSION_S); sign-out deletes it (scripts/sessions.ts).
+   */
+  session: "session:<digest>",
 } as const;
 
 export type KeyName = keyof typeof KEY_LAYOUT;

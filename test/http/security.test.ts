@@ -1,7 +1,7 @@
 // Auth on every route (from the OpenAPI document), topic-scoped tokens, and token parsing.
 import { describe, expect, it } from "vitest";
 import { accountAllows } from "../../src/domain/scope";
-import { parseTokens } from "../../src/http/auth";
+import { parseTokens, tokenIdOf } from "../../src/http/auth";
 import { DelayqError } from "../../src/index";
 import { DelayQueue } from "../../src/queue";
 import { SHOP_A, type TestApp, testApp } from "../support/app";
@@ -217,17 +217,27 @@ describe("DQ_TOKENS parsing", () => {
       " admin , shop:shop-a.*|payments , paying:shop-b.*|wechatpay/shop-b|*/shared-*|alipay/b ",
     );
     expect(tokens.size).toBe(3);
-    expect(await tokens.identify("admin")).toEqual({ scope: undefined, accounts: undefined });
+    expect(await tokens.identify("admin")).toEqual({
+      scope: undefined,
+      accounts: undefined,
+      tokenId: await tokenIdOf("admin"),
+    });
     // A limited token without a provider/account pattern watches no payment account.
     expect(await tokens.identify("shop")).toEqual({
       scope: ["shop-a.*", "payments"],
       accounts: [],
+      tokenId: await tokenIdOf("shop"),
     });
     const paying = await tokens.identify("paying");
     expect(paying).toEqual({
       scope: ["shop-b.*"],
       accounts: ["wechatpay/shop-b", "*/shared-*", "alipay/b"],
+      tokenId: await tokenIdOf("paying"),
     });
+    // Each token is found by its id too (a dashboard session's), with its scope; no other id.
+    expect(await tokens.byId(await tokenIdOf("paying"))).toEqual(paying);
+    expect(await tokens.byId(await tokenIdOf("nobody"))).toBeUndefined();
+    expect(await tokens.byId("")).toBeUndefined();
     const allowed = (provider: string, account: string) =>
       accountAllows(paying?.accounts, provider, account);
     expect(allowed("wechatpay", "shop-b")).toBe(true);
@@ -250,17 +260,13 @@ describe("DQ_TOKENS parsing", () => {
     for (let round = 0; round < 3; round++) {
       for (const token of asked) answers.push(await tokens.identify(token));
     }
-    const once = [
-      { scope: ["shop-a.*", "payments"], accounts: [] },
-      { scope: undefined, accounts: undefined },
-      undefined,
-      { scope: ["shop-a.*", "payments"], accounts: [] },
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      { scope: undefined, accounts: undefined },
-    ];
+    const shop = {
+      scope: ["shop-a.*", "payments"],
+      accounts: [],
+      tokenId: await tokenIdOf("shop"),
+    };
+    const admin = { scope: undefined, accounts: undefined, tokenId: await tokenIdOf("admin") };
+    const once = [shop, admin, undefined, shop, undefined, undefined, undefined, undefined, admin];
     expect(answers).toEqual([...once, ...once, ...once]);
   });
 

@@ -2,6 +2,7 @@
 // confirmation, escaping of job bodies, topic-scoped tokens, paging, pause/resume, payment watches.
 import { describe, expect, it } from "vitest";
 import { RawJson } from "../../src/domain/raw-json";
+import { parseTokens } from "../../src/http/auth";
 import type { PaymentWatchSource, RefundWatchSource } from "../../src/http/pages/payments";
 import { ADMIN, SHOP_A, type TestApp, testApp } from "../support/app";
 
@@ -156,6 +157,116 @@ describe("signing in", () => {
     });
     expect(out.location).toBe("/dashboard/login");
     expect(out.headers.get("set-cookie")).toMatch(/delayq_dashboard=;.*Max-Age=0/);
+  });
+});
+
+describe("sessions", () => {
+  /** Every key of the app's prefix, and every string value, as one text. */
+  async function keyspace(t: TestApp): Promise<string> {
+    const found = await t.redis.keys(`${t.keys.base}*`);
+    const values = await Promise.all(
+      found.map(async (key) => ((await t.redis.type(key)) === "string" ? t.redis.get(key) : "")),
+    );
+    return JSON.stringify([found, values]);
+  }
+
+  it("are an opaque id of their own in the cookie, lasting 12 h, and Redis holds neither it nor the token", async () => {
+    const t = testApp();
+    const res = await send(t, "/dashboard/login", {
+      method: "POST",
+      body: new URLSearchParams({ token: ADMIN }),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    const header = res.headers.get("set-cookie") ?? "";
+    expect(header).toMatch(/Max-Age=43200/);
+    const id = /^delayq_dashboard=([^;]*)/.exec(header)?.[1] as string;
+    expect(id).toMatch(/^[A-Za-z0-9_-]{43}$/); // 256 random bits
+    expect(id).not.toContain(ADMIN);
+    // Another sign-in with the same token is another session.
+    expect(await login(t)).not.toBe(`delayq_dashboard=${id}`);
+    const stored = await keyspace(t);
+    expect(stored).not.toContain(id);
+    expect(stored).not.toContain(ADMIN);
+    // Redis expires it: a key of the session's lifetime.
+    const [key] = await t.redis.keys(`${t.keys.base}session:*`);
+    const left = await t.redis.pttl(key as string);
+    expect(left).toBeGreaterThan(43_100_000);
+    expect(left).toBeLessThanOrEqual(43_200_000);
+    // The token itself in the cookie is no session (it was, before sessions of their own).
+    expect((await get(t, `delayq_dashboard=${ADMIN}`, "/dashboard")).location).toBe(
+      "/dashboard/login",
+    );
+  });
+
+  it("last DQ_DASHBOARD_SESSION_S (dashboardSessionSeconds), in Redis and the cookie's Max-Age", async () => {
+    const t = testApp({ dashboardSessionSeconds: 90 });
+    const res = await send(t, "/dashboard/login", {
+      method: "POST",
+      body: new URLSearchParams({ token: ADMIN }),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(res.headers.get("set-cookie")).toMatch(/Max-Age=90;/);
+    const [key] = await t.redis.keys(`${t.keys.base}session:*`);
+    const left = await t.redis.pttl(key as string);
+    expect(left).toBeGreaterThan(80_000);
+    expect(left).toBeLessThanOrEqual(90_000);
+    // Once Redis has let it go (as at its expiry), the cookie opens nothing.
+    const cookie = `delayq_dashboard=${/^delayq_dashboard=([^;]*)/.exec(res.headers.get("set-cookie") ?? "")?.[1]}`;
+    expect((await get(t, cookie, "/dashboard")).status).toBe(200);
+    await t.redis.pexpire(key as string, 1);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect((await get(t, cookie, "/dashboard")).location).toBe("/dashboard/login");
+  });
+
+  it("end at sign-out: the same cookie, sent again, opens nothing", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    const other = await login(t);
+    const page = await get(t, cookie, "/dashboard");
+    expect(page.status).toBe(200);
+    await send(t, "/dashboard/logout", {
+      method: "POST",
+      body: new URLSearchParams({ csrf: csrfOf(page.html) }),
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+    });
+    const replayed = await get(t, cookie, "/dashboard");
+    expect(replayed.status).toBe(303);
+    expect(replayed.location).toBe("/dashboard/login");
+    const action = await post(t, cookie, { action: "pause", topic: "x", csrf: csrfOf(page.html) });
+    expect(action.status).toBe(401);
+    expect((await t.call("GET", "/v1/topics/x")).json.config?.paused).toBeUndefined();
+    // Only that session: another of the same token goes on.
+    expect((await get(t, other, "/dashboard")).status).toBe(200);
+    // A sign-out without the session's CSRF value ends nothing.
+    await send(t, "/dashboard/logout", {
+      method: "POST",
+      body: new URLSearchParams({ csrf: "0".repeat(64) }),
+      headers: { cookie: other, "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect((await get(t, other, "/dashboard")).status).toBe(200);
+  });
+
+  it("stop working once their token leaves DQ_TOKENS, and follow its scope as DQ_TOKENS says now", async () => {
+    const t = testApp();
+    await t.call("POST", "/v1/jobs", { body: { topic: "shop-a.x", body: 1 } });
+    await t.call("POST", "/v1/jobs", { body: { topic: "shop-b.x", body: 1 } });
+    const admin = await login(t);
+    const shop = await login(t, SHOP_A);
+    // The same Redis, DQ_TOKENS changed: the admin token is gone, the shop's sees shop-b only.
+    const next = testApp({
+      test: t,
+      tokens: parseTokens(`other-admin,${SHOP_A}:shop-b.*`),
+    });
+    const gone = await get(next, admin, "/dashboard");
+    expect(gone.status).toBe(303);
+    expect(gone.location).toBe("/dashboard/login");
+    const scoped = await get(next, shop, "/dashboard");
+    expect(scoped.status).toBe(200);
+    expect(scoped.html).toContain("shop-b.x");
+    expect(scoped.html).not.toContain("shop-a.x");
+    // Before the change, the same cookies opened their pages.
+    expect((await get(t, admin, "/dashboard")).status).toBe(200);
+    expect((await get(t, shop, "/dashboard")).html).toContain("shop-a.x");
   });
 });
 

@@ -14,7 +14,13 @@ import { errorPage, frame, loginPage, notFound } from "./dashboard-pieces";
 import type { View } from "./dashboard-view";
 import { setPageHeaders } from "./layout";
 import type { PaymentWatchSource, RefundWatchSource } from "./payments";
-import { endSession, fromThisSite, readSession, startSession } from "./session";
+import {
+  DEFAULT_SESSION_SECONDS,
+  endSession,
+  fromThisSite,
+  readSession,
+  startSession,
+} from "./session";
 import { FAVICON_SVG, STYLESHEET } from "./style";
 
 export { DASHBOARD_PAGE_SIZE } from "./dashboard-view";
@@ -28,11 +34,14 @@ export type DashboardOptions = {
   /** Lists refund watches, under the payment watches; without it there is no such table. */
   refundWatches?: RefundWatchSource;
   log: Logger;
+  /** How long a session lasts, seconds (DQ_DASHBOARD_SESSION_S). @default DEFAULT_SESSION_SECONDS (12 h) */
+  sessionSeconds?: number;
 };
 
 /** The dashboard's routes, to mount at /dashboard. */
 export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
-  const { tokens, log } = options;
+  const { tokens, log, queue } = options;
+  const sessionSeconds = options.sessionSeconds ?? DEFAULT_SESSION_SECONDS;
   const cursors = topicCursors(options.queue);
   const app = new Hono<AppEnv>();
 
@@ -57,7 +66,7 @@ export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
   });
 
   app.get("/login", async (c) => {
-    if (await readSession(c, tokens)) return c.redirect("/dashboard", 303);
+    if (await readSession(c, tokens, queue)) return c.redirect("/dashboard", 303);
     return c.html(loginPage());
   });
 
@@ -67,19 +76,20 @@ export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
     const form = await readForm(c).catch(() => undefined);
     if (!form) return c.html(loginPage(UNREADABLE_FORM), 400);
     const token = typeof form.token === "string" ? form.token.trim() : "";
-    if (!token || !(await tokens.identify(token))) {
+    const access = token ? await tokens.identify(token) : undefined;
+    if (!access?.tokenId) {
       return c.html(loginPage("That token is not valid. Use one of the API's bearer tokens."), 401);
     }
-    startSession(c, token);
+    await startSession(c, queue, access.tokenId, sessionSeconds);
     return c.redirect("/dashboard", 303);
   });
 
   app.post("/logout", async (c) => {
-    const session = await readSession(c, tokens);
+    const session = await readSession(c, tokens, queue);
     const form = await readForm(c).catch(() => undefined);
     if (!form) return c.html(loginPage(UNREADABLE_FORM), 400);
     if (session && fromThisSite(c) && sameText(String(form.csrf ?? ""), session.csrf)) {
-      endSession(c);
+      await endSession(c, queue, session);
     }
     return c.redirect("/dashboard/login", 303);
   });
@@ -88,7 +98,7 @@ export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
   const page =
     (render: (view: View) => Promise<Response>) =>
     async (c: Context<AppEnv>): Promise<Response> => {
-      const session = await readSession(c, tokens);
+      const session = await readSession(c, tokens, queue);
       if (!session) {
         return c.req.method === "GET" || c.req.method === "HEAD"
           ? c.redirect("/dashboard/login", 303)

@@ -28,6 +28,8 @@ export type OpsOptions = {
   paymentWatches?: PaymentWatchSource;
   /** Lists refund watches for the dashboard, under the payment watches. */
   refundWatches?: RefundWatchSource;
+  /** How long a dashboard session lasts, seconds (DQ_DASHBOARD_SESSION_S). @default 12 h */
+  dashboardSessionSeconds?: number;
 };
 
 export function opsRoutes(app: OpenAPIHono<AppEnv>, options: OpsOptions): void {
@@ -62,6 +64,9 @@ export function opsRoutes(app: OpenAPIHono<AppEnv>, options: OpsOptions): void {
       queue,
       tokens,
       log: options.log,
+      ...(options.dashboardSessionSeconds
+        ? { sessionSeconds: options.dashboardSessionSeconds }
+        : {}),
       ...(options.paymentWatches ? { paymentWatches: options.paymentWatches } : {}),
       ...(options.refundWatches ? { refundWatches: options.refundWatches } : {}),
     }),

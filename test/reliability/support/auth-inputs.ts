@@ -12,7 +12,7 @@ import {
   wellFormed,
   wire,
 } from "./arbitraries";
-import { csrfOf, type FuzzRequest, type SeedTools } from "./fuzz";
+import { csrfOf, type FuzzRequest, type SeedTools, sessionOf } from "./fuzz";
 
 export const ADMIN = "admin-Tok3n-o9e4";
 export const SHOP = "shop-a-Tok3n-i7k2";
@@ -544,9 +544,12 @@ const compatRequestsOf = (token: string): fc.Arbitrary<RouteRequest> =>
       body: endpoint === "finish" ? body : { ...body, receipt: undefined },
     }));
 
-/** Dashboard requests a session of `token` may send, on any topic or job. */
-const dashboardRequestsOf = (token: string): fc.Arbitrary<FuzzRequest> => {
-  const cookie = `delayq_dashboard=${encodeURIComponent(token)}`;
+/**
+ * Dashboard requests a session of `token` may send, on any topic or job: its session's (`signedIn`)
+ * or, for a token that is not ours, the token itself as the cookie.
+ */
+const dashboardRequestsOf = (token: string, signedIn = false): fc.Arbitrary<FuzzRequest> => {
+  const cookie = `delayq_dashboard=${signedIn ? sessionOf(token) : encodeURIComponent(token)}`;
   const page = (path: string): FuzzRequest => ({ method: "GET", path, headers: { cookie } });
   return fc.oneof(
     fc.constant(page("/dashboard")),
@@ -575,7 +578,11 @@ const dashboardRequestsOf = (token: string): fc.Arbitrary<FuzzRequest> => {
           "sec-fetch-site": "same-origin",
         },
         // The CSRF value of this very session, as a page of it would carry.
-        body: new URLSearchParams({ ...form, csrf: csrfOf(token), confirm: "yes" }).toString(),
+        body: new URLSearchParams({
+          ...form,
+          csrf: signedIn ? csrfOf(token) : "0".repeat(64),
+          confirm: "yes",
+        }).toString(),
       })),
   );
 };
@@ -601,7 +608,7 @@ export const scopedPageRequestArb: fc.Arbitrary<
 > = fc.oneof(
   {
     weight: 4,
-    arbitrary: dashboardRequestsOf(SHOP).map((r) => ({ ...r, kind: "dashboard" as const })),
+    arbitrary: dashboardRequestsOf(SHOP, true).map((r) => ({ ...r, kind: "dashboard" as const })),
   },
   {
     weight: 4,

@@ -47,10 +47,31 @@ const CODE_PATTERN = new RegExp(`^(${CODES.join("|")}): .`, "s");
 /** A V8 stack frame: "at fn (/path/file.ts:1:2)", "at file:///x.js:3:4", "at node:internal/…". */
 const STACK_FRAME = /\bat\s+(?:\S+\s+\()?(?:file:\/\/|node:|\/|[A-Za-z]:\\)[^\s)]*:\d+(?::\d+)?/;
 
-/** The CSRF value of a dashboard session, computed with node:crypto (not delayq's code). */
-export function csrfOf(token: string): string {
-  return createHmac("sha256", token).update("delayq dashboard csrf v1").digest("hex");
+/**
+ * The dashboard session of `token` (signed in after each seeding), as a request carries it:
+ * send() puts the session's id in its place (path, body, headers), or the token itself when the
+ * token has none (it is not ours).
+ */
+export function sessionOf(token: string): string {
+  return `@@SESSION:${token}@@`;
 }
+
+/**
+ * The CSRF value of `token`'s dashboard session, filled in by send(); `cut` drops its first
+ * character (a value almost right).
+ */
+export function csrfOf(token: string, options: { cut?: boolean } = {}): string {
+  return `@@${options.cut ? "CSRFCUT" : "CSRF"}:${token}@@`;
+}
+
+/** A session's CSRF value, computed with node:crypto (not delayq's code). */
+function csrfValue(sessionId: string): string {
+  return createHmac("sha256", sessionId).update("delayq dashboard csrf v1").digest("hex");
+}
+
+/** The placeholders of sessionOf and csrfOf, as written or URL-encoded (in a form body). */
+const SESSION_PLACEHOLDER =
+  /(?:@@|%40%40)(SESSION|CSRF|CSRFCUT)(?::|%3A)([A-Za-z0-9_.-]*)(?:@@|%40%40)/g;
 
 // ---------------------------------------------------------------------------------------------
 // The stack under test
@@ -234,11 +255,30 @@ export async function startTarget<S extends { receipts: Record<string, string> }
     return String(reply.value);
   };
   let seeded: S;
+  // The dashboard session of each token of the target, by token: signed in after each seeding,
+  // through the app, so that the baseline holds them.
+  let sessions: Record<string, string> = {};
+  const signIn = async () => {
+    const opened: Record<string, string> = {};
+    for (const entry of options.tokens.split(",")) {
+      const token = entry.trim().split(":")[0] as string;
+      const res = await app.request("/dashboard/login", {
+        method: "POST",
+        body: new URLSearchParams({ token }),
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      });
+      const id = /^delayq_dashboard=([^;]+)/.exec(res.headers.get("set-cookie") ?? "")?.[1];
+      if (!id) throw new Error(`seed: signing in with ${token} answered ${res.status}`);
+      opened[token] = id;
+    }
+    return opened;
+  };
   let baseline = "";
   let current = "";
   const reseed = async () => {
     await stack.raw("FLUSHALL");
     seeded = await options.seed(queue, tools);
+    sessions = await signIn();
     baseline = await digest();
     current = baseline;
   };
@@ -263,11 +303,19 @@ export async function startTarget<S extends { receipts: Record<string, string> }
       target.requests++;
       const receipts = seeded.receipts;
       const fill = (text: string) =>
-        text.replace(/@@RECEIPT:([^@]*)@@/g, (_, id: string) => receipts[id] ?? "no-receipt");
+        text
+          .replace(/@@RECEIPT:([^@]*)@@/g, (_, id: string) => receipts[id] ?? "no-receipt")
+          .replace(SESSION_PLACEHOLDER, (_, what: string, token: string) => {
+            const id = sessions[token];
+            if (what === "SESSION") return id ?? token;
+            const csrf = csrfValue(id ?? token);
+            return what === "CSRF" ? csrf : csrf.slice(1);
+          });
       const hasBody = request.body !== undefined && !["GET", "HEAD"].includes(request.method);
       const body = hasBody && typeof request.body === "string" ? fill(request.body) : request.body;
       const url = `http://localhost${fill(request.path)}`;
       const headers = { ...request.headers };
+      if (headers.cookie !== undefined) headers.cookie = fill(headers.cookie);
       // A QStash callback to sign: over the URL and body as sent (receipts filled in).
       const sign = /^@@SIGN:([a-z-]+)@@$/.exec(headers["upstash-signature"] ?? "");
       if (sign) {

@@ -21,7 +21,7 @@ import {
   wellFormed,
   wire,
 } from "./arbitraries";
-import { csrfOf, type FuzzRequest, SESSION_COOKIE, type SeedTools } from "./fuzz";
+import { csrfOf, type FuzzRequest, SESSION_COOKIE, type SeedTools, sessionOf } from "./fuzz";
 import type { SignatureKind } from "./qstash-signature";
 
 export const ADMIN = "fuzz-admin-7Qe2vX9k";
@@ -686,16 +686,18 @@ const getRoutes = ROUTES.filter((r) => r.method === "GET");
 
 /** The dashboard's session cookie: the admin's, a wrong token's, garbage, or none. */
 const cookieArb: fc.Arbitrary<string | undefined> = fc.oneof(
-  { weight: 8, arbitrary: fc.constant(`${SESSION_COOKIE}=${ADMIN}`) },
+  { weight: 8, arbitrary: fc.constant(`${SESSION_COOKIE}=${sessionOf(ADMIN)}`) },
   { weight: 1, arbitrary: fc.constant(undefined) },
   {
     weight: 1,
     arbitrary: fc.constantFrom(
-      `${SESSION_COOKIE}=${ADMIN}x`,
+      `${SESSION_COOKIE}=${sessionOf(ADMIN)}x`,
+      // The token itself is no session.
+      `${SESSION_COOKIE}=${ADMIN}`,
       `${SESSION_COOKIE}=`,
       `${SESSION_COOKIE}=${encodeURIComponent(`${ADMIN} `)}`,
       `other=${ADMIN}`,
-      `${SESSION_COOKIE}=wrong; ${SESSION_COOKIE}=${ADMIN}`,
+      `${SESSION_COOKIE}=wrong; ${SESSION_COOKIE}=${sessionOf(ADMIN)}`,
     ),
   },
   { weight: 1, arbitrary: fc.string({ maxLength: 40 }).map((v) => `${SESSION_COOKIE}=${wire(v)}`) },
@@ -737,7 +739,10 @@ const dashboardFormArb = fc.oneof(
           back: backArb,
           csrf: fc.oneof(
             { weight: 4, arbitrary: fc.constant(csrfOf(ADMIN)) },
-            { weight: 1, arbitrary: fc.constantFrom(csrfOf("other"), "", csrfOf(ADMIN).slice(1)) },
+            {
+              weight: 1,
+              arbitrary: fc.constantFrom(csrfOf("other"), "", csrfOf(ADMIN, { cut: true })),
+            },
           ),
           confirm: fc.oneof(
             { weight: 3, arbitrary: fc.constant("yes") },
@@ -836,7 +841,7 @@ const dashboardActionArb: fc.Arbitrary<FuzzRequest> = fc
     method: "POST",
     path: "/dashboard/actions",
     headers: {
-      cookie: `${SESSION_COOKIE}=${ADMIN}`,
+      cookie: `${SESSION_COOKIE}=${sessionOf(ADMIN)}`,
       "content-type": "application/x-www-form-urlencoded",
       ...(site === undefined ? {} : { "sec-fetch-site": site }),
     },

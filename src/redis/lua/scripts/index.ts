@@ -11,6 +11,7 @@ import { list } from "./list";
 import { watchList, watchPolled, watchRead, watchStart, watchStop } from "./payments";
 import { pop } from "./pop";
 import { claim, handOff, notices, published, renotice, settle, stillHeld } from "./push";
+import { sessionEnd, sessionRead, sessionStart } from "./sessions";
 import { tick } from "./tick";
 import { configure, cursorSecret, listTopics, topicStats } from "./topics";
 
@@ -43,6 +44,9 @@ export const SCRIPTS = {
   watchPolled,
   watchStop,
   watchList,
+  sessionStart,
+  sessionRead,
+  sessionEnd,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;
