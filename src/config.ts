@@ -64,7 +64,7 @@ const common = {
   DQ_POLL_INTERVAL_MS: whole("DQ_POLL_INTERVAL_MS", 50, 20_000, DEFAULT_POLL_INTERVAL_MS),
   DQ_TICK_BUDGET_MS: whole("DQ_TICK_BUDGET_MS", 100, 14 * 60_000, 20_000),
   // How long a dashboard session lasts, seconds (src/http/pages/session.ts): 12 h by default.
-  DQ_DASHBOARD_SESSION_S: whole("DQ_DASHBOARD_SESSION_S", 60, 30 * 86400, 12 * 3600),
+  DQ_DASHBOARD_SESSION_S: whole("DQ_DASHBOARD_SESSION_S", 1, 30 * 86400, 12 * 3600),
   // The most topics one /metrics scrape reads.
   DQ_METRICS_MAX_TOPICS: whole("DQ_METRICS_MAX_TOPICS", 1, 100_000, DEFAULT_METRICS_MAX_TOPICS),
   // Each Redis call is short (a long-poll waits in delayq, between short calls), so one limit
@@ -88,10 +88,11 @@ const common = {
   DQ_WECHATPAY_ACCOUNTS: z.string().optional(),
   DQ_SUBREQUESTS: whole("DQ_SUBREQUESTS", 10, 100_000, 1000),
   DQ_MIN_POLL_MS: whole("DQ_MIN_POLL_MS", 0, 3_600_000, 1000),
-  // The most watches (payments and refunds) polling at once that one token's requests started.
+  // The most watches (payments and refunds) polling at once that one token's requests started
+  // (0: tokens may start none).
   DQ_MAX_WATCHES_PER_TOKEN: whole(
     "DQ_MAX_WATCHES_PER_TOKEN",
-    1,
+    0,
     100_000_000,
     DEFAULT_MAX_WATCHES_PER_TOKEN,
   ),

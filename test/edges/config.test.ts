@@ -109,6 +109,29 @@ describe("whole-number settings", () => {
   });
 });
 
+describe("the edges' bounds", () => {
+  it("DQ_DASHBOARD_SESSION_S: 12 h by default, 1 s to 30 days", () => {
+    expect(parseConfig(base).DQ_DASHBOARD_SESSION_S).toBe(43_200);
+    expect(parseConfig({ ...base, DQ_DASHBOARD_SESSION_S: "1" }).DQ_DASHBOARD_SESSION_S).toBe(1);
+    expect(failure({ ...base, DQ_DASHBOARD_SESSION_S: "0" }).message).toMatch(
+      /DQ_DASHBOARD_SESSION_S must be at least 1/,
+    );
+    expect(failure({ ...base, DQ_DASHBOARD_SESSION_S: "12h" }).message).toMatch(
+      /DQ_DASHBOARD_SESSION_S must be a number/,
+    );
+  });
+
+  it("DQ_MAX_WATCHES_PER_TOKEN: 100,000 by default, 0 (none) allowed", () => {
+    expect(parseConfig(base).DQ_MAX_WATCHES_PER_TOKEN).toBe(100_000);
+    expect(parseConfig({ ...base, DQ_MAX_WATCHES_PER_TOKEN: "0" }).DQ_MAX_WATCHES_PER_TOKEN).toBe(
+      0,
+    );
+    expect(failure({ ...base, DQ_MAX_WATCHES_PER_TOKEN: "-1" }).message).toMatch(
+      /DQ_MAX_WATCHES_PER_TOKEN must be at least 0/,
+    );
+  });
+});
+
 describe("functions/node.ts", () => {
   it("exits 1 with one line naming the variable, no stack trace and no password", async () => {
     const entry = spawnNodeEntry({ ...base, UPSTASH_REDIS_REST_URL: TCP_URL, PORT: "1" });
