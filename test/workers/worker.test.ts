@@ -62,6 +62,44 @@ describe("fetch", () => {
     expect((await call(bindings, "GET", "/v1/jobs/w1")).json.job.state).toBe("finished");
   });
 
+  it("opens a dashboard session, shows its pages and ends it at sign-out, inside workerd", async () => {
+    const bindings = isolated();
+    type Init = { method?: string; headers?: Record<string, string>; body?: URLSearchParams };
+    const send = async (path: string, init: Init = {}) => {
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(
+        new Request(`https://delayq.test${path}`, { redirect: "manual", ...init }),
+        bindings,
+        ctx,
+      );
+      await waitOnExecutionContext(ctx);
+      return { status: res.status, headers: res.headers, text: await res.text() };
+    };
+    const form = "application/x-www-form-urlencoded";
+    const login = await send("/dashboard/login", {
+      method: "POST",
+      body: new URLSearchParams({ token: "worker-admin" }),
+      headers: { "content-type": form },
+    });
+    expect(login.status).toBe(303);
+    const header = login.headers.get("set-cookie") ?? "";
+    expect(header).toMatch(/^delayq_dashboard=[A-Za-z0-9_-]{43}; Max-Age=43200;/);
+    expect(header).toContain("Secure");
+    const cookie = header.split(";")[0] as string;
+    const page = await send("/dashboard", { headers: { cookie } });
+    expect(page.status).toBe(200);
+    const csrf = /name="csrf" value="([0-9a-f]{64})"/.exec(page.text)?.[1] as string;
+    const out = await send("/dashboard/logout", {
+      method: "POST",
+      body: new URLSearchParams({ csrf }),
+      headers: { cookie, "content-type": form },
+    });
+    expect(out.status).toBe(303);
+    const after = await send("/dashboard", { headers: { cookie } });
+    expect(after.status).toBe(303);
+    expect(after.headers.get("location")).toBe("/dashboard/login");
+  });
+
   it("refuses a missing token and a token scoped to other topics", async () => {
     const bindings = isolated();
     expect((await call(bindings, "GET", "/v1/topics", undefined, null)).status).toBe(401);
