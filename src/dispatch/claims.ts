@@ -6,7 +6,7 @@ import type { PushConfig } from "../domain/push";
 import { splitRecord } from "../redis/record";
 import type { ReplyOf } from "../redis/runner";
 import type { Budget } from "../run/budget";
-import type { Parcel } from "./delivery";
+import { type Parcel, sendTime } from "./delivery";
 import type { ClaimedJob, DispatchDeps, JobHandler } from "./deps";
 
 /**
@@ -37,6 +37,11 @@ export type Claimed = {
   more: boolean;
   /** The subrequests the claimed jobs may still cost (taken from the budget). */
   cost: number;
+  /**
+   * Topics with flow control whose jobs the claims held back (or that have jobs due later within
+   * the horizon), and when a claim may take more of each (unix ms).
+   */
+  held: Map<string, number>;
 };
 
 export type ClaimArgs = {
@@ -69,7 +74,7 @@ export function worstJobCost(handlers: DispatchDeps["handlers"]): number {
  */
 function cost(claimed: Claimed): number {
   const q = claimed.viaQStash.length;
-  const looks = new Set(claimed.direct.map((parcel) => parcel.meta.due)).size;
+  const looks = new Set(claimed.direct.map(sendTime)).size;
   return (
     (DIRECT_COST - 1) * claimed.direct.length +
     looks +
@@ -98,6 +103,7 @@ export async function claimDue(
     internal: [],
     more: false,
     cost: 0,
+    held: new Map(),
   };
   const worst = worstJobCost(deps.handlers);
   for (let round = 0, size = FIRST_CLAIM; round < MAX_CLAIM_ROUNDS; round++, size *= 2) {
@@ -107,9 +113,9 @@ export async function claimDue(
       break;
     }
     const before = { claimed: out.claimed, cost: cost(out) };
-    let groups: ReplyOf<"claim">;
+    let reply: ReplyOf<"claim">;
     try {
-      groups = await deps.scripts.run("claim", args.now, [
+      reply = await deps.scripts.run("claim", args.now, [
         args.horizon,
         most,
         100,
@@ -121,7 +127,7 @@ export async function claimDue(
       budget.giveBack(most * worst); // the claim itself was made (or may have been)
       throw error;
     }
-    classify(deps, groups, out);
+    classify(deps, reply, out);
     budget.giveBack(most * worst - (cost(out) - before.cost));
     out.more = out.claimed - before.claimed >= most;
     if (!out.more) break;
@@ -130,24 +136,30 @@ export async function claimDue(
   return out;
 }
 
-function classify(deps: DispatchDeps, groups: ReplyOf<"claim">, out: Claimed): void {
-  for (const group of groups) {
+function classify(deps: DispatchDeps, reply: ReplyOf<"claim">, out: Claimed): void {
+  for (const { topic, at } of reply.held) {
+    out.held.set(topic, Math.min(out.held.get(topic) ?? at, at));
+  }
+  for (const group of reply) {
     const push = (JSON.parse(group.config) as { push?: PushConfig }).push;
-    for (const raw of group.records) {
+    for (const [i, raw] of group.records.entries()) {
       const { meta, body } = splitRecord(raw);
       out.claimed += 1;
       if (!push) continue; // un-pushed since: its lease brings it back to the pulled topic
       const handler = (push.via as string) === "internal" && deps.handlers[internalKind(push.url)];
+      const sendAt = group.sendAt?.[i];
+      const parcel: Parcel =
+        sendAt === undefined ? { meta, body, push } : { meta, body, push, at: sendAt };
       if (handler) out.internal.push({ job: { meta, body }, handler });
       else if (
         push.via === "qstash" &&
         deps.qstash &&
         deps.route(meta.topic, push.url).refused === undefined
       ) {
-        out.viaQStash.push({ meta, body, push });
+        out.viaQStash.push(parcel);
       } else {
         if (push.via === "qstash" && !deps.qstash) deps.warnNoQStash();
-        out.direct.push({ meta, body, push });
+        out.direct.push(parcel);
       }
     }
   }

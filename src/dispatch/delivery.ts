@@ -13,7 +13,17 @@ export type Parcel = {
   /** The body's JSON text, as stored. */
   body: string;
   push: PushConfig;
+  /**
+   * When it is sent (unix ms), when not at its due time: a topic with `rate` spaces its
+   * deliveries (never before the due time).
+   */
+  at?: number;
 };
+
+/** When a parcel is sent: its send time, else its due time. */
+export function sendTime(parcel: Parcel): number {
+  return parcel.at ?? parcel.meta.due;
+}
 
 /** The delivery body: one line of JSON, the job's body inserted as its stored text. */
 export function deliveryBody(parcel: Parcel): string {

@@ -4,7 +4,7 @@ import { DIRECT_WINDOW_MS } from "../domain/push";
 import { messageOf } from "../log";
 import type { Run } from "../run/run";
 import type { Work } from "../run/work";
-import { deliverDirect, type Parcel } from "./delivery";
+import { deliverDirect, type Parcel, sendTime } from "./delivery";
 import type { DispatchDeps, DrainReport } from "./deps";
 import type { Delivery, Settled } from "./settle";
 import { until } from "./until";
@@ -95,13 +95,17 @@ export async function deliverOne(
   return settled.work;
 }
 
-/** Claimed direct parcels by due time: each group is looked at and sent together. */
+/**
+ * Claimed direct parcels by send time (their due time, or a rate's slot): each group is looked
+ * at and sent together.
+ */
 export function byDue(parcels: readonly Parcel[]): Map<number, Parcel[]> {
   const groups = new Map<number, Parcel[]>();
   for (const parcel of parcels) {
-    const group = groups.get(parcel.meta.due);
+    const at = sendTime(parcel);
+    const group = groups.get(at);
     if (group) group.push(parcel);
-    else groups.set(parcel.meta.due, [parcel]);
+    else groups.set(at, [parcel]);
   }
   return groups;
 }

@@ -65,7 +65,7 @@ export type Dispatcher = {
    */
   settle(
     run: Run,
-    delivery: { id: string; receipt: string; attempt: Attempt },
+    delivery: { id: string; receipt: string; attempt: Attempt; flow?: boolean },
   ): Promise<{ settled: boolean; work: Work[] }>;
   /** Cancels a job's QStash message (a delete does, before it answers). */
   cancel(messageId: string): Promise<void>;
@@ -122,12 +122,18 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   };
   return {
     drain: (run, work) => loopOf(run).drain(work),
-    async settle(run, { id, receipt, attempt }) {
+    async settle(run, { id, receipt, attempt, flow }) {
       // A QStash answer: the job may be due again before the next tick.
       const [settled] = await settleDeliveries(deps, run, [
         { id, receipt, attempt, windowMs: CLAIM_AHEAD_MS },
       ]);
-      return { settled: settled?.meta !== undefined, work: settled?.work ?? [] };
+      const meta = settled?.meta;
+      const work = settled?.work ?? [];
+      // The topic has `parallelism`: the answer frees a place, its held-back jobs may go now.
+      if (meta && flow) {
+        work.push({ kind: "claim", topic: meta.topic, horizon: run.clock() + CLAIM_AHEAD_MS });
+      }
+      return { settled: meta !== undefined, work };
     },
     async cancel(messageId) {
       await options.qstash?.cancel(messageId);

@@ -1,6 +1,7 @@
 // The run's loop: drains work and what follows from it (claim → delivery or handler → follow-ups
 // → claim) within the run's subrequest budget and time. It is the one place that knows about
 // budgets and deadlines; the parts it calls return the work that follows instead of starting it.
+import { DIRECT_WINDOW_MS } from "../domain/push";
 import { messageOf } from "../log";
 import type { Run } from "../run/run";
 import type { Work } from "../run/work";
@@ -40,6 +41,8 @@ export class RunLoop {
   private readonly handOffReserve: number;
   /** The run's settles: the answers that come within a few milliseconds go in one call. */
   private readonly settle: ReturnType<typeof settleBatches>;
+  /** Claims of held-back topics (flow control) the run will make, by topic: when. */
+  private readonly comeBack = new Map<string, number>();
 
   constructor(
     private readonly run: Run,
@@ -139,6 +142,7 @@ export class RunLoop {
     this.report.claimed += claimed.claimed;
     this.report.more ||= claimed.more;
     if (claimed.more) this.handOff(item, claimed);
+    for (const [topic, at] of claimed.held) this.claimAgain(topic, at, item.horizon);
     for (const [due, parcels] of byDue(claimed.direct)) this.track(this.sendGroup(due, parcels));
     if (claimed.viaQStash.length > 0) this.track(this.publish(claimed.viaQStash));
     for (const { job, handler } of claimed.internal) this.track(this.handle(job, handler));
@@ -157,9 +161,37 @@ export class RunLoop {
     for (const parcel of send) this.track(this.deliver(parcel));
   }
 
+  /**
+   * A topic with flow control had jobs held back (or due later within `horizon`): the run claims
+   * it again at `at`, when room may have freed (a rate's next slot, a look a second later while
+   * its parallelism is full, its next job's due time), while the run lasts. One such claim per
+   * topic waits at a time, the earliest asked for.
+   */
+  private claimAgain(topic: string, at: number, horizon: number): void {
+    const waiting = this.comeBack.get(topic);
+    if ((waiting !== undefined && waiting <= at) || at >= this.run.until) return;
+    this.comeBack.set(topic, at);
+    this.track(
+      until(at, this.run.clock).then(() => {
+        if (this.comeBack.get(topic) !== at) return;
+        this.comeBack.delete(topic);
+        this.claim({ kind: "claim", topic, horizon });
+      }),
+    );
+  }
+
   private async deliver(parcel: Parcel): Promise<void> {
     try {
-      this.follow(await deliverOne(this.run, this.deps, parcel, this.report, this.settle));
+      const work = await deliverOne(this.run, this.deps, parcel, this.report, this.settle);
+      // An answer frees a place of the topic's parallelism: its held-back jobs may go now.
+      if (parcel.push.parallelism !== undefined) {
+        work.push({
+          kind: "claim",
+          topic: parcel.meta.topic,
+          horizon: this.run.clock() + DIRECT_WINDOW_MS,
+        });
+      }
+      this.follow(work);
     } catch (error) {
       this.run.log({
         level: "error",

@@ -2,7 +2,7 @@
 // and reading the signed callbacks that report the receiver's answer.
 import { Client, QstashError, Receiver } from "@upstash/qstash";
 import { type Settlement, settlementOf } from "../domain/push";
-import { deliveryBody, deliveryHeaders, type Parcel, retryAfterFrom } from "./delivery";
+import { deliveryBody, deliveryHeaders, type Parcel, retryAfterFrom, sendTime } from "./delivery";
 
 /** Messages per `/v2/batch` request. */
 export const QSTASH_BATCH = 100;
@@ -34,10 +34,19 @@ export function continueUrl(publicUrl: string): string {
  */
 export type ContinueBody = { topic: string | null; share?: number };
 
-/** Where QStash reports an answer: delayq's own callback route, naming the reservation. */
-export function callbackUrl(publicUrl: string, id: string, receipt: string): string {
+/**
+ * Where QStash reports an answer: delayq's own callback route, naming the reservation. `flow`:
+ * the topic has `parallelism`, so the answer frees room and the callback claims the topic again.
+ */
+export function callbackUrl(publicUrl: string, id: string, receipt: string, flow = false): string {
   const base = publicUrl.replace(/\/+$/, "");
-  return `${base}/v1/qstash/callback?id=${encodeURIComponent(id)}&receipt=${encodeURIComponent(receipt)}`;
+  const url = `${base}/v1/qstash/callback?id=${encodeURIComponent(id)}&receipt=${encodeURIComponent(receipt)}`;
+  return flow ? `${url}&flow=1` : url;
+}
+
+/** Whether a parcel's answer frees room its topic's held-back jobs wait for (`parallelism`). */
+function flowOf(parcel: Parcel): boolean {
+  return parcel.push.parallelism !== undefined;
 }
 
 export type QStash = {
@@ -91,11 +100,11 @@ export function createQStash(settings: QStashSettings): QStash {
                 ...(await deliveryHeaders(parcel, body, now)),
               },
               // The SDK rounds notBefore to the nearest second; rounding up keeps it never early.
-              notBefore: Math.ceil(parcel.meta.due / 1000),
+              notBefore: Math.ceil(sendTime(parcel) / 1000),
               retries: 0,
               timeout: parcel.push.timeout,
-              callback: callbackUrl(publicUrl, parcel.meta.id, receipt),
-              failureCallback: callbackUrl(publicUrl, parcel.meta.id, receipt),
+              callback: callbackUrl(publicUrl, parcel.meta.id, receipt, flowOf(parcel)),
+              failureCallback: callbackUrl(publicUrl, parcel.meta.id, receipt, flowOf(parcel)),
             };
           }),
         );

@@ -7,6 +7,22 @@ export const MAX_PUSH_TIMEOUT_SECONDS = 60;
 export const DEFAULT_PUSH_TIMEOUT_SECONDS = 15;
 /** The longest Retry-After a receiver may ask for: one day. */
 export const MAX_RETRY_AFTER_SECONDS = 86_400;
+/** The most a push config's `rate` (a second) and `parallelism` may be. */
+export const MAX_FLOW = 1000;
+/**
+ * Deliveries of a topic with `rate` start at least FLOW_SPACING_MS / rate ms apart: a tenth more
+ * than 1000 / rate, so that network jitter (a send a little late, the next one on time) does not
+ * put rate + 1 arrivals within one second at the receiver.
+ */
+export const FLOW_SPACING_MS = 1100;
+/**
+ * How far ahead of its send time a job of a topic with flow control is claimed, ms: such topics
+ * are claimed as room frees, not a tick ahead (a job claimed early would take a place in the
+ * parallelism, or a rate slot, that an earlier job added later should have).
+ */
+export const FLOW_AHEAD_MS = 1000;
+/** How often a run with held-back jobs of a topic with `parallelism` looks again, ms. */
+export const FLOW_RETRY_MS = 1000;
 /** Headers a push config may add to each delivery. */
 export const MAX_PUSH_HEADERS = 10;
 /**
@@ -143,9 +159,40 @@ export const PushConfig = z
           "Up to 10 headers sent with each delivery (not content-type, delayq-*, upstash-*).",
         example: { "X-Api-Key": "k_live_123" },
       }),
+    /** Flow control: at most this many deliveries a second (1-1000). */
+    rate: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_FLOW)
+      .optional()
+      .meta({
+        description:
+          "Flow control: at most this many deliveries a second, 1-1000. Deliveries start at " +
+          "least 1.1/rate s apart; due jobs beyond it are held back and go out in due order.",
+        example: 20,
+      }),
+    /** Flow control: at most this many deliveries unanswered at once (1-1000). */
+    parallelism: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_FLOW)
+      .optional()
+      .meta({
+        description:
+          "Flow control: at most this many deliveries sent and not yet answered at once, 1-1000; " +
+          "due jobs beyond it are held back and go out in due order as answers come.",
+        example: 5,
+      }),
   })
   .meta({ id: "PushConfig" });
 export type PushConfig = z.output<typeof PushConfig>;
+
+/** Whether a push config limits its deliveries (`rate` or `parallelism`). */
+export function hasFlowControl(push: Pick<PushConfig, "rate" | "parallelism">): boolean {
+  return push.rate !== undefined || push.parallelism !== undefined;
+}
 
 /**
  * How a push delivery attempt ends: done finishes the job, bury moves it to the dead letter, retry

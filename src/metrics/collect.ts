@@ -70,6 +70,8 @@ function topicFamilies(
   const jobs: Sample[] = [];
   const ages: Sample[] = [];
   const paused: Sample[] = [];
+  const heldBack: Sample[] = [];
+  const heldAges: Sample[] = [];
   for (const stats of topics) {
     const topic = stats.topic;
     for (const state of STATES) jobs.push({ labels: { topic, state }, value: stats.counts[state] });
@@ -79,6 +81,14 @@ function topicFamilies(
       value: due !== undefined && due < now ? (now - due) / 1000 : 0,
     });
     paused.push({ labels: { topic }, value: stats.config.paused ? 1 : 0 });
+    if (stats.push) {
+      heldBack.push({ labels: { topic }, value: stats.push.heldBack });
+      const since = stats.push.heldBackSince;
+      heldAges.push({
+        labels: { topic },
+        value: since !== undefined && since < now ? (now - since) / 1000 : 0,
+      });
+    }
   }
   return [
     {
@@ -100,6 +110,22 @@ function topicFamilies(
       help: "1 when the topic is paused (hands out nothing), else 0.",
       type: "gauge",
       samples: paused,
+    },
+    {
+      name: "delayq_push_held_back",
+      help:
+        "Push topics: jobs due and not yet sent, held back by rate or parallelism (or waiting " +
+        "for a claim).",
+      type: "gauge",
+      samples: heldBack,
+    },
+    {
+      name: "delayq_push_held_back_age_seconds",
+      help:
+        "Push topics: seconds since the earliest due time among the held-back jobs (0 when " +
+        "none): how late flow control makes deliveries.",
+      type: "gauge",
+      samples: heldAges,
     },
     {
       name: "delayq_topics",

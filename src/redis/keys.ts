@@ -56,6 +56,12 @@ export const KEY_LAYOUT = {
   schedule: "schedule",
   /** zset: every topic ever used or configured (score 0, listed by name). */
   topics: "topics",
+  /**
+   * string: a push topic with `rate`: the first send time (ms) its next claimed job may have; each
+   * claimed job takes the later of its due time and this, and moves it on by the spacing. Expires
+   * once that time has passed (scripts/push.ts: claim).
+   */
+  flowSlot: "t:<topic>:flow",
   /** hash: counters of a push topic's deliveries (delivered, failed). */
   stats: "t:<topic>:stats",
   /** zset: the push topics (score 0, by name). */

@@ -251,7 +251,7 @@ describe("the invariant checker (so that a broken server would fail the properti
           topic: "p",
           counts: {},
           config: { push: { url: "https://x.example", secret: "…abcd" } },
-          push: { delivered: 1, failed: 0 },
+          push: { delivered: 1, failed: 0, heldBack: 0 },
         }),
       ),
     ).not.toThrow();
@@ -416,7 +416,12 @@ describe("the invariant checker (so that a broken server would fail the properti
     [
       "push counts on a pulled topic",
       get("/v1/topics/t"),
-      json(200, { topic: "t", counts: {}, config: {}, push: { delivered: 0, failed: 0 } }),
+      json(200, {
+        topic: "t",
+        counts: {},
+        config: {},
+        push: { delivered: 0, failed: 0, heldBack: 0 },
+      }),
       same,
     ],
     [
@@ -494,7 +499,7 @@ describe("fuzzing the HTTP API", () => {
     expect(pf1.job.lastDelivery).toEqual({ status: 503, at: FIXED_NOW, error: "HTTP 503" });
     expect(pf1.job.dueAt).toBe(FIXED_NOW + 60_000);
     const p1 = (await get("/v1/topics/p1")).json as Record<string, unknown>;
-    expect(p1.push).toEqual({ delivered: 1, failed: 1 });
+    expect(p1.push).toEqual({ delivered: 1, failed: 1, heldBack: 0 });
     expect((p1.config as { push: unknown }).push).toEqual({
       url: `${target.receiver.url}/hook`,
       via: "direct",

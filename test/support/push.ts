@@ -24,9 +24,12 @@ export type Received = {
   onConnection: number;
 };
 
-/** How a receiver answers a request: status, body, headers; or "hang" / "reset". */
+/**
+ * How a receiver answers a request: status, body, headers (after `delayMs`, a slow receiver); or
+ * "hang" / "reset".
+ */
 export type Answer =
-  | { status: number; body?: string; headers?: Record<string, string> }
+  | { status: number; body?: string; headers?: Record<string, string>; delayMs?: number }
   | "hang"
   | "reset";
 
@@ -69,8 +72,12 @@ export async function startReceiver(): Promise<Receiver> {
         req.socket.destroy();
         return;
       }
-      res.writeHead(answer.status, answer.headers ?? {});
-      res.end(answer.body ?? "");
+      const send = () => {
+        res.writeHead(answer.status, answer.headers ?? {});
+        res.end(answer.body ?? "");
+      };
+      if (answer.delayMs) setTimeout(send, answer.delayMs);
+      else send();
     });
   });
   server.on("connection", (socket) => {

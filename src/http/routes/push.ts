@@ -154,7 +154,14 @@ function callbackRoute(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
       const attempt = callbackAttempt(raw, run.clock());
       if (!attempt)
         throw new DelayqError("invalid_request", "The callback body is not QStash's JSON");
-      const { settled, work } = await options.dispatcher.settle(run, { id, receipt, attempt });
+      // `flow=1`: the topic has `parallelism` (dispatch/qstash.ts: callbackUrl).
+      const flow = c.req.query("flow") === "1";
+      const { settled, work } = await options.dispatcher.settle(run, {
+        id,
+        receipt,
+        attempt,
+        flow,
+      });
       // A job given back due soon is claimed again after the answer, a death told at once.
       drainAfter(c, options.dispatcher, work);
       return c.json({ settled }, 200);

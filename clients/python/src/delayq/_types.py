@@ -154,13 +154,17 @@ class _PushConfigBase(TypedDict):
 
 
 class PushConfig(_PushConfigBase, total=False):
-    """Where a push topic's due jobs are POSTed. A given ``secret`` is never echoed back."""
+    """Where a push topic's due jobs are POSTed. A given ``secret`` is never echoed back.
+    ``rate`` (deliveries a second) and ``parallelism`` (unanswered at once), 1-1000, hold due
+    jobs back; they go out in due order as room frees."""
 
     via: Literal["direct", "qstash"]
     secret: str
     timeout: int
     failureUrl: str
     headers: Dict[str, str]
+    rate: int
+    parallelism: int
 
 
 class TopicConfig(TypedDict, total=False):
@@ -206,10 +210,25 @@ class _TopicStatsBase(TypedDict):
     config: TopicConfig
 
 
+class _PushStatsBase(TypedDict):
+    delivered: int
+    failed: int
+    heldBack: int
+
+
+class PushStats(_PushStatsBase, total=False):
+    """A push topic's deliveries answered and failed, and its due jobs held back now (by
+    ``rate`` or ``parallelism``) with the earliest due time among them."""
+
+    heldBackSince: int
+
+
 class TopicStats(_TopicStatsBase, total=False):
-    """A topic's counts per state, earliest due time (absent when none wait) and config."""
+    """A topic's counts per state, earliest due time (absent when none wait) and config; push
+    topics also ``push``: their delivery counts and held-back jobs."""
 
     oldestDueAt: int
+    push: PushStats
 
 
 class _TopicPageBase(TypedDict):

@@ -271,10 +271,14 @@ end
 -- open slots are opened first). Each is reserved like a pop (one more attempt, the receipt
 -- "<nonce>.<n>") with a lease from its due time: until max(due, now) + ttr; one past its
 -- deadline dies instead. Appends the records to \`out\`; then resets the topic's claims entry to
--- the earliest time another of its jobs may need claiming (or removes it).
+-- the earliest time another of its jobs may need claiming (or removes it), and returns that time
+-- (nil: none). \`flow\` (a topic with \`rate\`; else nil): {slot = the first free send time,
+-- spacing = ms between sends, at = {}}: each job is sent at the later of its due time and the
+-- slot (its lease runs from then), the slot moves on by the spacing, and its send time is
+-- appended to \`at\`.
 -- Cost: migrate; per index (ready, delayed) ZRANGE (+ ZREM); per job GET + SET; ZADD
 -- (reserved), ZADD LT (schedule); then 2 ZRANGEs and the slots' first for the next time, ZADD.
-local function claim(topic, horizon, limit, nonce, out)
+local function claim(topic, horizon, limit, nonce, out, flow)
   local taken, bound = migrate(topic, 1000)
   local leases, first = {}, nil
   for _, index in ipairs({key.ready(topic), key.delayed(topic)}) do
@@ -287,8 +291,14 @@ local function claim(topic, horizon, limit, nonce, out)
     for _, id in ipairs(due) do
       local meta, body = load(id)
       if meta and meta.state == "waiting" then
-        local ends = reserve(id, meta, body, math.max(meta.due, NOW), nonce, out, leases)
+        local start = math.max(meta.due, NOW)
+        if flow then start = math.ceil(math.max(start, flow.slot)) end
+        local ends = reserve(id, meta, body, start, nonce, out, leases)
         if ends and (first == nil or ends < first) then first = ends end
+        if ends and flow then
+          flow.at[#flow.at + 1] = start
+          flow.slot = start + flow.spacing
+        end
       end
     end
   end
@@ -307,6 +317,7 @@ local function claim(topic, horizon, limit, nonce, out)
   else
     rcall("ZREM", key.claims, topic)
   end
+  return nextAt
 end
 
 -- Sets the schedule's \`${SCHEDULE_MARKERS.push}\` sentinel from the claims index: CLAIM_AHEAD before the earliest

@@ -1,14 +1,30 @@
 // claim, settle, published, stillHeld, notices, renotice: the scripts of push delivery
 // (src/dispatch drives them).
-import { SETTLE_OUTCOMES, type SettleOutcome } from "../../../domain/push";
+import {
+  FLOW_AHEAD_MS,
+  FLOW_RETRY_MS,
+  FLOW_SPACING_MS,
+  SETTLE_OUTCOMES,
+  type SettleOutcome,
+} from "../../../domain/push";
 import { type CodeName, codeName } from "../../codes";
 import { SCHEDULE_MARKERS } from "../../keys";
 import { asArray, byName, defineScript, jsonText, record } from "../script";
 
-/** Claimed jobs of one push topic, with the topic's config (its push settings). */
-export type ClaimedTopic = { topic: string; config: string; records: string[] };
+/**
+ * Claimed jobs of one push topic, with the topic's config (its push settings). `sendAt`: a topic
+ * with `rate` has each job sent at its own time (the record's order), else undefined (each at its
+ * due time).
+ */
+export type ClaimedTopic = { topic: string; config: string; records: string[]; sendAt?: number[] };
 
-export const claim = defineScript<ClaimedTopic[]>({
+/**
+ * What a claim took, per topic; and `held`: the topics with flow control whose jobs it held back
+ * (or that have jobs due later within the horizon), and when a claim may take more of each.
+ */
+export type ClaimReply = ClaimedTopic[] & { held: { topic: string; at: number }[] };
+
+export const claim = defineScript<ClaimReply>({
   name: "claim",
   lua: `
 --[[ claim: reserves push jobs due by a horizon, for delivery at their due times.
@@ -20,15 +36,24 @@ export const claim = defineScript<ClaimedTopic[]>({
   Each job is reserved with a lease from its due time (lib/transitions.ts: claim), so any number
   of ticks and requests may claim at once and a job is sent once per lease. Then the schedule's
   ~push sentinel is set from the claims index.
-  Returns, per topic with jobs claimed: topic, its config JSON, the number of records, records.
-  A paused topic is left out, and off the claims index until it resumes.
+  Flow control (a push config with parallelism or rate): such a topic's jobs are claimed only
+  FLOW_AHEAD before they are sent; at most parallelism minus its unanswered deliveries (leases
+  not yet ended), and with rate only those whose send time (the later of their due time and the
+  topic's next slot, key.flowSlot; slots FLOW_SPACING / rate apart) falls within FLOW_AHEAD.
+  The others stay waiting in their place (due order kept).
+  Returns: the number of held entries, then per such topic its name and when a claim may take
+  more of it (the next slot, FLOW_RETRY from now while the parallelism is full, or its next due
+  time, each less FLOW_AHEAD; only when by the horizon); then per topic with jobs claimed: topic,
+  its config JSON, the number of records, their send times ("" unless rate: comma-separated ms),
+  the records. A paused topic is left out, and off the claims index until it resumes.
   Cost when nothing is near: ZRANGE (claims), ZRANGE (claims, for the sentinel), ZADD or ZREM.
   Per topic: ZSCORE (push?), MGET (the topic's keys: its config), lib claim's. A hand-off's run:
-  GET, DECRBY (or DEL).
+  GET, DECRBY (or DEL). Flow control: ZCOUNT (parallelism), GET (rate) and SET when it claimed.
 ]]
 local horizon, most, maxTopics, nonce, only = tonumber(ARGV[4]), tonumber(ARGV[5]),
   tonumber(ARGV[6]), ARGV[7], ARGV[8]
 local consume = tonumber(ARGV[9]) or 0
+local FLOW_AHEAD, FLOW_SPACING, FLOW_RETRY = ${FLOW_AHEAD_MS}, ${FLOW_SPACING_MS}, ${FLOW_RETRY_MS}
 if consume > 0 and rcall("GET", key.handOffs) then
   if rcall("DECRBY", key.handOffs, consume) <= 0 then rcall("DEL", key.handOffs) end
 end
@@ -36,40 +61,97 @@ local topics = {only}
 if only == "" then
   topics = rcall("ZRANGE", key.claims, "-inf", horizon, "BYSCORE", "LIMIT", 0, maxTopics)
 end
-local out, taken = {}, 0
+local out, held, taken = {}, {}, 0
+-- A topic with flow control: claims what its limits leave room for, sent FLOW_AHEAD ahead at
+-- most; notes when to come back for the rest. Returns the records' send times ("" without rate).
+local function claimFlow(topic, push, n, records)
+  local limit, upTo = most - taken, math.min(horizon, NOW + FLOW_AHEAD)
+  local room, flow = nil, nil
+  if push.parallelism then
+    room = push.parallelism - rcall("ZCOUNT", key.reserved(topic), "(" .. NOW, "+inf")
+    limit = math.min(limit, room)
+  end
+  if push.rate then
+    flow = {slot = math.max(tonumber(rcall("GET", key.flowSlot(topic)) or "0"), NOW),
+      spacing = FLOW_SPACING / push.rate, at = {}}
+    if flow.slot > upTo then
+      limit = 0
+    else
+      limit = math.min(limit, math.floor((upTo - flow.slot) / flow.spacing) + 1)
+    end
+  end
+  local nextAt = nil
+  if limit > 0 then
+    nextAt = claim(topic, upTo, limit, nonce .. n, records, flow)
+  else
+    nextAt = tonumber(rcall("ZSCORE", key.claims, topic))
+  end
+  if flow and #flow.at > 0 then
+    rcall("SET", key.flowSlot(topic), flow.slot, "PX", math.ceil(flow.slot - NOW) + 1)
+  end
+  if nextAt then
+    local again = nextAt - FLOW_AHEAD
+    if flow and flow.slot - FLOW_AHEAD > again then again = flow.slot - FLOW_AHEAD end
+    if room and room - #records <= 0 and again < NOW + FLOW_RETRY then again = NOW + FLOW_RETRY end
+    if again <= horizon then
+      held[#held + 1] = topic
+      held[#held + 1] = math.max(again, NOW + 1)
+    end
+  end
+  if flow then return table.concat(flow.at, ",") end
+  return ""
+end
 for n, topic in ipairs(topics) do
   if taken >= most then break end
-  if not isPush(topic) or config(topic).paused then
+  local cfg = isPush(topic) and config(topic)
+  if not cfg or cfg.paused then
     -- Pulled again, or paused: nothing to claim. Resuming makes its jobs claimable anew
     -- (scripts/topics.ts: configure).
     rcall("ZREM", key.claims, topic)
   else
-    local records = {}
-    claim(topic, horizon, most - taken, nonce .. n, records)
+    local records, at = {}, ""
+    local push = cfg.push
+    if type(push) == "table" and (push.rate or push.parallelism) then
+      at = claimFlow(topic, push, n, records)
+    else
+      claim(topic, horizon, most - taken, nonce .. n, records)
+    end
     if #records > 0 then
       out[#out + 1] = topic
       out[#out + 1] = fields(topic).config or "{}"
       out[#out + 1] = #records
+      out[#out + 1] = at
       for _, raw in ipairs(records) do out[#out + 1] = raw end
       taken = taken + #records
     end
   end
 end
 rearmClaims()
-return out
+local reply = {#held / 2}
+for _, value in ipairs(held) do reply[#reply + 1] = value end
+for _, value in ipairs(out) do reply[#reply + 1] = value end
+return reply
 `,
   parse(reply) {
     const flat = asArray(reply, "claim");
-    const out: ClaimedTopic[] = [];
-    for (let i = 0; i < flat.length; ) {
+    const heldCount = Number(flat[0] ?? 0);
+    const held: ClaimReply["held"] = [];
+    for (let k = 0; k < heldCount; k++) {
+      held.push({ topic: String(flat[1 + 2 * k]), at: Number(flat[2 + 2 * k]) });
+    }
+    const groups: ClaimedTopic[] = [];
+    for (let i = 1 + 2 * heldCount; i < flat.length; ) {
       const topic = String(flat[i]);
       const config = jsonText(flat[i + 1]);
       const count = Number(flat[i + 2]);
-      const records = flat.slice(i + 3, i + 3 + count).map((raw) => record(raw, "claim"));
-      out.push({ topic, config, records });
-      i += 3 + count;
+      const at = String(flat[i + 3] ?? "");
+      const records = flat.slice(i + 4, i + 4 + count).map((raw) => record(raw, "claim"));
+      const group: ClaimedTopic = { topic, config, records };
+      if (at !== "") group.sendAt = at.split(",").map(Number);
+      groups.push(group);
+      i += 4 + count;
     }
-    return out;
+    return Object.assign(groups, { held });
   },
 });
 
