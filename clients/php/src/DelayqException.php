@@ -11,7 +11,8 @@ namespace Delayq;
  *
  * `errorCode` is one of the API's codes (`invalid_request`, `unauthorized`, `forbidden`,
  * `not_found`, `job_not_found`, `job_exists`, `job_reserved`, `not_reserved`, `stale_receipt`,
- * `payload_too_large`, `push_topic`, `payment_not_found`, `refund_not_found`, `unknown_account`, `internal_error`,
+ * `payload_too_large`, `push_topic`, `payment_not_found`, `refund_not_found`, `unknown_account`,
+ * `too_many_watches`, `internal_error`,
  * `redis_unavailable`, ...) or one of the client's own for failures without a delayq answer:
  * `network_error` (connection refused or dropped, DNS, TLS), `timeout` (no complete answer within
  * the time limit) and `invalid_response` (an answer that is not delayq's JSON, say a proxy's HTML
