@@ -1,7 +1,7 @@
 // Deliveries' answers applied to their jobs (the settle script), and the work that follows: a job
 // given back due soon is claimed again by the same run, a death tells failureUrl at once. The
 // answers a run gets within a few milliseconds of each other are settled in one script call.
-import { type RecordMeta, recordText, splitRecord } from "../redis/record";
+import { errorField, type RecordMeta, splitRecord } from "../redis/record";
 import type { Run } from "../run/run";
 import { notices, type Work } from "../run/work";
 import type { Attempt } from "./delivery";
@@ -37,7 +37,7 @@ export async function settleDeliveries(
     const { settlement } = attempt;
     const wait =
       "delayMs" in settlement && settlement.delayMs !== undefined ? settlement.delayMs : "";
-    return [id, receipt, settlement.outcome, wait, attempt.status, recordText(attempt.error ?? "")];
+    return [id, receipt, settlement.outcome, wait, attempt.status, errorField(attempt.error ?? "")];
   });
   const replies = await deps.scripts.run("settle", run.clock(), args);
   run.budget.giveBack(deliveries.length - 1);

@@ -19,6 +19,7 @@ export const ERROR_STATUS = {
   not_reserved: 409,
   stale_receipt: 409,
   push_topic: 409,
+  invalid_state: 409,
   payload_too_large: 413,
   too_many_watches: 429,
   internal_error: 500,

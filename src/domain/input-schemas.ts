@@ -1,6 +1,6 @@
 // zod schemas of the operations' inputs: pop, receipt, release, kick and list.
 import { z } from "zod";
-import { ListableState } from "./job-schemas";
+import { AddJobFields, ListableState, ONE_DUE_TIME, oneDueTime } from "./job-schemas";
 import { JobId, MAX_PAGE, MAX_POP, Receipt, Seconds } from "./value-schemas";
 
 /** The longest long-poll, in seconds. */
@@ -33,13 +33,56 @@ export const FinishItem = z.strictObject({
   id: JobId.meta({ description: "The job to finish.", example: "order-1042" }),
   receipt: RECEIPT_FIELD,
 });
+/** The most bytes (UTF-8) of a release's or bury's `error` (redis/record.ts: MAX_ERROR_BYTES). */
+export const MAX_ERROR_BYTES = 1024;
+const utf8 = new TextEncoder();
+
+const ERROR_FIELD = z
+  .string()
+  .min(1)
+  .refine(
+    (text) => text.length <= MAX_ERROR_BYTES / 3 || utf8.encode(text).length <= MAX_ERROR_BYTES,
+    {
+      message: `must be at most ${MAX_ERROR_BYTES} bytes (UTF-8): keep the gist, log the rest`,
+    },
+  )
+  .optional()
+  .meta({
+    description:
+      `Why the attempt failed, up to ${MAX_ERROR_BYTES} bytes: the job then reads ` +
+      "`lastError: {message, at, attempt}`.",
+    example: "card declined: insufficient funds",
+  });
+
 export const ReleaseInput = z.strictObject({
   receipt: RECEIPT_FIELD,
   delay: Seconds.optional().meta({
     description: "Seconds until the job is due again. Default: its backoff step.",
     example: 30,
   }),
+  error: ERROR_FIELD,
 });
+export const BuryInput = z.strictObject({ receipt: RECEIPT_FIELD, error: ERROR_FIELD });
+
+/** A new due time: `delay` seconds from now or `runAt`, one of them (as for an add). */
+export const RescheduleInput = z
+  .strictObject({
+    delay: AddJobFields.delay.meta({
+      description: "Seconds from now until the job is due (fractions allowed). Excludes `runAt`.",
+      example: 300,
+    }),
+    runAt: AddJobFields.runAt.meta({
+      description:
+        "When the job is due: unix ms or ISO-8601 with a zone; a time already past means due " +
+        "now. Excludes `delay`.",
+      example: "2027-01-15T08:00:00+08:00",
+    }),
+  })
+  .refine(oneDueTime, ONE_DUE_TIME)
+  .refine((input) => input.delay !== undefined || input.runAt !== undefined, {
+    message: "give the new due time: delay (seconds from now) or runAt",
+    path: ["delay"],
+  });
 
 export const KickInput = z
   .strictObject({

@@ -132,6 +132,19 @@ export const Job = z.object({
     .enum(["attempts", "deadline", "buried"])
     .optional()
     .meta({ description: "Why a dead job died: attempts used up, past its deadline, or buried." }),
+  lastError: z
+    .object({
+      message: z.string().meta({ description: "Why it failed (up to 1 KiB)." }),
+      at: z.number().meta({ description: "When it was recorded, unix ms." }),
+      attempt: z.number().meta({ description: "The attempt that failed (1 for the first)." }),
+    })
+    .optional()
+    .meta({
+      description:
+        "Why the job last failed: the `error` of its last release or bury that gave one, or its " +
+        "last failed push delivery's. Kept until the next failure replaces it.",
+      example: { message: "card declined: insufficient funds", at: 1800000095000, attempt: 2 },
+    }),
   lastDelivery: z
     .object({
       status: z.number().meta({ description: "HTTP status the receiver answered; 0: no answer." }),

@@ -272,6 +272,8 @@ export const PopResult = z
   .meta({ id: "PopResult" });
 export const ReceiptBody = domain.ReceiptInput.meta({ id: "Receipt" });
 export const ReleaseBody = domain.ReleaseInput.meta({ id: "Release" });
+export const BuryBody = domain.BuryInput.meta({ id: "Bury" });
+export const RescheduleBody = domain.RescheduleInput.meta({ id: "Reschedule" });
 export const KickBody = domain.KickInput.meta({ id: "Kick" });
 
 export const Health = z

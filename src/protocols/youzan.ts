@@ -4,12 +4,13 @@ import { clip, DelayqError, invalidRequest } from "../domain/errors";
 import {
   AddJobFields,
   type AddJobInput,
+  BuryInput,
   JobId,
   MAX_WAIT_SECONDS,
   ONE_DUE_TIME,
   oneDueTime,
   Receipt,
-  Seconds,
+  ReleaseInput,
   TopicName,
   Ttr,
 } from "../domain/schemas";
@@ -50,13 +51,17 @@ export const Command = z.discriminatedUnion("command", [
   byId("delete"),
   byId("get"),
   byId("touch"),
-  byId("bury"),
-  byId("release").extend({
-    delay: Seconds.optional().meta({
-      description: "Seconds until the job is due again. Default: its backoff step.",
-      example: 30,
-    }),
-  }),
+  byId("bury").extend({ error: BuryInput.shape.error }),
+  byId("release").extend({ delay: ReleaseInput.shape.delay, error: ReleaseInput.shape.error }),
+  z
+    .strictObject({
+      command: commandName("reschedule"),
+      id: ID,
+      delay: AddJobFields.delay,
+      runAt: AddJobFields.runAt,
+    })
+    .refine(oneDueTime, ONE_DUE_TIME),
+  z.strictObject({ command: commandName("promote"), id: ID }),
 ]);
 export type Command = z.output<typeof Command>;
 
@@ -143,11 +148,19 @@ async function execute(
       return ok(command.id, await queue.get(command.id));
     case "touch":
       return ok(command.id, await queue.touch(command.id, { receipt: command.receipt }));
-    case "bury":
-      return ok(command.id, await queue.bury(command.id, { receipt: command.receipt }));
-    case "release": {
-      const { receipt, delay } = command;
-      return ok(command.id, await queue.release(command.id, { receipt, delay }));
+    case "bury": {
+      const { receipt, error } = command;
+      return ok(command.id, await queue.bury(command.id, { receipt, error }));
     }
+    case "release": {
+      const { receipt, delay, error } = command;
+      return ok(command.id, await queue.release(command.id, { receipt, delay, error }));
+    }
+    case "reschedule": {
+      const { delay, runAt } = command;
+      return ok(command.id, await queue.reschedule(command.id, { delay, runAt }));
+    }
+    case "promote":
+      return ok(command.id, await queue.promote(command.id));
   }
 }

@@ -11,6 +11,7 @@ import type {
 } from "../domain/results";
 import {
   type AddJobInput,
+  BuryInput,
   Job,
   JobId,
   KickInput,
@@ -19,6 +20,7 @@ import {
   PopInput,
   ReceiptInput,
   ReleaseInput,
+  RescheduleInput,
   type TopicConfig,
   type TopicConfigPatch,
   TopicName,
@@ -26,11 +28,13 @@ import {
 } from "../domain/schemas";
 import { scopeAllows, scopeToLua, type TopicScope } from "../domain/scope";
 import { messageOf } from "../log";
+import { errorField } from "../redis/record";
 import { redisError } from "../redis/runner";
 import { prepareAdd, prepareBatch, runAdds } from "./add-batch";
 import { type HeldVerb, scriptError } from "./errors";
 import { finishList, finishMany, finishOne, runHeld } from "./held-jobs";
 import { readJob, readJobPage } from "./job-reads";
+import { moveJob } from "./move-jobs";
 import { type DelayQueueOptions, type Shared, share } from "./options";
 import { popJobs } from "./pop-jobs";
 import { readCursorSecret, readTopicPage, readTopicStats, setTopicConfig } from "./topics";
@@ -240,22 +244,37 @@ export class DelayQueue {
    */
   async release(
     id: string,
-    options: { receipt?: string; delay?: number; undo?: boolean } = {},
+    options: { receipt?: string; delay?: number; error?: string; undo?: boolean } = {},
   ): Promise<Job> {
     const { undo, ...rest } = options;
-    const { receipt, delay } = parseInput(ReleaseInput, rest);
+    const { receipt, delay, error } = parseInput(ReleaseInput, rest);
     const wait = delay === undefined ? "" : Math.round(delay * 1000);
-    const args = [receipt ?? "", this.luaScope, wait, undo ? "undo" : ""];
+    const args = [receipt ?? "", this.luaScope, wait, undo ? "undo" : "", errorField(error ?? "")];
     const job = await this.held("release", id, args);
     if (job.state === "ready") this.shared.wakeups.offer(job.topic);
     else if (job.state === "delayed") this.shared.wakeups.dueAt(job.topic, job.dueAt);
     return job;
   }
 
-  /** Moves a reserved job to its topic's dead letter. */
-  async bury(id: string, options: { receipt?: string } = {}): Promise<Job> {
-    const { receipt } = parseInput(ReceiptInput, options);
-    return this.held("bury", id, [receipt ?? "", this.luaScope]);
+  /** Moves a reserved job to its topic's dead letter (`error`: why, kept as its lastError). */
+  async bury(id: string, options: { receipt?: string; error?: string } = {}): Promise<Job> {
+    const { receipt, error } = parseInput(BuryInput, options);
+    return this.held("bury", id, [receipt ?? "", this.luaScope, errorField(error ?? "")]);
+  }
+
+  /**
+   * Gives a delayed or ready job a new due time, `delay` seconds from now or `runAt` (unix ms or
+   * ISO-8601; a time past means due now). Its attempts, body and id stay. Another state (reserved,
+   * a push job claimed for delivery, finished, dead, deleted) is refused with `invalid_state`.
+   */
+  async reschedule(id: string, options: { delay?: number; runAt?: number | string }): Promise<Job> {
+    const input = parseInput(RescheduleInput, options);
+    return moveJob(this.shared, "reschedule", id, this.luaScope, input, this.onPushed);
+  }
+
+  /** Makes a delayed job ready now; another state is refused with `invalid_state`. */
+  async promote(id: string): Promise<Job> {
+    return moveJob(this.shared, "promote", id, this.luaScope, {}, this.onPushed);
   }
 
   /** Deletes a job in any state; it is never handed out afterwards. */

@@ -11,14 +11,18 @@ export const PAST = {
   bury: "buried",
 } as const;
 export type HeldVerb = keyof typeof PAST;
+/** The verbs that change a waiting job's due time. */
+export type MoveVerb = "reschedule" | "promote";
 
 export type ErrorContext = {
   /** The job's id. */
   id: string;
   /** The job's state as a client sees it, when the script reported it. */
   state?: string;
-  /** The verb that was refused, for finish/touch/release/bury. */
-  verb?: HeldVerb;
+  /** The verb that was refused, for finish/touch/release/bury, reschedule/promote. */
+  verb?: HeldVerb | MoveVerb;
+  /** The input field a refusal names (reschedule: delay or runAt). */
+  field?: string;
 };
 
 /** The error for a script's failure code. Success codes are not errors: asking for one is a bug. */
@@ -44,10 +48,17 @@ export function scriptError(code: CodeName, context: ErrorContext): DelayqError 
     case "notReserved":
       return new DelayqError(
         "not_reserved",
-        `Job ${id} is ${state}, not reserved: only a reserved job can be ${PAST[verb ?? "finish"]}`,
+        `Job ${id} is ${state}, not reserved: only a reserved job can be ${PAST[(verb as HeldVerb | undefined) ?? "finish"]}`,
       );
     case "staleReceipt":
       return new DelayqError("stale_receipt", staleReceipt(id, state));
+    case "invalidState":
+      return invalidState(id, state, verb === "promote" ? "promote" : "reschedule");
+    case "pastDeadline":
+      return new DelayqError(
+        "invalid_request",
+        `${context.field ?? "runAt"}: must not be after job ${id}'s deadline (${isoOf(state)}): a job past its deadline dies instead of running`,
+      );
     case "pushTopic":
       return new DelayqError(
         "push_topic",
@@ -61,6 +72,28 @@ export function scriptError(code: CodeName, context: ErrorContext): DelayqError 
     default:
       return unhandled(code);
   }
+}
+
+/** A ms time from a script's reply as ISO-8601 (the text itself when it is not a number). */
+function isoOf(ms: string): string {
+  const n = Number(ms);
+  return Number.isFinite(n) && ms !== "" ? new Date(n).toISOString() : ms;
+}
+
+/** reschedule or promote of a job in a state they do not change. */
+function invalidState(id: string, state: string, verb: MoveVerb): DelayqError {
+  const may = verb === "promote" ? "only a delayed job" : "only a delayed or ready job";
+  const why =
+    state === "reserved"
+      ? ": a consumer holds it, or (push topics) it was claimed for delivery at its due time, " +
+        "up to 65 s ahead, or published to QStash; delete it and add it anew to change that"
+      : state === "ready"
+        ? ": it is due already"
+        : "";
+  return new DelayqError(
+    "invalid_state",
+    `Job ${id} is ${state}: ${may} can be ${verb === "promote" ? "promoted" : "rescheduled"}${why}`,
+  );
 }
 
 function unhandled(code: never): never {

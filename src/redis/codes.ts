@@ -26,6 +26,10 @@ export const CODE = {
   forbidden: -6,
   /** pop on a push topic: its jobs are delivered, not popped. */
   pushTopic: -7,
+  /** reschedule, promote: the job is not in a state they change (invalid_state). */
+  invalidState: -8,
+  /** reschedule: the new due time is after the job's deadline. */
+  pastDeadline: -9,
 } as const;
 
 export type CodeName = keyof typeof CODE;

@@ -34,17 +34,19 @@ export const RECORD_FIELDS = [
   { name: "endedAt", type: "number" },
   /** Why it died: attempts | deadline | buried. */
   { name: "deadReason", type: "text" },
-  /** Push topics: the last delivery's HTTP status (0: no answer), time and error. */
+  /** Push topics: the last delivery's HTTP status (0: no answer) and time. */
   { name: "lastStatus", type: "number" },
   { name: "lastAt", type: "number" },
+  /**
+   * Why the job last failed (a release's or bury's `error`, a failed delivery's):
+   * `<at>:<attempt>:<message>`, the message escaped by errorField. Records of earlier versions
+   * hold a delivery's error alone, its time being lastAt's (readLastError).
+   */
   { name: "lastError", type: "text" },
   /** Push via QStash: the message the current reservation was published as. */
   { name: "messageId", type: "text" },
 ] as const;
 
-/**
- * Stored states and their codes. A waiting job is reported "ready" once due, "delayed" before.
- */
 /**
  * Text fit for a record's field (a delivery's error): the record is `|`-separated lines, so no
  * `|` or line break, and at most 200 characters.
@@ -52,6 +54,45 @@ export const RECORD_FIELDS = [
 export function recordText(text: string): string {
   return text.replace(/[|\r\n]+/g, " ").slice(0, 200);
 }
+
+/**
+ * A failure's message as the record's lastError keeps it: `%`, `|`, CR and LF written as
+ * `%25`, `%7C`, `%0D`, `%0A` (so that any text fits a `|`-separated line and reads back whole).
+ * Lua never reads it: the scripts prefix the time and attempt and store it as given.
+ */
+export function errorField(message: string): string {
+  return message.replace(
+    /[%|\r\n]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`,
+  );
+}
+
+/** The lastError a job shows, from its record's meta (undefined: it never failed with one). */
+export function readLastError(meta: RecordMeta): LastError | undefined {
+  const field = meta.lastError;
+  if (field === undefined) return undefined;
+  const parsed = /^(\d+):(\d+):/.exec(field);
+  if (!parsed) {
+    // An earlier version's: a delivery's error alone, written when that delivery ended.
+    return { message: field, at: meta.lastAt ?? meta.createdAt, attempt: meta.attempts };
+  }
+  return {
+    message: field
+      .slice(parsed[0].length)
+      .replace(/%(25|7C|0D|0A)/g, (_, hex: string) =>
+        String.fromCharCode(Number.parseInt(hex, 16)),
+      ),
+    at: Number(parsed[1]),
+    attempt: Number(parsed[2]),
+  };
+}
+
+/** Why a job last failed, as a client sees it. */
+export type LastError = { message: string; at: number; attempt: number };
+
+/**
+ * Stored states and their codes. A waiting job is reported "ready" once due, "delayed" before.
+ */
 
 export const RECORD_STATES = {
   waiting: "w",
@@ -213,9 +254,14 @@ export function decodeRecord(raw: unknown, now: number, rawBody = false): Job {
   }
   if (meta.endedAt !== undefined) job.endedAt = meta.endedAt;
   if (meta.deadReason !== undefined) job.deadReason = meta.deadReason;
+  const lastError = readLastError(meta);
+  if (lastError !== undefined) job.lastError = lastError;
   if (meta.lastAt !== undefined) {
     job.lastDelivery = { status: meta.lastStatus ?? 0, at: meta.lastAt };
-    if (meta.lastError !== undefined) job.lastDelivery.error = meta.lastError;
+    // The delivery's own error: the failure recorded when (and in the attempt) it ended.
+    if (lastError?.at === meta.lastAt && lastError.attempt === meta.attempts) {
+      job.lastDelivery.error = lastError.message;
+    }
   }
   return job;
 }

@@ -26,4 +26,5 @@ export {
   type SettleReply,
   type Unsent,
 } from "./lua/scripts/push";
+export type { MoveReply } from "./lua/scripts/reschedule";
 export type { ConfigureReply, TopicRow } from "./lua/scripts/topics";

@@ -317,3 +317,41 @@ describe("a topic page for a topic-limited caller", () => {
     expect(all.commands).toBeGreaterThan(90 * 5);
   });
 });
+
+describe("changing a waiting job", () => {
+  it("costs 7 commands to reschedule a delayed job and 7 to promote one, one request each", async () => {
+    const { queue } = queueOn("moves");
+    await stack.loadScripts();
+    await queue.add({ topic: "t", id: "warm", delay: 30 });
+    const n = 50;
+    await queue.addBatch(
+      Array.from({ length: n }, (_, i) => ({ topic: "t", id: `m${i}`, delay: 60 })),
+    );
+    // Later, within the delayed zset: EVALSHA, GET, ZREM (delayed), ZSCORE (push topic?), ZADD
+    // (delayed), MGET (the topic's keys: is it due before the topic's next?), SET = 7.
+    const later = await cost(async () => {
+      for (let i = 0; i < n; i++) await queue.reschedule(`m${i}`, { delay: 70 });
+    });
+    expect(later).toEqual({ commands: 7 * n, requests: n });
+    // Promote: EVALSHA, GET, ZREM (delayed), ZSCORE (push topic?), ZADD (ready), MGET (the
+    // topic's keys: does anyone long-poll it?), SET = 7; INCR (its change counter) while a
+    // caller long-polls it.
+    const promoted = await cost(async () => {
+      for (let i = 0; i < n; i++) await queue.promote(`m${i}`);
+    });
+    expect(promoted).toEqual({ commands: 7 * n, requests: n });
+    expect((await queue.pop("t", { count: 100 })).length).toBe(n);
+  });
+
+  it("costs a release or bury no command more with an error", async () => {
+    const { queue } = queueOn("errors");
+    await stack.loadScripts();
+    await queue.addBatch(Array.from({ length: 4 }, (_, i) => ({ topic: "t", id: `e${i}` })));
+    await queue.pop("t", { count: 4 });
+    const plain = await cost(() => queue.release("e0", { delay: 60 }));
+    const withError = await cost(() => queue.release("e1", { delay: 60, error: "why" }));
+    expect(withError).toEqual(plain);
+    const buried = await cost(() => queue.bury("e2"));
+    expect(await cost(() => queue.bury("e3", { error: "why" }))).toEqual(buried);
+  });
+});

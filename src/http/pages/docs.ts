@@ -30,6 +30,8 @@ export const ERROR_MEANINGS: Readonly<Record<ErrorCode, string>> = {
   redis_unavailable: "Redis does not answer; retry after `Retry-After` seconds.",
   qstash_unavailable:
     "A delete could not cancel the job's pending QStash message; retry after `Retry-After` seconds (a retried delete cancels again).",
+  invalid_state:
+    "reschedule of a job that is not delayed or ready, or promote of one that is not delayed (the message says its state).",
   push_topic: "pop on a push topic: its jobs are delivered to its webhook, not popped.",
   payment_not_found: "No payment watch with this provider, account and outTradeNo.",
   payment_exists: "The order is watched already, for topics the token may not act on.",

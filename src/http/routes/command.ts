@@ -15,7 +15,7 @@ const Result = z
     error: z.string().meta({ description: 'Empty on success, else "<code>: <message>"' }),
     id: z.string().optional().meta({ description: "The job's id (none when pop found nothing)." }),
     value: z.unknown().optional().meta({
-      description: "pop: the job's body; get, touch, release, bury: the job.",
+      description: "pop: the job's body; get, touch, release, bury, reschedule, promote: the job.",
     }),
     created: z
       .boolean()
@@ -55,7 +55,7 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
       summary: "Run one command, or an array of up to 1000 in order",
       description:
         "The Youzan delay-queue protocol: `{command: add|pop|finish|delete|get|touch|release|" +
-        "bury, ...}` → `{success, error, id, value}`. `pop` answers the job's id and body as " +
+        "bury|reschedule|promote, ...}` → `{success, error, id, value}`. `pop` answers the job's id and body as " +
         "`id`/`value` (no `id` when nothing is ready). A failing command answers " +
         "`success: false` with HTTP 200, except when Redis failed every command (503; a " +
         "command whose answer was lost may still have run: retry with ids and receipts). The " +

@@ -1,5 +1,5 @@
 // Routes on jobs: add, batch add, get, delete, the reservation verbs finish/touch/release/bury,
-// and batch finish.
+// batch finish, and reschedule/promote of a waiting job.
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { requestJson } from "../body";
 import type { AppEnv } from "../context";
@@ -10,6 +10,7 @@ import {
   AddResult,
   BatchBody,
   BatchResult,
+  BuryBody,
   body,
   errors,
   FinishBatchBody,
@@ -19,6 +20,7 @@ import {
   json,
   ReceiptBody,
   ReleaseBody,
+  RescheduleBody,
   SECURED,
 } from "../schemas";
 
@@ -167,7 +169,7 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
   const verbs = [
     ["touch", "Extend a reservation by its TTR", ReceiptBody],
     ["release", "Give a reserved job back, after `delay` or its backoff step", ReleaseBody],
-    ["bury", "Move a reserved job to its topic's dead letter", ReceiptBody],
+    ["bury", "Move a reserved job to its topic's dead letter", BuryBody],
   ] as const;
   for (const [verb, summary, schema] of verbs) {
     documentedRoute(
@@ -195,4 +197,48 @@ export function jobRoutes(app: OpenAPIHono<AppEnv>): void {
       },
     );
   }
+
+  documentedRoute(
+    app,
+    createRoute({
+      method: "post",
+      path: "/v1/jobs/{id}/reschedule",
+      operationId: "rescheduleJob",
+      tags,
+      security: SECURED,
+      summary: "Give a delayed or ready job a new due time",
+      description:
+        "The job becomes due `delay` seconds from now or at `runAt` (a time past: due now); a " +
+        "ready job goes back to waiting if the time is ahead. Its attempts, body and id stay. " +
+        "It is never handed out before the new time, and never lost between the two. Another " +
+        "state is refused with 409 `invalid_state`: reserved (a consumer holds it; a push job " +
+        "claimed for delivery, up to 65 s before it is due, or published to QStash), finished, " +
+        "dead or deleted.",
+      request: { params: IdParam, body: body(RescheduleBody, true) },
+      responses: { 200: json(JobBody, "The job with its new dueAt"), ...errors(403, 404, 409) },
+    }),
+    async (c) => {
+      const job = await c.get("queue").reschedule(c.req.valid("param").id, c.req.valid("json"));
+      return jsonBody(c, { job }, 200);
+    },
+  );
+
+  documentedRoute(
+    app,
+    createRoute({
+      method: "post",
+      path: "/v1/jobs/{id}/promote",
+      operationId: "promoteJob",
+      tags,
+      security: SECURED,
+      summary: "Make a delayed job ready now",
+      description:
+        "Its due time becomes now: the next pop may take it (a push topic delivers it at once). " +
+        "A job that is not delayed (ready already, reserved, finished, dead, deleted) is " +
+        "refused with 409 `invalid_state`.",
+      request: { params: IdParam },
+      responses: { 200: json(JobBody, "The job, ready"), ...errors(403, 404, 409) },
+    }),
+    async (c) => jsonBody(c, { job: await c.get("queue").promote(c.req.valid("param").id) }, 200),
+  );
 }

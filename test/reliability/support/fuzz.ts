@@ -735,6 +735,7 @@ const JOB_FIELDS = new Set([
   "endedAt",
   "deadReason",
   "lastDelivery",
+  "lastError",
 ]);
 
 /**

@@ -80,6 +80,8 @@ export const release = defineScript<HeldReply>({
   ARGV[8] "undo": a pop's reservation is undone as if the pop had not taken the job (its attempt
   not counted, its due time kept, ARGV[7] ignored), for a caller that took more than it hands out
   (the ouqiang multi-topic pop); a push claim's is released as without it
+  ARGV[9] why the attempt failed (record.ts: errorField), or "": kept as the job's lastError
+  (not for an undo, which is no failure)
   Returns {CODE.ok, record}, or {error code, current state}.
   Cost: GET, ZREM, SET, ZADD (+ ZADD LT to the schedule when delayed), MGET (the topic's keys),
   INCR (seq). Undone: GET, ZREM, GET, ZADD, MGET, INCR.
@@ -95,6 +97,7 @@ if byPop and ARGV[8] == "undo" then
   bump(stored.topic)
   return {CODE.ok, encode(stored) .. "\\n" .. body}
 end
+failed(meta, ARGV[9])
 local raw = retry(id, meta, body, tonumber(ARGV[7]))
 if meta.state == "waiting" then bump(meta.topic) end
 return {CODE.ok, raw}
@@ -107,12 +110,14 @@ export const bury = defineScript<HeldReply>({
   lua: `
 --[[ bury: moves a reserved job to its topic's dead letter.
   ARGV[4] id   ARGV[5] receipt or ""   ARGV[6] scope (lib/access.ts)
+  ARGV[7] why it failed (record.ts: errorField), or "": kept as the job's lastError
   Returns {CODE.ok, record}, or {error code, current state}.
   Cost: GET, ZREM, ZADD, SET.
 ]]
 local id, receipt = ARGV[4], ARGV[5]
 local meta, body, code = held(id, receipt, ARGV[6], true)
 if code ~= CODE.ok then return {code, meta and stateOf(meta) or ""} end
+failed(meta, ARGV[7])
 return {CODE.ok, kill(id, meta, body, "buried")}
 `,
   parse: parseHeld("bury"),

@@ -11,6 +11,7 @@ import { list } from "./list";
 import { watchList, watchPolled, watchRead, watchStart, watchStop } from "./payments";
 import { pop } from "./pop";
 import { claim, handOff, notices, published, renotice, settle, stillHeld } from "./push";
+import { promote, reschedule } from "./reschedule";
 import { sessionEnd, sessionRead, sessionStart } from "./sessions";
 import { tick } from "./tick";
 import { configure, cursorSecret, listTopics, topicStats } from "./topics";
@@ -22,6 +23,8 @@ export const SCRIPTS = {
   touch,
   release,
   bury,
+  reschedule,
+  promote,
   delete: deleteJob,
   get: getJob,
   kick,

@@ -234,7 +234,8 @@ export const settle = defineScript<SettleReply[]>({
     the HTTP status (0: no answer)   the error, or ""
   Each answer is applied on its own: done finishes the job; bury moves it to the dead letter; retry and fail give it back like a
   release (after the wait, or its backoff step; it dies when its attempts or its deadline run
-  out). The attempt is recorded on the job (lastStatus, lastAt, lastError) and counted in the
+  out). The attempt is recorded on the job (lastStatus, lastAt; a failed one's error, escaped by
+  the caller, as its lastError: lib/transitions.ts failed) and counted in the
   topic's stats (delivered for done, retry and bury; failed for fail). An answer for a
   reservation that has ended (a duplicate callback, a late answer after the lease ran out) is
   refused with the codes of lib/access.ts held, and changes nothing.
@@ -245,8 +246,7 @@ local function settleOne(id, receipt, outcome, wait, status, err)
   local meta, body, code = held(id, receipt, "")
   if code ~= CODE.ok then return code, meta and stateOf(meta) or "" end
   meta.lastStatus, meta.lastAt = tonumber(status), NOW
-  meta.lastError = nil
-  if err ~= "" then meta.lastError = err end
+  failed(meta, err)
   rcall("ZREM", key.reserved(meta.topic), id)
   local counter = "delivered"
   if outcome == "${OUTCOME.fail}" then counter = "failed" end
