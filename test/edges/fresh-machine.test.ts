@@ -56,7 +56,8 @@ describe("a machine without the optional tools", () => {
   });
 
   it("is told nothing under CI, where the suites must run (and so fail)", () => {
-    for (const ci of [{ CI: "true" }, { DQ_REQUIRE_ALL: "1" }]) {
+    const settings: Record<string, string>[] = [{ CI: "true" }, { DQ_REQUIRE_ALL: "1" }];
+    for (const ci of settings) {
       const { status, stdout } = run("tools-ci", setup, { ...WITHOUT_TOOLS, ...ci });
       expect(status).toBe(0);
       expect(stdout.trim()).toBe("");
