@@ -68,7 +68,7 @@ describe("a machine without the optional tools", () => {
     expect(requireAll({})).toBe(false);
     expect(requireAll({ CI: "true" })).toBe(true);
     expect(requireAll({ DQ_REQUIRE_ALL: "1" })).toBe(true);
-    expect(installAdvice(["chromium"], "darwin")).toBe("brew install --cask chromium");
+    expect(installAdvice(["chromium"], "darwin")).toBe("brew install --cask google-chrome");
     expect(installAdvice(["chromium", "python"], "linux")).toBe(
       "sudo apt-get install -y chromium python3-venv python3-pytest python3-setuptools",
     );

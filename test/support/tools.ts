@@ -71,7 +71,7 @@ const TOOLS: Record<ToolName, Tool> = {
           ? `Chromium (CHROMIUM_BIN=${process.env.CHROMIUM_BIN} is not an executable)`
           : "Chromium (no chromium, chromium-browser or google-chrome found)",
     apt: ["chromium"],
-    mac: "brew install --cask chromium",
+    mac: "brew install --cask google-chrome",
   },
   php: {
     suite: "test/clients/php.test.ts",
