@@ -1,7 +1,7 @@
 // The run's loop: drains work and what follows from it (claim → delivery or handler → follow-ups
 // → claim) within the run's subrequest budget and time. It is the one place that knows about
 // budgets and deadlines; the parts it calls return the work that follows instead of starting it.
-import { DIRECT_WINDOW_MS } from "../domain/push";
+import { DIRECT_WINDOW_MS, FLOW_SPACING_MS } from "../domain/push";
 import { messageOf } from "../log";
 import type { Run } from "../run/run";
 import type { Work } from "../run/work";
@@ -43,6 +43,8 @@ export class RunLoop {
   private readonly settle: ReturnType<typeof settleBatches>;
   /** Claims of held-back topics (flow control) the run will make, by topic: when. */
   private readonly comeBack = new Map<string, number>();
+  /** Topics with `rate`: the run's sends in claim order, and when its latest ones went. */
+  private readonly pacers = new Map<string, { recent: number[]; chain: Promise<void> }>();
 
   constructor(
     private readonly run: Run,
@@ -180,8 +182,32 @@ export class RunLoop {
     );
   }
 
+  /**
+   * Waits for a `rate` topic's turn to send: its sends go one after another in claim order (due
+   * order), each at least FLOW_SPACING_MS after the one `rate` places before it actually went. The
+   * claim spaced their send times so already; this keeps a send that went late (a stalled timer)
+   * from bunching with those after it.
+   */
+  private paced(topic: string, rate: number): Promise<void> {
+    let pacer = this.pacers.get(topic);
+    if (!pacer) {
+      pacer = { recent: [], chain: Promise.resolve() };
+      this.pacers.set(topic, pacer);
+    }
+    const { recent } = pacer;
+    const turn = pacer.chain.then(async () => {
+      const back = recent.length >= rate ? recent[recent.length - rate] : undefined;
+      if (back !== undefined) await until(back + FLOW_SPACING_MS, this.run.clock);
+      recent.push(this.run.clock());
+      if (recent.length > rate) recent.shift();
+    });
+    pacer.chain = turn;
+    return turn;
+  }
+
   private async deliver(parcel: Parcel): Promise<void> {
     try {
+      if (parcel.push.rate !== undefined) await this.paced(parcel.meta.topic, parcel.push.rate);
       const work = await deliverOne(this.run, this.deps, parcel, this.report, this.settle);
       // An answer frees a place of the topic's parallelism: its held-back jobs may go now.
       if (parcel.push.parallelism !== undefined) {

@@ -481,6 +481,30 @@ describe("actions", () => {
     }
   });
 
+  it("show a push topic's flow control and its held-back jobs", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    // Paused, so that nothing is sent: its due jobs are held back.
+    const put = await t.call("PUT", "/v1/topics/flow", {
+      body: { paused: true, push: { url: "http://127.0.0.1:9/hook", rate: 5, parallelism: 2 } },
+    });
+    expect(put.status).toBe(200);
+    for (const id of ["f1", "f2"]) {
+      expect(
+        (await t.call("POST", "/v1/jobs", { body: { topic: "flow", id, body: 1 } })).status,
+      ).toBe(201);
+    }
+    const page = await get(t, cookie, "/dashboard/topics/flow");
+    expect(page.html).toMatch(/id="flow-rate">at most 5 a second</);
+    expect(page.html).toMatch(/id="flow-parallelism">at most 2 unanswered at once</);
+    expect(page.html).toMatch(/id="held-back">2, the oldest due/);
+    // A pulled topic has neither.
+    await t.call("PUT", "/v1/topics/pulled", { body: { ttr: 30 } });
+    const pulled = await get(t, cookie, "/dashboard/topics/pulled");
+    expect(pulled.html).not.toContain('id="held-back"');
+    expect(pulled.html).not.toContain('id="flow-rate"');
+  });
+
   it("pause and resume keep the rest of the topic's config", async () => {
     const t = testApp();
     const cookie = await login(t);

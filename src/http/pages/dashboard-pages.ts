@@ -6,7 +6,7 @@ import type { Job, ListableState, TopicStats } from "../../domain/schemas";
 import { TopicName } from "../../domain/schemas";
 import { cursorGiven, readTopics } from "../topic-cursors";
 import { actionForm, jobActions, notice } from "./dashboard-actions";
-import { deadReasonText, defaults, delivery, frame, oldestDue } from "./dashboard-pieces";
+import { deadReasonText, defaults, delivery, frame, heldBack, oldestDue } from "./dashboard-pieces";
 import { BULK, here, jobHref, pageSize, STATES, topicHref, type View } from "./dashboard-view";
 import { bodyText, count, formatTime, type Html, indentJson, preview, relative } from "./layout";
 import {
@@ -124,6 +124,7 @@ ${notice(c)}
 <dt>Paused</dt><dd>${paused ? "yes: nothing is handed out; jobs still become due and wait" : "no"}
 ${actionForm(session, paused ? "resume" : "pause", { topic }, paused ? "Resume topic" : "Pause topic", back, "", `${paused ? "resume" : "pause"}-topic`)}</dd>
 <dt>Delivery</dt><dd>${delivery(stats.config, true)}</dd>
+${heldBack(stats, now)}
 <dt>Job defaults</dt><dd>${defaults(stats.config)}</dd>
 </dl>
 </div>

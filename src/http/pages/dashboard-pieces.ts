@@ -7,7 +7,7 @@ import type { Job, TopicConfig, TopicStats } from "../../domain/schemas";
 import type { Logger } from "../../log";
 import { BUG_MESSAGE, logBug } from "../errors";
 import type { View } from "./dashboard-view";
-import { duration, formatTime, type Html, relative, shell } from "./layout";
+import { count, duration, formatTime, type Html, relative, shell } from "./layout";
 
 export function frame(view: Omit<View, "cursors">, title: string, body: Html): Html {
   const { scope, accounts } = view.session;
@@ -110,7 +110,29 @@ export function delivery(config: TopicConfig, full = false): Html | string {
     typeof p.timeout === "number" ? html`, timeout ${p.timeout} s` : ""
   }${secret ? html`, secret <code>${secret}</code>` : ""}${
     typeof p.failureUrl === "string" ? html`, failures told to <code>${p.failureUrl}</code>` : ""
-  }${headers.length > 0 ? html`, headers ${headers.map((h) => html`<code>${h}</code> `)}` : ""}`;
+  }${headers.length > 0 ? html`, headers ${headers.map((h) => html`<code>${h}</code> `)}` : ""}${flowLimits(p)}`;
+}
+
+/** A push config's flow control (`rate`, `parallelism`), or "" for none. */
+function flowLimits(p: Record<string, unknown>): Html | string {
+  const parts: Html[] = [];
+  if (typeof p.rate === "number")
+    parts.push(html`<span id="flow-rate">at most ${p.rate} a second</span>`);
+  if (typeof p.parallelism === "number")
+    parts.push(
+      html`<span id="flow-parallelism">at most ${p.parallelism} unanswered at once</span>`,
+    );
+  if (parts.length === 0) return "";
+  return html`; flow control: ${parts.map((part, i) => html`${i > 0 ? ", " : ""}${part}`)}`;
+}
+
+/** A push topic's held-back jobs (due, not yet sent), and since when; "" for a pulled topic. */
+export function heldBack(t: TopicStats, now: number): Html | string {
+  if (!t.push) return "";
+  const since = t.push.heldBackSince;
+  const age =
+    since !== undefined && since <= now ? html`, the oldest due ${duration(now - since)} ago` : "";
+  return html`<dt>Held back</dt><dd id="held-back">${count(t.push.heldBack)}${age}</dd>`;
 }
 
 export function defaults(config: TopicConfig): Html {
