@@ -38,6 +38,8 @@ export type TokenSet = {
    * is not one of ours.
    */
   identify(token: string): Promise<Access | undefined>;
+  /** Every token's id (tokenIdOf), in DQ_TOKENS order. */
+  ids(): Promise<string[]>;
   /** What the token with this id (tokenIdOf) may act on, or undefined when none has it now. */
   byId(id: string): Promise<Access | undefined>;
   /** How many tokens there are (for logs; never the tokens). */
@@ -143,6 +145,7 @@ export function parseTokens(value: string): TokenSet {
       if (found) known.set(token, found);
       return found && accessOf(found);
     },
+    ids: () => Promise.all(entries.map((entry) => entry.id)),
     async byId(id) {
       let found: Entry | undefined;
       for (const entry of entries) {

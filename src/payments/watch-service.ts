@@ -3,6 +3,7 @@
 // through the same transition as a poll. What they lead to is returned as work for the run that
 // made it (src/dispatch/loop.ts drains it).
 import type { JobHandler } from "../dispatch/dispatcher";
+import { DEFAULT_MAX_WATCHES_PER_TOKEN } from "../domain/payments";
 import type { Access } from "../domain/scope";
 import type { Run } from "../run/run";
 import { watchPoller } from "./poller";
@@ -47,6 +48,22 @@ export class Watches<T extends KindTypes> {
   ): Promise<Concluded> {
     const watchId = await this.kind.idOf(key);
     return concludeByNotification(this.kind, this.options, run, watchId, answer, notifyId);
+  }
+
+  /**
+   * How many watches (payments and refunds together) each token has polling, by token id
+   * (http/auth.ts: tokenIdOf), in the order asked; and the most it may (DQ_MAX_WATCHES_PER_TOKEN).
+   */
+  async tokenWatches(tokenIds: readonly string[]): Promise<{ counts: number[]; max: number }> {
+    const counts =
+      tokenIds.length === 0
+        ? []
+        : await this.options.scripts.run("tokenWatchCounts", this.clock(), [...tokenIds]);
+    return { counts, max: this.options.maxWatchesPerToken ?? DEFAULT_MAX_WATCHES_PER_TOKEN };
+  }
+
+  private clock(): number {
+    return (this.options.clock ?? Date.now)();
   }
 
   /** Starts a watch (see startWatch); `work`: its polls due within seconds. */

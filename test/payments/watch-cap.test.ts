@@ -152,6 +152,29 @@ describe("the watches one token may have polling", () => {
     expect(await counted(OTHER)).toBe(before);
   });
 
+  it("shows each token's count in /metrics: all to an unlimited token, its own to a limited one", async () => {
+    const scrape = async (token: string) => {
+      const res = await h.service.app.request("/metrics", {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(res.status).toBe(200);
+      return (await res.text()).split("\n").filter((line) => line.startsWith("delayq_token_"));
+    };
+    const [shop, other] = [await counted(SHOP), await counted(OTHER)];
+    // DQ_TOKENS: ADMIN (entry 1), SHOP (2), OTHER (3).
+    expect(await scrape(ADMIN)).toEqual([
+      'delayq_token_watches{token="1"} 0',
+      `delayq_token_watches{token="2"} ${shop}`,
+      `delayq_token_watches{token="3"} ${other}`,
+      "delayq_token_watches_max 3",
+    ]);
+    expect(await scrape(SHOP)).toEqual([
+      `delayq_token_watches{token="2"} ${shop}`,
+      "delayq_token_watches_max 3",
+    ]);
+    expect(shop).toBeGreaterThan(0);
+  });
+
   it("keeps no token in Redis: the count's key and the watch name the token by its id", async () => {
     const id = await tokenIdOf(SHOP);
     expect(id).toMatch(/^[0-9a-f]{32}$/);

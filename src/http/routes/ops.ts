@@ -1,10 +1,15 @@
 // The operator's routes: /metrics (Prometheus, bearer token), /docs (the API rendered) and
 // /dashboard (server-rendered pages, token in an HttpOnly cookie).
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import type { Logger } from "../../log";
 import { collectMetrics, DEFAULT_METRICS_MAX_TOPICS } from "../../metrics/collect";
 import type { Counters } from "../../metrics/counters";
-import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "../../metrics/prometheus";
+import {
+  type MetricFamily,
+  PROMETHEUS_CONTENT_TYPE,
+  renderPrometheus,
+} from "../../metrics/prometheus";
 import type { DelayQueue } from "../../queue";
 import { bearerAuth, type TokenSet } from "../auth";
 import type { AppEnv } from "../context";
@@ -30,6 +35,13 @@ export type OpsOptions = {
   refundWatches?: RefundWatchSource;
   /** How long a dashboard session lasts, seconds (DQ_DASHBOARD_SESSION_S). @default 12 h */
   dashboardSessionSeconds?: number;
+  /** Payment watches: /metrics shows how many each token has polling. */
+  payments?: { payments: TokenWatchSource };
+};
+
+/** Counts each token's polling watches (payments/watch-service.ts: tokenWatches). */
+export type TokenWatchSource = {
+  tokenWatches(tokenIds: readonly string[]): Promise<{ counts: number[]; max: number }>;
 };
 
 export function opsRoutes(app: OpenAPIHono<AppEnv>, options: OpsOptions): void {
@@ -43,6 +55,7 @@ export function opsRoutes(app: OpenAPIHono<AppEnv>, options: OpsOptions): void {
       maxTopics: options.metricsMaxTopics ?? DEFAULT_METRICS_MAX_TOPICS,
       ...(options.counters ? { counters: options.counters } : {}),
     });
+    families.push(...(await tokenWatchFamilies(c, tokens, options.payments?.payments)));
     return c.text(renderPrometheus(families), 200, {
       "Content-Type": PROMETHEUS_CONTENT_TYPE,
       "Cache-Control": "no-store",
@@ -73,6 +86,44 @@ export function opsRoutes(app: OpenAPIHono<AppEnv>, options: OpsOptions): void {
   );
 }
 
+/**
+ * How many watches each token has polling, by its entry number in DQ_TOKENS (1: the first), and
+ * the cap (one Redis request). A token limited to some topics sees its own count only.
+ */
+async function tokenWatchFamilies(
+  c: Context<AppEnv>,
+  tokens: TokenSet,
+  source: TokenWatchSource | undefined,
+): Promise<MetricFamily[]> {
+  const own = c.get("tokenId");
+  if (!source || own === undefined) return [];
+  const ids = await tokens.ids();
+  const shown =
+    c.get("queue").scope === undefined
+      ? ids.map((id, i) => ({ id, entry: i + 1 }))
+      : [{ id: own, entry: ids.indexOf(own) + 1 }];
+  const { counts, max } = await source.tokenWatches(shown.map(({ id }) => id));
+  return [
+    {
+      name: "delayq_token_watches",
+      help:
+        "Watches polling (payments and refunds) that each token started, `token` being its " +
+        "entry number in DQ_TOKENS (1: the first); a token limited to some topics sees its own.",
+      type: "gauge",
+      samples: shown.map(({ entry }, i) => ({
+        labels: { token: String(entry) },
+        value: counts[i] ?? 0,
+      })),
+    },
+    {
+      name: "delayq_token_watches_max",
+      help: "The most watches one token may have polling (DQ_MAX_WATCHES_PER_TOKEN).",
+      type: "gauge",
+      samples: [{ value: max }],
+    },
+  ];
+}
+
 const METRICS_ROUTE = createRoute({
   method: "get",
   path: "/metrics",
@@ -88,7 +139,9 @@ const METRICS_ROUTE = createRoute({
     "`delayq_tick_work_total{step,kind}`, `delayq_tick_step_failures_total{step}`, " +
     "`delayq_deliveries_total{topic,outcome}`, `delayq_polls_total{provider,outcome}`, " +
     "`delayq_refund_polls_total{provider,outcome}` with " +
-    "`delayq_process_start_time_seconds`. Reads at most `DQ_METRICS_MAX_TOPICS` topics " +
+    "`delayq_process_start_time_seconds`; `delayq_token_watches{token}` (watches polling that " +
+    "each token started, `token` being its entry number in DQ_TOKENS) and " +
+    "`delayq_token_watches_max` (DQ_MAX_WATCHES_PER_TOKEN). Reads at most `DQ_METRICS_MAX_TOPICS` topics " +
     "(default 1000) in pages of 100, one Redis request per page. A token limited to some " +
     "topics sees only those.",
   responses: {

@@ -8,7 +8,14 @@ import { deleteJob } from "./delete";
 import { getJob } from "./get";
 import { bury, finish, release, touch } from "./held";
 import { list } from "./list";
-import { watchList, watchPolled, watchRead, watchStart, watchStop } from "./payments";
+import {
+  tokenWatchCounts,
+  watchList,
+  watchPolled,
+  watchRead,
+  watchStart,
+  watchStop,
+} from "./payments";
 import { pop } from "./pop";
 import { claim, handOff, notices, published, renotice, settle, stillHeld } from "./push";
 import { promote, reschedule } from "./reschedule";
@@ -47,6 +54,7 @@ export const SCRIPTS = {
   watchPolled,
   watchStop,
   watchList,
+  tokenWatchCounts,
   sessionStart,
   sessionRead,
   sessionEnd,

@@ -451,6 +451,26 @@ return {1, ARGV[8], ""}
   },
 });
 
+export const tokenWatchCounts = defineScript<number[]>({
+  name: "tokenWatchCounts",
+  lua: `
+--[[ tokenWatchCounts: how many watches each token has polling (tokenWatches, watchStart).
+  ARGV[4..] token ids
+  Returns one count per id, in their order.
+  Cost: MGET.
+]]
+local wanted = {}
+for i = 4, #ARGV do wanted[#wanted + 1] = key.tokenWatches(ARGV[i]) end
+if #wanted == 0 then return {} end
+local counts = rcall("MGET", unpack(wanted))
+for i = 1, #wanted do counts[i] = tonumber(counts[i] or "0") end
+return counts
+`,
+  parse(reply) {
+    return asArray(reply, "tokenWatchCounts").map((count) => Number(count ?? 0));
+  },
+});
+
 export const watchStop = defineScript<{ found: boolean; state: string }>({
   name: "watchStop",
   lua: `
