@@ -2,6 +2,7 @@
 // redis-server with INFO commandstats: the table in docs/how-it-works.md.
 import { startCountedStack } from "../dev/counted-stack";
 import { DelayQueue, tick } from "../src/index";
+import { createScriptRunner } from "../src/redis/runner";
 
 const stack = await startCountedStack();
 let now = 1_800_000_000_000;
@@ -62,6 +63,25 @@ await row("add (batch of 100, due in 1 h: a slot list)", 100, () =>
 await row("delete (slotted job)", 1, () => queue.delete("f0"));
 now += 3_480_000; // the slot of jobs due in 1 h starts 30 s earlier, and opens 90 s before that
 await row("tick (its slot opens: 100 ids moved)", 100, () => tick(queue));
+
+// Push claims (the dispatcher's claim script), of 10 due jobs: a topic without flow control, one
+// whose parallelism leaves room for 2, the same once full, and one with rate 5 (5 a second, sent
+// 1.1 / 5 s apart: 5 fall within the claim's 1 s reach).
+const scripts = createScriptRunner(stack.client(), "costs", 3_600_000);
+const claimOf = (topic: string) => () =>
+  scripts.run("claim", now, [now + 65_000, 500, 100, `n${now}`, topic, 0]);
+for (const [topic, flow] of [
+  ["push", {}],
+  ["par", { parallelism: 2 }],
+  ["rate", { rate: 5 }],
+] as const) {
+  await queue.configure(topic, { push: { url: "https://shop.example/hook", ...flow } });
+  await queue.addBatch(batch(10, 0, 0, topic, `${topic}-`));
+}
+await row("claim (push topic, 10 due jobs)", 10, claimOf("push"));
+await row("claim (parallelism 2: 2 of 10 due)", 2, claimOf("par"));
+await row("claim (parallelism full: none taken)", 0, claimOf("par"));
+await row("claim (rate 5: 5 of 10 due)", 5, claimOf("rate"));
 
 console.log("| operation | commands | per job |");
 console.log("|---|---:|---:|");
