@@ -26,6 +26,8 @@ import {
 import { createRun, type Run } from "./run/run";
 import { createScheduler, drainStep, type Scheduler } from "./scheduler";
 import { pushStep } from "./scheduler/push";
+import { createSchedules, type Schedules } from "./schedules/schedules";
+import { schedulesStep } from "./schedules/step";
 
 /** What an entry point needs to build its runtime's Redis client (Upstash over REST). */
 export type RedisSettings = {
@@ -61,6 +63,8 @@ export type Service = {
   payments: Payments;
   /** Refund watches (the same, for refunds; their polls in __refunds). */
   refunds: Refunds;
+  /** Recurring schedules (put, read, delete, list, and making their fires). */
+  schedules: Schedules;
   /** Push delivery, payment polls and failure notices, drained within a run. */
   dispatcher: Dispatcher;
   /** Makes the run of each invocation (the entry points do, and hand it down). */
@@ -141,6 +145,7 @@ export function buildService(
     rawBodies: true,
   });
   const runs = runsOf(config.DQ_SUBREQUESTS, log);
+  const schedules = schedulesOf(config, scripts, counters);
   const app = createApp({
     queue,
     tokens,
@@ -166,10 +171,15 @@ export function buildService(
       qstashReady: dispatcher.qstash !== undefined,
       log,
     },
+    schedules,
     newRun: (request) => runs.request(request),
   });
   const scheduler = createScheduler({
-    steps: [countedStep(drainStep(queue), counters), countedStep(pushStep(dispatcher), counters)],
+    steps: [
+      countedStep(drainStep(queue), counters),
+      countedStep(schedulesStep(schedules), counters),
+      countedStep(pushStep(dispatcher), counters),
+    ],
     budgetMs: config.DQ_TICK_BUDGET_MS,
     log,
   });
@@ -183,9 +193,27 @@ export function buildService(
     payments,
     refunds,
     dispatcher,
+    schedules,
     runs,
     ready,
   };
+}
+
+/**
+ * Recurring schedules; their fires counted by schedule, at most DQ_METRICS_MAX_TOPICS names (the
+ * rest under schedule="~other"), so that /metrics stays bounded however many there are.
+ */
+function schedulesOf(config: ServiceConfig, scripts: ScriptRunner, counters: Counters): Schedules {
+  const named = new Set<string>();
+  return createSchedules({
+    scripts,
+    defaults: { ttrMs: config.DQ_DEFAULT_TTR * 1000, maxAttempts: config.DQ_DEFAULT_MAX_ATTEMPTS },
+    count(schedule, made) {
+      if (!named.has(schedule) && named.size < config.DQ_METRICS_MAX_TOPICS) named.add(schedule);
+      const label = named.has(schedule) ? schedule : "~other";
+      counters.inc("delayq_schedule_fires_total", { schedule: label }, made);
+    },
+  });
 }
 
 /** Payment and refund watches: the same scripts, accounts and defaults; polls counted apart. */

@@ -11,6 +11,7 @@ export const ERROR_STATUS = {
   job_not_found: 404,
   payment_not_found: 404,
   refund_not_found: 404,
+  schedule_not_found: 404,
   method_not_allowed: 405,
   job_exists: 409,
   payment_exists: 409,

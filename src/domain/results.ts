@@ -39,4 +39,6 @@ export type TickSlice = {
   pushDue: boolean;
   /** Whether failure notices wait to be sent. */
   noticesDue: boolean;
+  /** Whether recurring schedules have fires to make (the schedules step has work). */
+  schedulesDue: boolean;
 };

@@ -6,6 +6,7 @@ import { jsonLogger, type Logger } from "../log";
 import type { Counters } from "../metrics/counters";
 import type { DelayQueue } from "../queue";
 import { createRun, type Run } from "../run/run";
+import type { Schedules } from "../schedules/schedules";
 import { bearerAuth, type TokenSet } from "./auth";
 import { DEFAULT_MAX_REQUEST_BYTES, jsonBodies } from "./body";
 import type { AppEnv } from "./context";
@@ -19,6 +20,7 @@ import { opsRoutes } from "./routes/ops";
 import { notifyRoutes, type PaymentRouteOptions, paymentRoutes } from "./routes/payments";
 import { type PushOptions, pushRoutes, pushSoon } from "./routes/push";
 import { refundRoutes } from "./routes/refunds";
+import { scheduleRoutes } from "./routes/schedules";
 import { systemRoutes } from "./routes/system";
 import { topicRoutes } from "./routes/topics";
 import { topicCursors } from "./topic-cursors";
@@ -46,6 +48,8 @@ export type AppOptions = {
   push?: PushOptions;
   /** Payment (and refund) watches: /v1/payments, /v1/refunds and the providers' notifications. */
   payments?: PaymentRouteOptions;
+  /** Recurring schedules: /v1/schedules and the dashboard's schedules page. @default none */
+  schedules?: Schedules;
   /** Which topics push to public addresses only (DQ_PRIVATE_PUSH). @default none */
   destinations?: DestinationPolicy;
   /**
@@ -106,6 +110,12 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     refundRoutes(app, {
       refunds: options.payments.refunds,
       dispatcher: options.payments.dispatcher,
+    });
+  }
+  if (options.schedules) {
+    scheduleRoutes(app, {
+      schedules: options.schedules,
+      pushed: options.push && pushSoon(options.push),
     });
   }
   opsRoutes(app, { ...options, log });

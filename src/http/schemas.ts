@@ -302,7 +302,7 @@ const DESCRIPTIONS: Record<number, string> = {
   400: "Invalid input (`invalid_request`)",
   401: "Missing or wrong bearer token (`unauthorized`)",
   403: "The token may not act on this topic (`forbidden`)",
-  404: "Not found (`job_not_found`, `payment_not_found`, `refund_not_found`)",
+  404: "Not found (`job_not_found`, `payment_not_found`, `refund_not_found`, `schedule_not_found`)",
   409:
     "State conflict (`job_exists`, `job_reserved`, `not_reserved`, `stale_receipt`, " +
     "`push_topic`, `payment_exists`, `refund_exists`)",

@@ -24,6 +24,12 @@ export const COUNTERS = {
       "succeeded, closed, abnormal, expired, transient).",
     labels: ["provider", "outcome"],
   },
+  delayq_schedule_fires_total: {
+    help:
+      "Jobs recurring schedules made (one a fire) by schedule since the process started; at " +
+      'most DQ_METRICS_MAX_TOPICS schedules are named, the others counted as schedule="~other".',
+    labels: ["schedule"],
+  },
   delayq_tick_slices_total: {
     help: "Scheduler slices run (one Redis script call each) by step since the process started.",
     labels: ["step"],

@@ -134,6 +134,20 @@ export const KEY_LAYOUT = {
    * session (DQ_DASHBOARD_SESSION_S); sign-out deletes it (scripts/sessions.ts).
    */
   session: "session:<digest>",
+  /**
+   * string: a recurring schedule, `<state JSON>\n<spec JSON>\n<body JSON>` (scripts/schedules.ts):
+   * its state (next fire to make, fires made ahead, last fire, createdAt), its spec as put (cron,
+   * timezone, topic, ttr, maxAttempts, paused) and each fire's body.
+   */
+  scheduleRecord: "sched:<name>",
+  /** zset: every schedule's name (score 0), for listing by name. */
+  scheduleNames: "scheds",
+  /**
+   * zset: the schedules that are not paused, scored by when their next fires must be made (the
+   * next fire's time less MAKE_AHEAD_MS). The schedule holds SCHEDULE_MARKERS.schedules at the
+   * lowest score, so that an idle tick finds schedules to make without a command of its own.
+   */
+  schedulesDue: "scheds:due",
 } as const;
 
 export type KeyName = keyof typeof KEY_LAYOUT;
@@ -142,9 +156,14 @@ export type KeyName = keyof typeof KEY_LAYOUT;
  * The schedule's members that are not topics (no topic name holds "~"): each says that work other
  * than a topic's is due then, and the tick reports it instead of visiting it. `push`: push jobs
  * need claiming (claims, above; lib/transitions.ts: claimable); `notices`: failure notices wait to
- * be sent (scripts/push.ts: notices). The scripts interpolate them.
+ * be sent (scripts/push.ts: notices); `schedules`: recurring schedules' next fires are to be made
+ * (scripts/schedules.ts). The scripts interpolate them.
  */
-export const SCHEDULE_MARKERS = { push: "~push", notices: "~notices" } as const;
+export const SCHEDULE_MARKERS = {
+  push: "~push",
+  notices: "~notices",
+  schedules: "~schedules",
+} as const;
 
 /**
  * Job ids of delayq's own start with this: a payment watch's poll job is `pay:<watch id>` (in the

@@ -15,6 +15,8 @@ export type DrainReport = StepReport & {
   pushDue: boolean;
   /** Failure notices wait (for the push step). */
   noticesDue: boolean;
+  /** Recurring schedules have fires to make (for the schedules step). */
+  schedulesDue: boolean;
 };
 
 /**
@@ -35,6 +37,7 @@ export function drainStep(queue: DelayQueue): SchedulerStep<DrainReport> {
         more: false,
         pushDue: false,
         noticesDue: false,
+        schedulesDue: false,
       };
       for (;;) {
         if (!budget.take(1)) {
@@ -49,6 +52,7 @@ export function drainStep(queue: DelayQueue): SchedulerStep<DrainReport> {
         report.more = slice.more;
         report.pushDue ||= slice.pushDue;
         report.noticesDue ||= slice.noticesDue;
+        report.schedulesDue ||= slice.schedulesDue;
         if (!slice.more || Date.now() >= until) return report;
       }
     },

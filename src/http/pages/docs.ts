@@ -36,6 +36,7 @@ export const ERROR_MEANINGS: Readonly<Record<ErrorCode, string>> = {
   payment_not_found: "No payment watch with this provider, account and outTradeNo.",
   payment_exists: "The order is watched already, for topics the token may not act on.",
   refund_not_found: "No refund watch with this provider, account and outRefundNo.",
+  schedule_not_found: "No schedule of that name (among the topics the token may act on).",
   refund_exists:
     "The refund is watched already, for topics the token may not act on or for another outTradeNo.",
   unknown_account:

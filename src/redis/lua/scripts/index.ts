@@ -19,6 +19,14 @@ import {
 import { pop } from "./pop";
 import { claim, handOff, notices, published, renotice, settle, stillHeld } from "./push";
 import { promote, reschedule } from "./reschedule";
+import {
+  scheduleDelete,
+  scheduleFire,
+  scheduleGet,
+  scheduleList,
+  scheduleSave,
+  schedulesDue,
+} from "./schedules";
 import { sessionEnd, sessionRead, sessionStart } from "./sessions";
 import { tick } from "./tick";
 import { configure, cursorSecret, listTopics, topicStats } from "./topics";
@@ -58,6 +66,12 @@ export const SCRIPTS = {
   sessionStart,
   sessionRead,
   sessionEnd,
+  scheduleSave,
+  scheduleGet,
+  scheduleDelete,
+  scheduleList,
+  schedulesDue,
+  scheduleFire,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

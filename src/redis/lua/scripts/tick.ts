@@ -12,18 +12,22 @@ export const tick = defineScript<TickSlice>({
   ARGV[4] most jobs to move in this call (≤ 1000)   ARGV[5] most topics to visit
   The schedule's \`${SCHEDULE_MARKERS.push}\` entry is not a topic: it says push jobs need claiming soon
   (lib/transitions.ts: claimable); it is reported, and left for the claim script. So is
-  \`${SCHEDULE_MARKERS.notices}\` (failure notices to send; scripts/push.ts: notices).
+  \`${SCHEDULE_MARKERS.notices}\` (failure notices to send; scripts/push.ts: notices), and
+  \`${SCHEDULE_MARKERS.schedules}\` (schedules' fires to make; scripts/schedules.ts).
   Returns {promoted, expired, died, topics visited, 1 if more is due now else 0, 1 if push
-  jobs need claiming else 0, 1 if failure notices wait else 0}.
+  jobs need claiming else 0, 1 if failure notices wait else 0, 1 if schedules' fires are to be
+  made else 0}.
   Cost when idle: this EVALSHA and one ZRANGE, whatever the number of topics (with more due
-  than this call does: a ZSCORE each for \`${SCHEDULE_MARKERS.push}\` and \`${SCHEDULE_MARKERS.notices}\` not met on the page). Per topic
+  than this call does: a ZSCORE each for \`${SCHEDULE_MARKERS.push}\`, \`${SCHEDULE_MARKERS.notices}\` and \`${SCHEDULE_MARKERS.schedules}\` not met on the
+  page). Per topic
   visited: MGET (its keys), migrate, promote and expire, three ZRANGEs for the next event, and
   SET (timing) + ZADD (or ZREM) to set it.
 ]]
 local budget, maxTopics = tonumber(ARGV[4]), tonumber(ARGV[5])
 local topics = rcall("ZRANGE", key.schedule, "-inf", NOW, "BYSCORE", "LIMIT", 0, maxTopics)
-if #topics == 0 then return {0, 0, 0, 0, 0, 0, 0} end
+if #topics == 0 then return {0, 0, 0, 0, 0, 0, 0, 0} end
 local promoted, expired, died, more, pushDue, visited, noticesDue = 0, 0, 0, 0, 0, 0, 0
+local schedulesDue = 0
 if #topics == maxTopics then more = 1 end
 
 local function visit(topic)
@@ -48,6 +52,8 @@ for _, topic in ipairs(topics) do
     pushDue = 1
   elseif topic == "${SCHEDULE_MARKERS.notices}" then
     noticesDue = 1
+  elseif topic == "${SCHEDULE_MARKERS.schedules}" then
+    schedulesDue = 1
   elseif budget <= 0 then
     more = 1
   else
@@ -63,13 +69,15 @@ if more == 1 then
   end
   if pushDue == 0 and due("${SCHEDULE_MARKERS.push}") then pushDue = 1 end
   if noticesDue == 0 and due("${SCHEDULE_MARKERS.notices}") then noticesDue = 1 end
+  if schedulesDue == 0 and due("${SCHEDULE_MARKERS.schedules}") then schedulesDue = 1 end
 end
-return {promoted, expired, died, visited, more, pushDue, noticesDue}
+return {promoted, expired, died, visited, more, pushDue, noticesDue, schedulesDue}
 `,
   parse(reply) {
-    const [promoted, expired, died, topics, more, pushDue, noticesDue] = asArray(reply, "tick").map(
-      Number,
-    );
+    const [promoted, expired, died, topics, more, pushDue, noticesDue, schedulesDue] = asArray(
+      reply,
+      "tick",
+    ).map(Number);
     return {
       promoted: promoted ?? 0,
       expired: expired ?? 0,
@@ -78,6 +86,7 @@ return {promoted, expired, died, visited, more, pushDue, noticesDue}
       more: more === 1,
       pushDue: pushDue === 1,
       noticesDue: noticesDue === 1,
+      schedulesDue: schedulesDue === 1,
     };
   },
 });
