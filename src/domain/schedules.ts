@@ -92,14 +92,27 @@ export type ScheduleInput = z.infer<typeof ScheduleInput>;
 
 export const Schedule = z
   .object({
-    name: z.string().meta({ example: "daily-report" }),
-    cron: z.string().meta({ example: "0 8 * * *" }),
-    timezone: z.string().meta({ example: "Asia/Shanghai" }),
-    topic: z.string().meta({ example: "reports" }),
-    body: z.unknown().meta({ description: "Each fire's body, the JSON text it was put with." }),
-    ttr: z.number().optional().meta({ description: "Seconds, when given.", example: 60 }),
-    maxAttempts: z.number().optional().meta({ example: 5 }),
-    paused: z.boolean().meta({ example: false }),
+    name: z.string().meta({ description: "The schedule's name.", example: "daily-report" }),
+    cron: z.string().meta({ description: "Its cron expression, as put.", example: "0 8 * * *" }),
+    timezone: z
+      .string()
+      .meta({ description: "The time zone its cron is read in.", example: "Asia/Shanghai" }),
+    topic: z.string().meta({ description: "The topic its fires go to.", example: "reports" }),
+    body: z.unknown().meta({
+      description: "Each fire's body, the JSON text it was put with.",
+      example: { report: "daily" },
+    }),
+    ttr: z
+      .number()
+      .optional()
+      .meta({ description: "Each fire's ttr, seconds, when given.", example: 60 }),
+    maxAttempts: z
+      .number()
+      .optional()
+      .meta({ description: "Each fire's max attempts, when given.", example: 5 }),
+    paused: z
+      .boolean()
+      .meta({ description: "Whether it is paused (makes no fire).", example: false }),
     nextRunAt: z.number().nullable().meta({
       description: "When the next fire is due, unix ms; null while paused.",
       example: 1_800_000_000_000,
@@ -108,9 +121,25 @@ export const Schedule = z
       description: "When the last fire made was due, unix ms (absent before the first fire).",
       example: 1_799_913_600_000,
     }),
-    createdAt: z.number().meta({ description: "When it was first put, unix ms.", example: 1 }),
+    createdAt: z
+      .number()
+      .meta({ description: "When it was first put, unix ms.", example: 1_799_900_000_000 }),
   })
-  .meta({ id: "Schedule" });
+  .meta({
+    id: "Schedule",
+    description: "A recurring schedule, with its next and last fire times.",
+    example: {
+      name: "daily-report",
+      cron: "0 8 * * *",
+      timezone: "Asia/Shanghai",
+      topic: "reports",
+      body: { report: "daily" },
+      paused: false,
+      nextRunAt: 1_800_000_000_000,
+      lastRunAt: 1_799_913_600_000,
+      createdAt: 1_799_900_000_000,
+    },
+  });
 
 export type Schedule = {
   name: string;

@@ -3,6 +3,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CountedStack, startCountedStack } from "../../dev/counted-stack";
 import { DelayQueue, tick } from "../../src/index";
+import { createScriptRunner } from "../../src/redis/runner";
+import { createRun } from "../../src/run/run";
+import { createScheduler, drainStep } from "../../src/scheduler";
+import { createSchedules } from "../../src/schedules/schedules";
+import { schedulesStep } from "../../src/schedules/step";
 import { testClock } from "../support/queue";
 
 let stack: CountedStack;
@@ -353,5 +358,90 @@ describe("changing a waiting job", () => {
     expect(withError).toEqual(plain);
     const buried = await cost(() => queue.bury("e2"));
     expect(await cost(() => queue.bury("e3", { error: "why" }))).toEqual(buried);
+describe("recurring schedules", () => {
+  function withSchedules(prefix: string) {
+    const { queue, clock } = queueOn(prefix);
+    const schedules = createSchedules({
+      scripts: createScriptRunner(stack.client(), prefix, 3_600_000),
+      defaults: { ttrMs: 60_000, maxAttempts: 10 },
+    });
+    const scheduler = createScheduler({
+      steps: [drainStep(queue), schedulesStep(schedules)],
+    });
+    const ticked = () =>
+      scheduler.tick(
+        createRun({
+          clock: () => clock.now,
+          startedAt: clock.now,
+          subrequests: 1000,
+          lifetimeMs: 60_000,
+          log: () => {},
+        }),
+      );
+    return { queue, clock, schedules, ticked };
+  }
+
+  it("an idle tick costs 2 commands with schedules whose fires are far, or paused", async () => {
+    const { clock, schedules, ticked } = withSchedules("idle-sched");
+    await stack.loadScripts();
+    // 1_800_000_000_000 is 08:00 UTC: a daily 09:00 schedule's next fire is an hour ahead.
+    for (let i = 0; i < 20; i++) {
+      await schedules.put(
+        `daily-${i}`,
+        { cron: "0 9 * * *", topic: `t${i}` },
+        undefined,
+        clock.now,
+      );
+    }
+    await schedules.put(
+      "off",
+      { cron: "* * * * * *", topic: "off", paused: true },
+      undefined,
+      clock.now,
+    );
+    await ticked();
+    for (let m = 1; m <= 5; m++) {
+      clock.advance(60_000);
+      expect(await cost(ticked)).toEqual({ commands: 2, requests: 1 });
+    }
+  });
+
+  it("a tick making a schedule's fire: 2 calls and 17 commands more than the drain's", async () => {
+    const { queue, clock, schedules, ticked } = withSchedules("fire-sched");
+    await stack.loadScripts();
+    await schedules.put("minutely", { cron: "* * * * *", topic: "m" }, undefined, clock.now);
+    await ticked();
+    clock.advance(60_000);
+    // The drain (the topic's fire made at the put falls due now) as the tick would run it.
+    await queue.tickSlice(clock.now);
+    const spent = await cost(() => schedules.makeDue(clock.now, 50));
+    // schedulesDue: EVALSHA, ZRANGE, MGET. scheduleFire: EVALSHA, GET (the record); the fire's
+    // addJob: SET NX, MGET (the topic's keys), ZADD (delayed), SET (timing) + ZADD LT (schedule:
+    // the topic's next, lowered), ZADD NX (topics), INCR (seq); SET (record), ZADD (due); ZRANGE
+    // + ZADD re-arming the marker.
+    expect(spent).toEqual({ commands: 17, requests: 2 });
+  });
+
+  it("put, get, list and delete cost one request each", async () => {
+    const { clock, schedules } = withSchedules("ops-sched");
+    await stack.loadScripts();
+    const put = await cost(() =>
+      schedules.put("hourly", { cron: "0 * * * *", topic: "h" }, undefined, clock.now),
+    );
+    const again = await cost(() =>
+      schedules.put("hourly", { cron: "0 * * * *", topic: "h" }, undefined, clock.now),
+    );
+    const get = await cost(() => schedules.get("hourly", undefined, clock.now));
+    const list = await cost(() => schedules.list({}, undefined, clock.now));
+    const del = await cost(() => schedules.delete("hourly", undefined, clock.now));
+    // put (no fire within 80 s): EVALSHA, GET, SET, ZADD (due), ZADD LT (marker), ZADD (names).
+    expect(put).toEqual({ commands: 6, requests: 1 });
+    // put unchanged: EVALSHA, GET.
+    expect(again).toEqual({ commands: 2, requests: 1 });
+    expect(get).toEqual({ commands: 2, requests: 1 });
+    // list: EVALSHA, ZRANGE, MGET.
+    expect(list).toEqual({ commands: 3, requests: 1 });
+    // delete (no fire ahead): EVALSHA, GET, DEL, ZREM, ZREM.
+    expect(del).toEqual({ commands: 5, requests: 1 });
   });
 });

@@ -46,7 +46,7 @@ const ListQuery = z.object({
 
 const ScheduleList = z
   .object({
-    schedules: z.array(Schedule),
+    schedules: z.array(Schedule).meta({ description: "Schedules, by name.", example: [] }),
     next: z.string().optional().meta({
       description: "Present when more may follow: give it as `after` for the next page.",
       example: "daily-report",

@@ -93,6 +93,12 @@ export const OPENAPI_CONFIG = {
         "the watch's notify topics.",
     },
     {
+      name: "schedules",
+      description:
+        "Recurring schedules: a job in a topic at each time a cron expression names, in a time " +
+        "zone, each fire made once as the job `{name}@{fire time}`.",
+    },
+    {
       name: "notifications",
       description:
         "Where Alipay and WeChat Pay send their notifications of a payment, and WeChat Pay those " +
