@@ -24,7 +24,7 @@ import {
   type ScriptRunner,
 } from "./redis/runner";
 import { createRun, type Run } from "./run/run";
-import { createScheduler, drainStep, type Scheduler } from "./scheduler";
+import { createScheduler, drainStep, type Scheduler, type SchedulerStep } from "./scheduler";
 import { pushStep } from "./scheduler/push";
 import { createSchedules, type Schedules } from "./schedules/schedules";
 import { schedulesStep } from "./schedules/step";
@@ -175,11 +175,7 @@ export function buildService(
     newRun: (request) => runs.request(request),
   });
   const scheduler = createScheduler({
-    steps: [
-      countedStep(drainStep(queue), counters),
-      countedStep(schedulesStep(schedules), counters),
-      countedStep(pushStep(dispatcher), counters),
-    ],
+    steps: tickSteps(queue, schedules, dispatcher, counters),
     budgetMs: config.DQ_TICK_BUDGET_MS,
     log,
   });
@@ -197,6 +193,17 @@ export function buildService(
     runs,
     ready,
   };
+}
+
+/** Each tick: drain the buckets, make the schedules' fires, claim push jobs and send notices. */
+function tickSteps(
+  queue: DelayQueue,
+  schedules: Schedules,
+  dispatcher: Dispatcher,
+  counters: Counters,
+): SchedulerStep[] {
+  const steps = [drainStep(queue), schedulesStep(schedules), pushStep(dispatcher)];
+  return steps.map((step) => countedStep(step as SchedulerStep, counters));
 }
 
 /**
