@@ -63,8 +63,6 @@ export type Service = {
   payments: Payments;
   /** Refund watches (the same, for refunds; their polls in __refunds). */
   refunds: Refunds;
-  /** Recurring schedules (put, read, delete, list, and making their fires). */
-  schedules: Schedules;
   /** Push delivery, payment polls and failure notices, drained within a run. */
   dispatcher: Dispatcher;
   /** Makes the run of each invocation (the entry points do, and hand it down). */
@@ -189,7 +187,6 @@ export function buildService(
     payments,
     refunds,
     dispatcher,
-    schedules,
     runs,
     ready,
   };
