@@ -358,6 +358,9 @@ describe("changing a waiting job", () => {
     expect(withError).toEqual(plain);
     const buried = await cost(() => queue.bury("e2"));
     expect(await cost(() => queue.bury("e3", { error: "why" }))).toEqual(buried);
+  });
+});
+
 describe("recurring schedules", () => {
   function withSchedules(prefix: string) {
     const { queue, clock } = queueOn(prefix);
