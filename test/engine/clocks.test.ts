@@ -69,16 +69,31 @@ describe("a clock that jumps far ahead", () => {
     await t.queue.addBatch(slots.map((slot, n) => ({ topic: "q", id: `s${n + 1}`, runAt: slot })));
     t.clock.set((slots[11] as number) + 120_000);
     await t.queue.add({ topic: "q", id: "z", delay: 0 });
-    // The first pop opens 10 slot lists: s11 and s12, due before z, are not opened yet, so z
-    // waits for the next pop rather than jumping ahead of them.
-    expect((await t.queue.pop("q", { count: 20 })).map((job) => job.id)).toEqual(
-      slots.slice(0, 10).map((_, n) => `s${n + 1}`),
-    );
+    // The pop opens all 12 slot lists, so z, due last, comes after them.
     expect((await t.queue.pop("q", { count: 20 })).map((job) => job.id)).toEqual([
-      "s11",
-      "s12",
+      ...slots.map((_, n) => `s${n + 1}`),
       "z",
     ]);
+  });
+
+  it("a pop after more than 100 minutes without a call opens every due slot list itself", async () => {
+    const t = testQueue();
+    const start = t.clock.now;
+    // Far jobs in 12 slot lists 10 minutes apart; the first 10 are deleted, which leaves their
+    // ids in the lists (skipped when a list opens).
+    const slots = Array.from({ length: 12 }, (_, n) => start + (6 + n) * 600_000);
+    await t.queue.addBatch(slots.map((slot, n) => ({ topic: "q", id: `s${n + 1}`, runAt: slot })));
+    for (let n = 1; n <= 10; n++) await t.queue.delete(`s${n}`);
+    // Nothing calls (no pop, no tick) until all of them are due: 12 lists open at once.
+    t.clock.set((slots[11] as number) + 60_000);
+    // One call used to open 10 lists, all stale here, and hand out nothing until a tick.
+    expect((await t.queue.pop("q", { count: 5 })).map((job) => job.id)).toEqual(["s11", "s12"]);
+    expect((await t.queue.topic("q")).counts).toEqual({
+      delayed: 0,
+      ready: 0,
+      reserved: 2,
+      dead: 0,
+    });
   });
 });
 

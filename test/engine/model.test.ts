@@ -6,7 +6,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Job, ListableState } from "../../src/index";
 import { DelayQueue, DelayqError, tick } from "../../src/index";
-import { SLOT_LEAD_MS, SLOT_MS, SLOT_PHASE_MS } from "../../src/redis/lua/lib";
+import { MIGRATE_SLOTS, SLOT_LEAD_MS, SLOT_MS, SLOT_PHASE_MS } from "../../src/redis/lua/lib";
 import { type TestClock, testQueue } from "../support/queue";
 
 // ---- what the model holds --------------------------------------------------------------------
@@ -190,7 +190,7 @@ function place(model: Model, job: ModelJob, now: number) {
 function advance(model: Model, topic: string, now: number, promote = true): boolean {
   const lists = model.lists.get(topic) ?? new Map<number, string[]>();
   const open = [...lists.keys()].filter((slot) => slot <= now + LEAD).sort((x, y) => x - y);
-  for (const slot of open.slice(0, 10)) {
+  for (const slot of open.slice(0, MIGRATE_SLOTS)) {
     for (const id of lists.get(slot) ?? []) {
       const job = model.jobs.get(id);
       if (job?.s === "waiting" && job.topic === topic && job.where === "slot") {
@@ -199,7 +199,7 @@ function advance(model: Model, topic: string, now: number, promote = true): bool
     }
     lists.delete(slot);
   }
-  const bound = open[10];
+  const bound = open[MIGRATE_SLOTS];
   if (bound !== undefined) tally.backlogs += 1;
   if (!promote) return bound !== undefined;
   for (const job of model.jobs.values()) {

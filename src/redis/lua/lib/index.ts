@@ -5,12 +5,12 @@ import { LUA_RECORD } from "../../record";
 import { LUA_ACCESS } from "./access";
 import { LUA_JOBS } from "./jobs";
 import { LUA_RESERVE } from "./reserve";
-import { LUA_SLOTS, SLOT_LEAD_MS, SLOT_MS, SLOT_PHASE_MS } from "./slots";
+import { LUA_SLOTS, MIGRATE_SLOTS, SLOT_LEAD_MS, SLOT_MS, SLOT_PHASE_MS } from "./slots";
 import { LUA_TOPIC } from "./topic";
 import { LUA_TRANSITIONS } from "./transitions";
 import { LUA_UPKEEP } from "./upkeep";
 
-export { SLOT_LEAD_MS, SLOT_MS, SLOT_PHASE_MS };
+export { MIGRATE_SLOTS, SLOT_LEAD_MS, SLOT_MS, SLOT_PHASE_MS };
 
 /**
  * Shared by every script. Every script is called with

@@ -17,10 +17,19 @@ export const SLOT_LEAD_MS = 90_000;
  */
 export const SLOT_PHASE_MS = 30_000;
 export const LEGACY_SLOT_MS = 600_000;
+/**
+ * Most slot lists one call opens (lib Lua \`migrate\`). Enough for a topic nobody called for
+ * 16 hours: a pop that meets a long-idle topic opens its due slots itself instead of handing
+ * out nothing until ticks have opened them (10 a call did: a topic idle for more than 10 slots
+ * whose first 10 lists held only stale ids gave nothing). A slot list costs 3 commands to open
+ * (LRANGE, DEL, ZREM) whichever call opens it: the limit bounds one call's time, not the cost.
+ */
+export const MIGRATE_SLOTS = 1000;
 
 /** Needs `rcall`, `key` and NOW in scope, and the record's `load`. */
 export const LUA_SLOTS = `
 local SLOT, LEAD, PHASE, LEGACY = ${SLOT_MS}, ${SLOT_LEAD_MS}, ${SLOT_PHASE_MS}, ${LEGACY_SLOT_MS}
+local MIGRATE_SLOTS = ${MIGRATE_SLOTS}
 -- Slots: a job due at \`due\` belongs to the slot starting at slotOf(due). A slot is far while it
 -- starts more than LEAD after now, and open from then on.
 local function slotOf(due) return due - ((due - PHASE) % SLOT) end
@@ -46,30 +55,32 @@ end
 -- they are still in it.
 local popping = {}
 
--- Moves up to \`limit\` ids from the topic's open slot lists (oldest slot first, at most 10
--- slots) to the delayed zset; the promote that follows moves the due ones on. An id whose job no
--- longer waits in that slot (deleted, replaced, handed out) is dropped, and so is one whose job is
--- indexed already (an id listed twice; a job replaced to a due time in a slot that was open): a
--- waiting job is always in exactly one index. Returns how many ids it took off the lists, and
--- the start of the first open slot it did not empty (nil when none is left): jobs due from then
--- on may still sit in a list, so nothing due after it may be promoted yet (issue 8.9).
--- Cost: one ZRANGE; per slot visited LRANGE and LTRIM (or DEL + ZREM when emptied); per id one
--- GET; then ZMSCORE (ready), ZMSCORE (reserved), ZADD, DECRBY, ZADD LT.
+-- Moves up to \`limit\` ids from the topic's open slot lists (oldest slot first, at most
+-- MIGRATE_SLOTS slots) to the delayed zset; the promote that follows moves the due ones on. An
+-- id whose job no longer waits in that slot (deleted, replaced, handed out) is dropped, and so
+-- is one whose job is indexed already (an id listed twice; a job replaced to a due time in a
+-- slot that was open): a waiting job is always in exactly one index. Returns how many ids it
+-- took off the lists, and the start of the first open slot it did not empty (nil when none is
+-- left): jobs due from then on may still sit in a list, so nothing due after it may be promoted
+-- yet (issue 8.9).
+-- Cost: one ZRANGE; per slot visited LRANGE (and LTRIM for one it leaves unemptied); one DEL and
+-- one ZREM for the lists emptied; per id one GET; then ZMSCORE (ready), ZMSCORE (reserved),
+-- ZADD, DECRBY, ZADD LT.
 local function migrate(topic, limit)
-  local slots = rcall("ZRANGE", key.slots(topic), "-inf", NOW + LEAD, "BYSCORE", "LIMIT", 0, 11)
+  local slots = rcall("ZRANGE", key.slots(topic), "-inf", NOW + LEAD, "BYSCORE", "LIMIT", 0,
+    MIGRATE_SLOTS + 1)
   if #slots == 0 then return 0, nil end
-  local taken, ids, dues, seen, bound = 0, {}, {}, {}, nil
+  local taken, ids, dues, seen, bound, emptied, lists = 0, {}, {}, {}, nil, {}, {}
   for n, slot in ipairs(slots) do
     local want = limit - taken
-    if want <= 0 or n > 10 then
+    if want <= 0 or n > MIGRATE_SLOTS then
       bound = tonumber(slot)
       break
     end
     local list = slotList(topic, slot)
     local listed = rcall("LRANGE", list, 0, want - 1)
     if #listed < want then
-      rcall("DEL", list)
-      rcall("ZREM", key.slots(topic), slot)
+      emptied[#emptied + 1], lists[#lists + 1] = slot, list
     else
       rcall("LTRIM", list, want, -1)
       bound = tonumber(slot)
@@ -83,6 +94,10 @@ local function migrate(topic, limit)
       end
     end
     if bound then break end
+  end
+  if #emptied > 0 then
+    rcall("DEL", unpack(lists))
+    rcall("ZREM", key.slots(topic), unpack(emptied))
   end
   if #ids == 0 then return taken, bound end
   -- Indexed already: in the ready list, or reserved by a pop (its record still reads waiting).
