@@ -60,7 +60,8 @@ export function prepareAdd(
   return [
     job.id ?? crypto.randomUUID(),
     job.topic,
-    String(due),
+    // A delay is counted by the script from its own now (Redis's clock), not the caller's.
+    job.runAt === undefined ? `+${Math.round((job.delay ?? 0) * 1000)}` : String(due),
     job.ttr === undefined ? "" : String(job.ttr * 1000),
     job.maxAttempts === undefined ? "" : String(job.maxAttempts),
     job.backoff === undefined ? "" : JSON.stringify(job.backoff),
@@ -105,7 +106,7 @@ export async function runAdds(
   scripts: ScriptRunner,
   defaults: readonly [ttr: string, maxAttempts: string, backoff: string],
   prepared: readonly string[][],
-  now: number,
+  now: number | undefined,
   rawBodies = false,
 ): Promise<{ results: BatchItemResult[]; pushed: PushedTopic[] }> {
   const requests: string[][][][] = [[[]]];
@@ -133,11 +134,11 @@ export async function runAdds(
   const pushed: PushedTopic[] = [];
   for (const request of requests) {
     const replies = await Promise.all(
-      request.map((slice) => scripts.run("add", now, addArgs(defaults, slice))),
+      request.map((slice) => scripts.runTimed("add", now, addArgs(defaults, slice))),
     );
-    for (const reply of replies) {
+    for (const { reply, now: at } of replies) {
       for (const { code, record } of reply.jobs) {
-        results.push(addResult(code, record, now, rawBodies));
+        results.push(addResult(code, record, at, rawBodies));
       }
       pushed.push(...reply.pushed);
     }

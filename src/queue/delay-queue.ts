@@ -95,9 +95,14 @@ export class DelayQueue {
     return new DelayQueue(this.options, this.shared, options);
   }
 
-  /** The clock scripts get their `now` from. */
+  /** The caller's clock: the queue's `clock` option, else Date.now. */
   get clock(): () => number {
     return this.shared.clock;
+  }
+
+  /** Whether scripts run on Redis's clock (no `clock` option): the one clock of all callers. */
+  get onRedisClock(): boolean {
+    return this.shared.scriptNow() === undefined;
   }
 
   /**
@@ -107,7 +112,7 @@ export class DelayQueue {
   async add(input: AddJobInput): Promise<AddResult> {
     const now = this.shared.clock();
     const fields = prepareAdd(input, now, this.shared.maxBodyBytes, (t) => this.allow(t));
-    const [result] = await this.runAdds([fields], now);
+    const [result] = await this.runAdds([fields]);
     if (result && "error" in result) throw new DelayqError(result.error.code, result.error.message);
     return result as AddResult;
   }
@@ -128,15 +133,16 @@ export class DelayQueue {
       this.shared.maxBodyBytes,
       allow,
     );
-    const added = prepared.length > 0 ? await this.runAdds(prepared, now) : [];
+    const added = prepared.length > 0 ? await this.runAdds(prepared) : [];
     added.forEach((result, j) => {
       results[positions[j] as number] = result;
     });
     return results;
   }
 
-  private async runAdds(prepared: string[][], now: number): Promise<BatchItemResult[]> {
+  private async runAdds(prepared: string[][]): Promise<BatchItemResult[]> {
     const { scripts, defaults, rawBodies } = this.shared;
+    const now = this.shared.scriptNow();
     const { results, pushed } = await runAdds(scripts, defaults, prepared, now, rawBodies);
     for (const result of results) {
       if (!("created" in result) || !result.created) continue;
@@ -280,7 +286,7 @@ export class DelayQueue {
   /** Deletes a job in any state; it is never handed out afterwards. */
   async delete(id: string): Promise<void> {
     parseInput(JobId, id, "job id");
-    const { code, messageId } = await this.shared.scripts.run("delete", this.shared.clock(), [
+    const { code, messageId } = await this.shared.scripts.run("delete", this.shared.scriptNow(), [
       id,
       this.luaScope,
     ]);
@@ -408,8 +414,9 @@ export class DelayQueue {
    * the topics whose next event is due, at most 500 jobs (a few ms of Redis time at 1M jobs).
    * `more` says whether work is left. Safe to run concurrently: each slice is one atomic script.
    */
-  async tickSlice(now: number = this.shared.clock()): Promise<TickSlice> {
-    return this.shared.scripts.run("tick", now, [TICK_SLICE.jobs, TICK_SLICE.topics]);
+  async tickSlice(now?: number): Promise<TickSlice> {
+    const at = now ?? this.shared.scriptNow();
+    return this.shared.scripts.run("tick", at, [TICK_SLICE.jobs, TICK_SLICE.topics]);
   }
 
   /** Validates a topic name and checks this view may act on it. */
@@ -437,7 +444,7 @@ export class DelayQueue {
     this.allow(topic);
     const { ids, count } = parseInput(KickInput, options);
     const selection = ids ? ["", ...ids] : [count ?? 1000];
-    return this.shared.scripts.run(script, this.shared.clock(), [topic, ...selection]);
+    return this.shared.scripts.run(script, this.shared.scriptNow(), [topic, ...selection]);
   }
 }
 

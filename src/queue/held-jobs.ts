@@ -15,10 +15,10 @@ export async function runHeld(
   args: (string | number)[],
 ): Promise<Job> {
   parseInput(JobId, id, "job id");
-  const now = shared.clock();
-  const reply: HeldReply = await shared.scripts.run(verb, now, [id, ...args]);
+  const timed = await shared.scripts.runTimed(verb, shared.scriptNow(), [id, ...args]);
+  const reply: HeldReply = timed.reply;
   if (reply.code !== "ok") throw scriptError(reply.code, { id, state: reply.value, verb });
-  return decodeRecord(reply.value, now, shared.rawBodies);
+  return decodeRecord(reply.value, timed.now, shared.rawBodies);
 }
 
 /** Finishes one job the caller must hold (`receipt` "" for whoever holds it). */

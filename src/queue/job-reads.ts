@@ -10,8 +10,7 @@ import type { Shared } from "./options";
 /** The job with its current state; a job of a topic outside the scope is not found. */
 export async function readJob(shared: Shared, scope: TopicScope, id: string): Promise<Job> {
   parseInput(JobId, id, "job id");
-  const now = shared.clock();
-  const raw = await shared.scripts.run("get", now, [id]);
+  const { reply: raw, now } = await shared.scripts.runTimed("get", shared.scriptNow(), [id]);
   if (raw === undefined) throw notFound(id);
   const job = decodeRecord(raw, now, shared.rawBodies);
   if (!scopeAllows(scope, job.topic)) throw notFound(id);
@@ -25,8 +24,8 @@ export async function readJobPage(
   options: { state: ListableState; cursor?: string; limit?: number },
 ): Promise<JobPage> {
   const { state, cursor, limit } = parseInput(ListInput, options);
-  const now = shared.clock();
-  const page = await shared.scripts.run("list", now, [topic, state, cursor ?? "", limit]);
+  const args = [topic, state, cursor ?? "", limit];
+  const { reply: page, now } = await shared.scripts.runTimed("list", shared.scriptNow(), args);
   const jobs = page.records.map((raw) => decodeRecord(raw, now, shared.rawBodies));
   return page.cursor === undefined
     ? { jobs, hasMore: false }

@@ -24,7 +24,12 @@ export type DelayQueueOptions = {
   scripts?: ScriptRunner;
   /** Key prefix; every key lives under the Redis Cluster hash tag `{prefix}`. @default "dq" */
   prefix?: string;
-  /** The clock, unix ms. Every script gets `now` from it. @default Date.now */
+  /**
+   * A clock of the caller's, unix ms, for tests: every script then gets `now` from it. Without
+   * one, scripts compare and write times on Redis's clock (TIME), the one clock of all callers,
+   * so that callers' clocks that disagree cannot hand a job out twice or early, and the queue's
+   * own reckoning (long-poll wake-ups, cursor caching) uses Date.now. @default Redis's clock
+   */
   clock?: () => number;
   /** How long finished and deleted records are kept, seconds. @default DEFAULT_RETENTION_SECONDS */
   retention?: number;
@@ -81,7 +86,10 @@ export type Shared = {
   redis: RedisClient;
   scripts: ScriptRunner;
   keys: Keys;
+  /** The caller's clock: the queue's `clock`, else Date.now. */
   clock: () => number;
+  /** The `now` scripts get: the queue's `clock`, else undefined (Redis's clock). */
+  scriptNow: () => number | undefined;
   maxBodyBytes: number;
   defaults: [ttr: string, maxAttempts: string, backoff: string];
   pollIntervalMs: number;
@@ -104,6 +112,7 @@ export function share(options: DelayQueueOptions): Shared {
       options.scripts ?? createScriptRunner(options.redis, prefix, Math.round(retention * 1000)),
     keys: keys(prefix),
     clock: options.clock ?? Date.now,
+    scriptNow: options.clock ?? (() => undefined),
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     defaults: [
       String((defaults.ttr ?? DEFAULT_TTR_SECONDS) * 1000),

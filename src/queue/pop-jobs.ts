@@ -51,7 +51,12 @@ export async function popJobs(
       const others = wakeups.waiting(topic) > 0 ? "1" : "";
       const snapshot = wakeups.snapshot(topic);
       const args = [topic, count, waitMs, others];
-      const reply = await scripts.run("pop", now, first ? [...args, ...finish] : args);
+      const timed = await scripts.runTimed(
+        "pop",
+        shared.scriptNow(),
+        first ? [...args, ...finish] : args,
+      );
+      const reply = timed.reply;
       if (first) finished = reply.finished;
       if ("pushTopic" in reply) throw scriptError("pushTopic", { id: topic });
       wakeups.popped(topic, "more" in reply && reply.more);
@@ -60,7 +65,7 @@ export async function popJobs(
           wakeups.learn(topic, snapshot, reply.drained);
           wakeups.tell(topic, reply.drained.nextAt);
         }
-        const jobs = reply.records.map((raw) => decodeRecord(raw, now, shared.rawBodies));
+        const jobs = reply.records.map((raw) => decodeRecord(raw, timed.now, shared.rawBodies));
         return { jobs, finished };
       }
       if (!("seq" in reply) || wait === 0) return { jobs: [], finished };

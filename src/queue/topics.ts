@@ -22,7 +22,7 @@ export async function setTopicConfig(
     mode === "put"
       ? parseInput(TopicConfig, input, "topic config")
       : parseInput(TopicConfigPatch, input, "topic config");
-  const reply = await shared.scripts.run("configure", shared.clock(), [
+  const reply = await shared.scripts.run("configure", shared.scriptNow(), [
     topic,
     JSON.stringify(parsed),
     mode,
@@ -34,7 +34,7 @@ export async function setTopicConfig(
 
 /** One topic's stats. The caller checks the topic first. */
 export async function readTopicStats(shared: Shared, topic: string): Promise<TopicStats> {
-  const [row] = await shared.scripts.run("topicStats", shared.clock(), [topic]);
+  const [row] = await shared.scripts.run("topicStats", shared.scriptNow(), [topic]);
   return toStats(row as TopicRow);
 }
 
@@ -62,7 +62,7 @@ export async function readTopicPage(
           `(${to}`,
         ])
     : [after === "" ? "-" : `(${after}`, "+"];
-  const page = await shared.scripts.run("listTopics", shared.clock(), [
+  const page = await shared.scripts.run("listTopics", shared.scriptNow(), [
     after,
     limit,
     scopeToLua(scope),
@@ -100,7 +100,7 @@ function readConfig(text: string): TopicConfig {
 /** The deployment's cursor secret (scripts/topics.ts: cursorSecret), made if there is none. */
 export function readCursorSecret(shared: Shared): Promise<string> {
   const candidate = toBase64url(crypto.getRandomValues(new Uint8Array(32)));
-  return shared.scripts.run("cursorSecret", shared.clock(), [candidate]);
+  return shared.scripts.run("cursorSecret", shared.scriptNow(), [candidate]);
 }
 
 /** A push secret: 32 random bytes, base64url, with a prefix that says what it is. */

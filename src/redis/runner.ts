@@ -3,7 +3,7 @@
 import { DelayqError } from "../domain/errors";
 import { keys } from "./keys";
 import type { Script } from "./lua/script";
-import { SCRIPTS, type ScriptName, scriptText } from "./lua/scripts";
+import { SCRIPTS, type ScriptName, scriptText, TIMED } from "./lua/scripts";
 import { type FunctionLibrary, functionLibrary } from "./lua/scripts/functions";
 
 /**
@@ -56,12 +56,26 @@ export type ReplyOf<N extends ScriptName> = (typeof SCRIPTS)[N] extends Script<i
  * into the Lua.
  */
 export type ScriptRunner = {
-  /** Runs script `name` (EVALSHA, EVAL on NOSCRIPT; or FCALL) and parses its reply. */
+  /**
+   * Runs script `name` (EVALSHA, EVAL on NOSCRIPT; or FCALL) and parses its reply. `now`: the
+   * time the script compares and writes, unix ms; undefined for Redis's own clock (TIME), the
+   * one clock of every caller (a clock of their own is for tests).
+   */
   run<N extends ScriptName>(
     name: N,
-    now: number,
+    now: number | undefined,
     args: readonly (string | number)[],
   ): Promise<ReplyOf<N>>;
+  /**
+   * `run`, answering also the time the script ran at: `now` when given, else Redis's clock as
+   * the script read it (Date.now() for a script that reads no clock). For callers that date what
+   * they answer (a job's state) by the clock its change was made at.
+   */
+  runTimed<N extends ScriptName>(
+    name: N,
+    now: number | undefined,
+    args: readonly (string | number)[],
+  ): Promise<{ reply: ReplyOf<N>; now: number }>;
 };
 
 export function createScriptRunner(
@@ -97,28 +111,48 @@ export function createScriptRunner(
     await loading;
     return fns.call(fn, [k.schedule], argv);
   };
-  return {
-    async run(name, now, args) {
-      const argv = [k.base, String(now), String(retentionMs), ...args.map(String)];
-      let reply: unknown;
-      let ran = false;
-      try {
-        if (functions && library) {
-          try {
-            reply = await viaFunction(functions, library, name, argv);
-            ran = true;
-          } catch (error) {
-            if (!(error instanceof FunctionsRefused)) throw error;
-            // Refused before anything ran: scripts from now on.
-            functions = undefined;
-          }
+  const runTimed = async <N extends ScriptName>(
+    name: N,
+    now: number | undefined,
+    args: readonly (string | number)[],
+  ): Promise<{ reply: ReplyOf<N>; now: number }> => {
+    const argv = [k.base, now === undefined ? "" : String(now), String(retentionMs)];
+    for (const arg of args) argv.push(String(arg));
+    let reply = await call(name, argv);
+    let at = now ?? Date.now();
+    if (now === undefined && TIMED.has(name)) {
+      // On Redis's clock a timed script answers {NOW, reply} (lua/scripts/index.ts: timed).
+      const [serverNow, inner] = Array.isArray(reply) ? reply : [];
+      at = Number(serverNow);
+      reply = inner;
+    }
+    return { reply: SCRIPTS[name].parse(reply) as ReplyOf<N>, now: at };
+  };
+  const call = async (name: ScriptName, argv: string[]): Promise<unknown> => {
+    let reply: unknown;
+    let ran = false;
+    try {
+      if (functions && library) {
+        try {
+          reply = await viaFunction(functions, library, name, argv);
+          ran = true;
+        } catch (error) {
+          if (!(error instanceof FunctionsRefused)) throw error;
+          // Refused before anything ran: scripts from now on.
+          functions = undefined;
         }
-        if (!ran)
-          reply = await (loaded[name] as (typeof loaded)[ScriptName]).exec([k.schedule], argv);
-      } catch (error) {
-        throw redisError(error);
       }
-      return SCRIPTS[name].parse(reply) as ReplyOf<typeof name>;
+      if (!ran)
+        reply = await (loaded[name] as (typeof loaded)[ScriptName]).exec([k.schedule], argv);
+    } catch (error) {
+      throw redisError(error);
+    }
+    return reply;
+  };
+  return {
+    runTimed,
+    async run(name, now, args) {
+      return (await runTimed(name, now, args)).reply;
     },
   };
 }

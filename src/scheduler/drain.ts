@@ -44,7 +44,8 @@ export function drainStep(queue: DelayQueue): SchedulerStep<DrainReport> {
           report.more = true;
           return report;
         }
-        const slice = await queue.tickSlice(now);
+        // On Redis's clock the slice runs at Redis's time, not the cron's scheduledTime.
+        const slice = await queue.tickSlice(queue.onRedisClock ? undefined : now);
         report.promoted += slice.promoted;
         report.expired += slice.expired;
         report.died += slice.died;

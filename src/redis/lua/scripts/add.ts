@@ -17,7 +17,8 @@ export const add = defineScript<AddReply>({
 --[[ add: adds jobs (one or a batch), idempotently by id.
   ARGV[4]   default ttr, ms          ARGV[5] default max attempts
   ARGV[6]   default backoff, JSON or ""
-  ARGV[7..] ${ADD_FIELDS} values per job: id, topic, due (ms), ttr (ms or ""), max attempts (or ""),
+  ARGV[7..] ${ADD_FIELDS} values per job: id, topic, due (ms; "+<ms>": that long after now),
+            ttr (ms or ""), max attempts (or ""),
             backoff (JSON or ""), deadline (ms or ""), replace ("1" or ""), body (JSON text)
   Unset ttr, max attempts and backoff come from the topic's config, then from the defaults.
   A job due so far ahead that its slot is far (lib/slots.ts: isFar) goes to that slot's list.
@@ -46,6 +47,7 @@ local out, configs, order, ids, due, pushed, fresh, listening = {}, {}, {}, {}, 
 
 for i = 7, #ARGV, ${ADD_FIELDS} do
   local id, topic, dueAt = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  if string.sub(ARGV[i + 2], 1, 1) == "+" then dueAt = NOW + tonumber(string.sub(ARGV[i + 2], 2)) end
   local cfg = configs[topic]
   if not cfg then
     local t = fields(topic)

@@ -81,15 +81,37 @@ const texts = new WeakMap<Script<unknown>, string>();
 
 /**
  * The full text of a script as sent to Redis: the part of the shared library it calls
- * (lib/shake.ts), then the script.
+ * (lib/shake.ts), then the script (`timed` when it reads the clock).
  */
 export function scriptText(script: Script<unknown>): string {
   let text = texts.get(script);
   if (text === undefined) {
-    text = `${libraryFor(LIBRARY, script.lua)}\n${script.lua}`;
+    const lib = libraryFor(LIBRARY, script.lua);
+    text = `${lib}\n${readsClock(lib) ? timed(script.lua) : script.lua}`;
     texts.set(script, text);
   }
   return text;
+}
+
+/** Whether a script's library defines NOW: it compares or writes times. */
+function readsClock(lib: string): boolean {
+  return /^local NOW =/m.test(lib);
+}
+
+/** The scripts that use NOW, by name: called on Redis's clock, they answer it first. */
+export const TIMED: ReadonlySet<ScriptName> = new Set(
+  (Object.keys(SCRIPTS) as ScriptName[]).filter((name) =>
+    readsClock(libraryFor(LIBRARY, SCRIPTS[name].lua)),
+  ),
+);
+
+/**
+ * A script's body as a function whose reply, when the call asked for Redis's clock (ARGV[2]
+ * ""), comes after the time the script ran at: {NOW, reply}. The caller then dates what it
+ * answers (a job's state, ready or delayed) by the clock the script used.
+ */
+export function timed(lua: string): string {
+  return `local function main()\n${lua}\nend\nif ARGV[2] == "" then return {NOW, main()} end\nreturn main()`;
 }
 
 /** Every script's full text, by name (for SCRIPT LOAD in tools and benchmarks). */
