@@ -13,6 +13,8 @@ import type { QStash } from "./qstash";
 export const HAND_OFF_LEAD_MS = 5_000;
 /** Most runs one hand-off asks for (one QStash batch request). */
 const MAX_RUNS = 100;
+/** Continuations of held-back topics are asked for at multiples of this, ms (deduplicated). */
+const CONTINUE_BUCKET_MS = 5_000;
 /** How long the runs asked for are counted as coming (then forgotten: the next tick goes on). */
 const PROMISE_MS = 60_000;
 
@@ -26,6 +28,13 @@ export type HandOff = {
    * many it asked for. Takes its cost from the run's budget.
    */
   ask(run: Run, scope: { topic?: string; horizon: number; jobCost?: number }): Promise<number>;
+  /**
+   * Asks for one fresh run at `at` to claim `topic` again: a topic with flow control still held
+   * jobs back when `run` ended. Asks of any runs for the same topic and the same few seconds are
+   * one (QStash's deduplication), so runs ending together start one run, not one each. Takes one
+   * subrequest; answers whether it asked.
+   */
+  continueAt(run: Run, topic: string, at: number): Promise<boolean>;
   /** The work of a run a hand-off asked for: claim what is due within its reach. */
   work(request: { topic?: string; share?: number }, now: number): Work;
 };
@@ -76,6 +85,20 @@ export function qstashHandOff(options: HandOffOptions): HandOff {
       run.log({ level: "info", event: "hand_off", topic, runs, share, at });
       return runs;
     },
+    async continueAt(run, topic, at) {
+      if (!run.budget.take(1)) return false;
+      const bucket = Math.floor(at / CONTINUE_BUCKET_MS);
+      await qstash.publishRuns({
+        publicUrl,
+        runs: 1,
+        topic,
+        share: 0,
+        notBefore: at,
+        deduplicationId: `flow-${bucket}-${toHex(topic)}`,
+      });
+      run.log({ level: "info", event: "flow_continue", topic, at });
+      return true;
+    },
     work: ({ topic, share }, now) => ({
       kind: "claim",
       ...(topic === undefined ? {} : { topic }),
@@ -83,4 +106,11 @@ export function qstashHandOff(options: HandOffOptions): HandOff {
       consume: share ?? runShare(subrequests, worstJobCost),
     }),
   };
+}
+
+/** A topic name as a deduplication id may carry it (QStash takes letters, digits, -, _ and .). */
+function toHex(text: string): string {
+  return Array.from(new TextEncoder().encode(text), (b) => b.toString(16).padStart(2, "0")).join(
+    "",
+  );
 }

@@ -43,6 +43,8 @@ export class RunLoop {
   private readonly settle: ReturnType<typeof settleBatches>;
   /** Claims of held-back topics (flow control) the run will make, by topic: when. */
   private readonly comeBack = new Map<string, number>();
+  /** Held-back topics the run asked a fresh run for, as it could not come back itself. */
+  private readonly continued = new Set<string>();
   /** Topics with `rate`: the run's sends in claim order, and when its latest ones went. */
   private readonly pacers = new Map<string, { recent: number[]; chain: Promise<void> }>();
 
@@ -124,9 +126,10 @@ export class RunLoop {
 
   private async claimAndSend(item: ClaimWork, lane: Lane): Promise<void> {
     let claimed: Claimed;
+    const now = this.run.clock();
     try {
       claimed = await claimDue(this.deps, this.run.budget, {
-        now: this.run.clock(),
+        now,
         horizon: item.horizon,
         topic: item.topic,
         consume: item.consume,
@@ -144,7 +147,9 @@ export class RunLoop {
     this.report.claimed += claimed.claimed;
     this.report.more ||= claimed.more;
     if (claimed.more) this.handOff(item, claimed);
-    for (const [topic, at] of claimed.held) this.claimAgain(topic, at, item.horizon);
+    // Follow-ups keep the reach of the claim they follow (a request's 25 s, a tick's 65 s).
+    const reach = item.horizon - now;
+    for (const [topic, at] of claimed.held) this.claimAgain(topic, at, at + reach);
     for (const [due, parcels] of byDue(claimed.direct)) this.track(this.sendGroup(due, parcels));
     if (claimed.viaQStash.length > 0) this.track(this.publish(claimed.viaQStash));
     for (const { job, handler } of claimed.internal) this.track(this.handle(job, handler));
@@ -167,11 +172,16 @@ export class RunLoop {
    * A topic with flow control had jobs held back (or due later within `horizon`): the run claims
    * it again at `at`, when room may have freed (a rate's next slot, a look a second later while
    * its parallelism is full, its next job's due time), while the run lasts. One such claim per
-   * topic waits at a time, the earliest asked for.
+   * topic waits at a time, the earliest asked for. Past the run's end a fresh run is asked for
+   * then, through QStash when hand-offs are on (else the next tick comes back for it).
    */
   private claimAgain(topic: string, at: number, horizon: number): void {
     const waiting = this.comeBack.get(topic);
-    if ((waiting !== undefined && waiting <= at) || at >= this.run.until) return;
+    if (waiting !== undefined && waiting <= at) return;
+    if (at >= this.run.until) {
+      this.continueAt(topic, at);
+      return;
+    }
     this.comeBack.set(topic, at);
     this.track(
       until(at, this.run.clock).then(() => {
@@ -203,6 +213,18 @@ export class RunLoop {
     });
     pacer.chain = turn;
     return turn;
+  }
+
+  private continueAt(topic: string, at: number): void {
+    const { handOff } = this.deps;
+    if (!handOff || this.continued.has(topic)) return;
+    this.continued.add(topic);
+    this.track(
+      handOff.continueAt(this.run, topic, at).then(
+        () => {},
+        (error: unknown) => this.failed("flow_continue_failed", error, topic),
+      ),
+    );
   }
 
   private async deliver(parcel: Parcel): Promise<void> {

@@ -62,6 +62,8 @@ export type QStash = {
     topic?: string;
     share?: number;
     notBefore?: number;
+    /** QStash's deduplication id: asks made with the same one start one run. */
+    deduplicationId?: string;
   }): Promise<void>;
   /** Cancels a message not yet delivered; one already gone is fine. */
   cancel(messageId: string): Promise<void>;
@@ -117,7 +119,7 @@ export function createQStash(settings: QStashSettings): QStash {
       }
       return ids;
     },
-    async publishRuns({ publicUrl, runs, topic, share, notBefore }) {
+    async publishRuns({ publicUrl, runs, topic, share, notBefore, deduplicationId }) {
       const body: ContinueBody = {
         topic: topic ?? null,
         ...(share === undefined ? {} : { share }),
@@ -128,6 +130,7 @@ export function createQStash(settings: QStashSettings): QStash {
         headers: { "content-type": "application/json" },
         // Early is fine (the run waits for each job's due time): rounded down.
         ...(notBefore === undefined ? {} : { notBefore: Math.floor(notBefore / 1000) }),
+        ...(deduplicationId === undefined ? {} : { deduplicationId }),
         retries: 2,
       };
       for (let i = 0; i < runs; i += QSTASH_BATCH) {

@@ -194,4 +194,35 @@ describe("push flow control through QStash", () => {
     for (const a of got) expect(a.at).toBeGreaterThanOrEqual(a.dueAt);
     expect(receiver.received).toHaveLength(3);
   });
+
+  it("a run that ends with jobs held back asks QStash for a fresh run, which goes on: none wait for a tick", async () => {
+    // Every invocation may start work for 1.5 s only; rate 2 needs about 3.3 s for 7 jobs.
+    const app = testPushApp({
+      qstash: harness.client(),
+      publicUrl: harness.publicUrl,
+      subrequests: 1000,
+      runLifetimeMs: 1500,
+    });
+    harness.serve(app);
+    const receiver = await startReceiver();
+    receivers.push(receiver);
+    const put = await app.call("PUT", "/v1/topics/f", {
+      body: { push: { url: `${receiver.url}/hook`, secret: SECRET, rate: 2 } },
+    });
+    expect(put.status).toBe(200);
+    const jobs = await addDue(app, 7);
+    await receiver.waitFor(7, 30_000);
+    const got = arrivals(receiver);
+    expect(got.map((a) => a.id)).toEqual(jobs.map((j) => j.id));
+    for (const a of got) expect(a.at).toBeGreaterThanOrEqual(a.dueAt);
+    expect(
+      mostWithin(
+        got.map((a) => a.at),
+        1000,
+      ),
+    ).toBeLessThanOrEqual(2);
+    expect(app.logs.some((entry) => entry.event === "flow_continue")).toBe(true);
+    await app.settled();
+    expect(receiver.received).toHaveLength(7);
+  });
 });

@@ -154,6 +154,8 @@ export function testPushApp(
     batch?: number;
     /** Notice requests the process keeps open at once. @default 200 */
     maxOpenNotices?: number;
+    /** How long each run may start new work, ms. @default 120000 */
+    runLifetimeMs?: number;
     /** Wraps the dispatcher's Redis (to inject faults into its calls alone). */
     dispatcherRedis?: (redis: RedisClient) => RedisClient;
   } = {},
@@ -183,8 +185,8 @@ export function testPushApp(
     cancelDelivery: (messageId) => dispatcher.cancel(messageId),
   });
   const subrequests = options.subrequests ?? 1000;
-  const newRun = (limit = subrequests) =>
-    createRun({ subrequests: limit, lifetimeMs: 120_000, log });
+  const lifetimeMs = options.runLifetimeMs ?? 120_000;
+  const newRun = (limit = subrequests) => createRun({ subrequests: limit, lifetimeMs, log });
   const runAt = (aheadMs: number, limit = subrequests) =>
     createRun({ clock: () => Date.now() + aheadMs, subrequests: limit, lifetimeMs: 120_000, log });
   const requests: Run[] = [];

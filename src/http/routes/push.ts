@@ -107,7 +107,7 @@ function continueBody(raw: string): { topic?: string; share?: number } {
   const topic = body?.topic;
   const share = body?.share;
   const shareOk =
-    share === undefined || (Number.isSafeInteger(share) && share >= 1 && share <= 100_000);
+    share === undefined || (Number.isSafeInteger(share) && share >= 0 && share <= 100_000);
   if (
     typeof body !== "object" ||
     body === null ||
