@@ -1,0 +1,152 @@
+// Recurring schedules, black-box: `npm run dev` (the worker in wrangler dev) and a second service
+// instance (functions/node.ts on the same bridge and keyspace, ticking every second) driven over
+// HTTP only, while this suite also fires the worker's scheduled handler now and then: several
+// ticks and two instances at once. Each fire is a job `{name}@{ms}`, made once, never handed out
+// before its time, in a pull topic and a push topic; a deleted schedule makes no more.
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../dev/redis-server";
+import { type ServiceProcess, startService } from "../../dev/service-process";
+import { type Receiver, type Stack, sleep, startReceiver, startStack } from "./support";
+
+let stack: Stack;
+let second: ServiceProcess;
+let rx: Receiver;
+let ticking = true;
+let ticker: Promise<void> = Promise.resolve();
+
+beforeAll(async () => {
+  // The stack's own cron kept quiet: this suite ticks the worker itself, every 3 s.
+  stack = await startStack({ DQ_DEV_TICK_MS: "3600000" });
+  rx = await startReceiver();
+  const port = await freePort();
+  second = await startService({
+    mode: "node",
+    port,
+    stateDir: join(process.cwd(), ".dev", `blackbox-schedules-${port}`),
+    stdio: "ignore",
+    vars: {
+      UPSTASH_REDIS_REST_URL: stack.info.bridgeUrl,
+      UPSTASH_REDIS_REST_TOKEN: stack.info.bridgeToken,
+      DQ_TOKENS: stack.info.apiToken,
+      DQ_TICK_INTERVAL_MS: "1000",
+      DQ_PRIVATE_PUSH: "allow",
+    },
+  });
+  ticker = (async () => {
+    while (ticking) {
+      await stack.tick().catch(() => {});
+      await sleep(3000);
+    }
+  })();
+}, 180_000);
+
+afterAll(async () => {
+  ticking = false;
+  await ticker;
+  await second?.stop();
+  await rx?.close();
+  await stack?.stop();
+}, 60_000);
+
+/** Calls the second instance's API. */
+async function other(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${second.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${stack.info.apiToken}`,
+      "content-type": "application/json",
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, json: (await res.json()) as any };
+}
+
+const fireOf = (id: string) => Number(id.slice(id.lastIndexOf("@") + 1));
+
+describe("schedules under npm run dev, two instances ticking", () => {
+  it("a pull topic gets each fire once, at or after its time, none missing", async () => {
+    const put = await stack.api("PUT", "/v1/schedules/bb-pull", {
+      cron: "*/2 * * * * *",
+      timezone: "Asia/Shanghai",
+      topic: "bb-sched",
+      body: { kind: "pull" },
+    });
+    expect(put.status).toBe(200);
+    const popped: { id: string; at: number; body: unknown }[] = [];
+    const until = Date.now() + 24_000;
+    let turn = 0;
+    while (Date.now() < until) {
+      // Both instances pop, alternately, long-polling up to 2 s.
+      const reply =
+        turn++ % 2 === 0
+          ? await stack.api("POST", "/v1/topics/bb-sched/pop", { count: 20, wait: 2 })
+          : await other("POST", "/v1/topics/bb-sched/pop", { count: 20, wait: 2 });
+      const at = Date.now();
+      for (const job of reply.json.jobs as { id: string; receipt: string; body: unknown }[]) {
+        popped.push({ id: job.id, at, body: job.body });
+        await stack.api("POST", `/v1/jobs/${job.id}/finish`, { receipt: job.receipt });
+      }
+    }
+    expect(popped.length).toBeGreaterThanOrEqual(8);
+    const ids = popped.map((p) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const { id, at, body } of popped) {
+      expect(id).toMatch(/^bb-pull@\d+$/);
+      expect(fireOf(id) % 2000).toBe(0);
+      // Never handed out before its time (the stack runs on this machine's clock).
+      expect(at).toBeGreaterThanOrEqual(fireOf(id));
+      expect(body).toEqual({ kind: "pull" });
+    }
+    // None missing between the first and the last.
+    const fires = ids.map(fireOf).sort((a, b) => a - b);
+    const first = fires[0] as number;
+    expect(fires).toEqual(fires.map((_, i) => first + i * 2000));
+    const got = await other("GET", "/v1/schedules/bb-pull");
+    expect(got.json.schedule).toMatchObject({ name: "bb-pull", timezone: "Asia/Shanghai" });
+    expect(got.json.schedule.lastRunAt).toBeGreaterThanOrEqual(fires[fires.length - 1] as number);
+    expect(got.json.schedule.nextRunAt).toBeGreaterThan(got.json.schedule.lastRunAt);
+  }, 60_000);
+
+  it("a push topic gets each fire delivered once, never early", async () => {
+    const url = rx.url("/sched-hook");
+    const configured = await stack.api("PUT", "/v1/topics/bb-push", { push: { url } });
+    expect(configured.status).toBe(200);
+    const put = await other("PUT", "/v1/schedules/bb-push", {
+      cron: "*/3 * * * * *",
+      topic: "bb-push",
+      body: { kind: "push" },
+    });
+    expect(put.status).toBe(200);
+    await sleep(20_000);
+    const hits = rx.hits("/sched-hook");
+    expect(hits.length).toBeGreaterThanOrEqual(4);
+    const ids = hits.map((hit) => String(hit.headers["delayq-id"]));
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const hit of hits) {
+      const id = String(hit.headers["delayq-id"]);
+      expect(id).toMatch(/^bb-push@\d+$/);
+      expect(hit.at).toBeGreaterThanOrEqual(fireOf(id));
+      expect(JSON.parse(hit.raw)).toMatchObject({
+        id,
+        topic: "bb-push",
+        dueAt: fireOf(id),
+        body: { kind: "push" },
+      });
+    }
+  }, 60_000);
+
+  it("deleted, a schedule makes no more fires; metrics count the ones it made", async () => {
+    const metrics = await stack.api("GET", "/metrics");
+    expect(metrics.text).toMatch(/delayq_schedule_fires_total\{schedule="bb-pull"\} [1-9]/);
+    expect((await stack.api("DELETE", "/v1/schedules/bb-pull")).status).toBe(200);
+    expect((await other("DELETE", "/v1/schedules/bb-push")).status).toBe(200);
+    const delayed = await stack.api("GET", "/v1/topics/bb-sched/jobs?state=delayed");
+    expect(delayed.json.jobs).toEqual([]);
+    const before = await stack.api("GET", "/v1/topics/bb-sched");
+    await sleep(6000);
+    const after = await stack.api("GET", "/v1/topics/bb-sched");
+    expect(after.json.counts).toEqual(before.json.counts);
+    expect((await stack.api("GET", "/v1/schedules/bb-pull")).status).toBe(404);
+  }, 30_000);
+});
