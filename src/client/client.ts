@@ -26,6 +26,7 @@ import type {
   PopOptions,
   ProviderName,
   Refund,
+  RescheduleOptions,
   TopicConfig,
   TopicConfigInput,
   TopicConfigPatch,
@@ -64,6 +65,8 @@ export function createClient(options: ClientOptions): DelayqClient {
  * - `configureTopic`: a PUT of the whole config. `updateTopic`: a PATCH sets the same fields
  *   to the same values again. (For both, a push secret the server generated is shown in full
  *   only in the answer that generated it: if that answer was lost, the retry's shows it masked.)
+ * - `reschedule`: to `runAt`, a retry sets the same time; with `delay`, a little later. `promote`:
+ *   if the first attempt landed, the retry answers 409 `invalid_state` (the job is ready).
  * - `release` and `bury`: if the first attempt landed, the retry answers 409 `stale_receipt`
  *   (`not_reserved` without a receipt); the job did move, so a caller that sees that after a
  *   retry may treat it as done.
@@ -207,15 +210,40 @@ export class DelayqClient {
    * Gives a reserved job back (`POST /v1/jobs/{id}/release`), to run again after `delay`
    * seconds, or after its backoff step when no delay is given (or to die, out of attempts).
    */
-  async release(id: string, options: { receipt?: string; delay?: number } = {}): Promise<Job> {
-    const { receipt, delay } = options;
-    const answer = await this.call(this.verb(id, "release", { receipt, delay }));
+  async release(
+    id: string,
+    options: { receipt?: string; delay?: number; error?: string } = {},
+  ): Promise<Job> {
+    const { receipt, delay, error } = options;
+    const answer = await this.call(this.verb(id, "release", { receipt, delay, error }));
     return expectField(answer, "job", "object") as Job;
   }
 
-  /** Moves a reserved job to its topic's dead letter (`POST /v1/jobs/{id}/bury`). */
-  async bury(id: string, options: { receipt?: string } = {}): Promise<Job> {
-    const answer = await this.call(this.verb(id, "bury", { receipt: options.receipt }));
+  /**
+   * Moves a reserved job to its topic's dead letter (`POST /v1/jobs/{id}/bury`). `error` (up to
+   * 1 KiB), here and in `release`: why the attempt failed, which the job then shows as
+   * `lastError`.
+   */
+  async bury(id: string, options: { receipt?: string; error?: string } = {}): Promise<Job> {
+    const { receipt, error } = options;
+    const answer = await this.call(this.verb(id, "bury", { receipt, error }));
+    return expectField(answer, "job", "object") as Job;
+  }
+
+  /**
+   * Gives a delayed or ready job a new due time (`POST /v1/jobs/{id}/reschedule`): `delay`
+   * seconds from now or `runAt` (unix ms or ISO-8601; a time past means due now). Any other
+   * state answers 409 `invalid_state`.
+   */
+  async reschedule(id: string, options: RescheduleOptions): Promise<Job> {
+    const { delay, runAt } = options;
+    const answer = await this.call(this.verb(id, "reschedule", { delay, runAt }));
+    return expectField(answer, "job", "object") as Job;
+  }
+
+  /** Makes a delayed job ready now (`POST /v1/jobs/{id}/promote`); else 409 `invalid_state`. */
+  async promote(id: string): Promise<Job> {
+    const answer = await this.call(this.verb(id, "promote", {}));
     return expectField(answer, "job", "object") as Job;
   }
 

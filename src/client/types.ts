@@ -84,7 +84,7 @@ export type WatchRefundResult = { created: boolean; refund: Refund };
 
 /**
  * One command of the `POST /v1/command` protocol, as sent: `{command: "add" | "pop" | "finish" |
- * "delete" | "get" | "touch" | "release" | "bury", ...}`.
+ * "delete" | "get" | "touch" | "release" | "bury" | "reschedule" | "promote", ...}`.
  */
 export type CommandInput = z.input<typeof Command>;
 
@@ -92,6 +92,11 @@ export type CommandInput = z.input<typeof Command>;
 export type Health =
   | { status: "ok"; redis: "ok" }
   | { status: "degraded"; redis: "unreachable"; message?: string };
+
+/** The new due time of `reschedule`: `delay` seconds from now, or `runAt`. */
+export type RescheduleOptions =
+  | { delay: number; runAt?: never }
+  | { runAt: number | string; delay?: never };
 
 /** Options of `pop`. */
 export type PopOptions = {

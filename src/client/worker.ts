@@ -12,7 +12,7 @@ export type WorkerCalls = {
   ): Promise<{ jobs: Job[]; finished: FinishItemResult[] }>;
   finishMany(jobs: readonly { id: string; receipt?: string }[]): Promise<FinishItemResult[]>;
   touch(id: string, options: { receipt?: string }): Promise<Job>;
-  release(id: string, options: { receipt?: string }): Promise<Job>;
+  release(id: string, options: { receipt?: string; error?: string }): Promise<Job>;
 };
 
 /**
@@ -60,8 +60,8 @@ export type Worker = {
  * Runs `handler` for each job of `topic`. Each loop finishes the jobs its handler ran in the pop
  * that takes its next ones (one request a job, not two), popping without a wait while it holds
  * some so that their finish is not held up; a loop holding none long-polls. A handler that
- * throws (or rejects) has its job released, to run again after the topic's backoff step (or to
- * die, out of attempts). While a handler runs, the job's lease is extended (touch) every half of
+ * throws (or rejects) has its job released with its message as the `error` (the job's lastError),
+ * to run again after the topic's backoff step (or to die, out of attempts). While a handler runs, the job's lease is extended (touch) every half of
  * its TTR; if the server refuses, the lease is lost and the handler's signal aborts.
  */
 export function work(
@@ -117,7 +117,9 @@ export function work(
       return true;
     } catch (error) {
       report(error, job);
-      await calls.release(job.id, { receipt: job.receipt }).catch((e: unknown) => report(e, job));
+      await calls
+        .release(job.id, { receipt: job.receipt, error: failureText(error) })
+        .catch((e: unknown) => report(e, job));
       return false;
     } finally {
       clearInterval(timer);
@@ -192,6 +194,22 @@ function reportRefused(
 }
 
 /** Whether the server refused the call (a 4xx), rather than failing to answer it. */
+/** The most bytes (UTF-8) of a release's `error`. */
+const MAX_ERROR_BYTES = 1024;
+const utf8 = new TextEncoder();
+
+/**
+ * What a handler threw, as a release's `error` (the job's lastError): its message (its text when
+ * it threw no Error), cut to 1 KiB with "…" at the cut.
+ */
+export function failureText(error: unknown): string {
+  const text = (error instanceof Error ? error.message || error.name : String(error)) || "failed";
+  if (utf8.encode(text).length <= MAX_ERROR_BYTES) return text;
+  let cut = text.slice(0, MAX_ERROR_BYTES - 3);
+  while (utf8.encode(`${cut}…`).length > MAX_ERROR_BYTES) cut = cut.slice(0, -1);
+  return `${cut}…`;
+}
+
 function isRefusal(error: unknown): boolean {
   return error instanceof DelayqClientError && error.status >= 400 && error.status < 500;
 }

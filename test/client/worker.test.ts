@@ -70,7 +70,12 @@ describe("work", () => {
       ["no card on file", "bad"],
       ["no card on file", "bad"],
     ]);
-    expect(await client.get("bad")).toMatchObject({ state: "dead", attempts: 2 });
+    expect(await client.get("bad")).toMatchObject({
+      state: "dead",
+      attempts: 2,
+      // The handler's message went with each release.
+      lastError: { message: "no card on file", attempt: 2 },
+    });
   });
 
   it("extends the lease of a job whose handler outlasts half its TTR", async () => {

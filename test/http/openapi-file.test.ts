@@ -49,6 +49,8 @@ const CLIENT_OPERATIONS: Record<string, string> = {
   touch: "touchJob",
   release: "releaseJob",
   bury: "buryJob",
+  reschedule: "rescheduleJob",
+  promote: "promoteJob",
   kick: "kick",
   deleteDead: "deleteDead",
   topics: "listTopics",
