@@ -21,7 +21,7 @@ namespace Delayq;
  * `not_reserved`; a `pop` whose answer was lost gives its jobs back when their TTR runs out.
  *
  * @phpstan-type Backoff int|float|'wechatpay'|'alipay'|'youzan'|'wechatpay-native'|'alipay-f2f'|'refund'|list<int|float>|array{type: 'exponential', delay: int|float, factor?: int|float, max?: int|float}
- * @phpstan-type Job array{id: string, topic: string, state: 'delayed'|'ready'|'reserved'|'finished'|'dead'|'deleted', body: mixed, dueAt: int, ttr: int, attempts: int, maxAttempts: int, createdAt: int, backoff?: Backoff, deadline?: int, reservedUntil?: int, receipt?: string, endedAt?: int, deadReason?: 'attempts'|'deadline'|'buried'}
+ * @phpstan-type Job array{id: string, topic: string, state: 'delayed'|'ready'|'reserved'|'finished'|'dead'|'deleted', body: mixed, dueAt: int, ttr: int, attempts: int, maxAttempts: int, createdAt: int, backoff?: Backoff, deadline?: int, reservedUntil?: int, receipt?: string, endedAt?: int, deadReason?: 'attempts'|'deadline'|'buried', lastError?: array{message: string, at: int, attempt: int}}
  * @phpstan-type AddJob array{topic: string, id?: string, body?: mixed, delay?: int|float, runAt?: int|string, ttr?: int, maxAttempts?: int, backoff?: Backoff, deadline?: int|string, replace?: bool}
  * @phpstan-type AddResult array{created: bool, job: Job}
  * @phpstan-type BatchItemResult array{created: bool, job: Job}|array{error: array{code: string, message: string}}
@@ -32,7 +32,7 @@ namespace Delayq;
  * @phpstan-type TopicStats array{topic: string, counts: array{delayed: int, ready: int, reserved: int, dead: int}, oldestDueAt?: int, config: TopicConfig, push?: array{delivered: int, failed: int, heldBack: int, heldBackSince?: int}}
  * @phpstan-type TopicPage array{topics: list<TopicStats>, cursor?: string, hasMore: bool}
  * @phpstan-type JobPage array{jobs: list<Job>, cursor?: string, hasMore: bool}
- * @phpstan-type Command array{command: 'add'|'pop'|'finish'|'delete'|'get'|'touch'|'release'|'bury', topic?: string, id?: string, receipt?: string, delay?: int|float, runAt?: int|string, TTR?: int, ttr?: int, body?: mixed, wait?: int|float, maxAttempts?: int, backoff?: Backoff, deadline?: int|string, replace?: bool}
+ * @phpstan-type Command array{command: 'add'|'pop'|'finish'|'delete'|'get'|'touch'|'release'|'bury'|'reschedule'|'promote', topic?: string, id?: string, receipt?: string, delay?: int|float, runAt?: int|string, TTR?: int, ttr?: int, body?: mixed, wait?: int|float, maxAttempts?: int, backoff?: Backoff, deadline?: int|string, replace?: bool, error?: string}
  * @phpstan-type CommandResult array{success: bool, error: string, id?: string, value?: mixed, receipt?: string}
  * @phpstan-type Health array{status: 'ok'|'degraded', redis: 'ok'|'unreachable', message?: string}
  * @phpstan-type PaymentWatch array{provider: 'alipay'|'wechatpay', account: string, outTradeNo: string, notify: list<string>, schedule?: Backoff, deadline?: int|string, closeOnDeadline?: bool, amount?: array{total: int, currency?: string}, metadata?: mixed}
@@ -310,7 +310,7 @@ final class Client
                 } catch (\Throwable $error) {
                     $report($error, $job);
                     try {
-                        $this->release($job['id'], $job['receipt'] ?? null);
+                        $this->release($job['id'], $job['receipt'] ?? null, null, self::failureText($error));
                     } catch (DelayqException $failed) {
                         $report($failed, $job);
                     }
@@ -360,25 +360,58 @@ final class Client
     /**
      * Gives a reserved job back (`POST /v1/jobs/{id}/release`), to run again after `$delay`
      * seconds, or after its backoff step when no delay is given (or to die, out of attempts).
+     * `$error` (up to 1 KiB): why the attempt failed, which the job then shows as `lastError`.
      *
      * @return Job
      */
-    public function release(string $id, ?string $receipt = null, int|float|null $delay = null): array
-    {
-        $answer = $this->verb($id, 'release', ['receipt' => $receipt, 'delay' => $delay]);
+    public function release(
+        string $id,
+        ?string $receipt = null,
+        int|float|null $delay = null,
+        ?string $error = null,
+    ): array {
+        $answer = $this->verb($id, 'release', ['receipt' => $receipt, 'delay' => $delay, 'error' => $error]);
         /** @var Job */
         return self::expect($answer, 'job', 'array');
     }
 
     /**
-     * Moves a reserved job to its topic's dead letter (`POST /v1/jobs/{id}/bury`).
+     * Moves a reserved job to its topic's dead letter (`POST /v1/jobs/{id}/bury`); `$error` as
+     * for `release`.
      *
      * @return Job
      */
-    public function bury(string $id, ?string $receipt = null): array
+    public function bury(string $id, ?string $receipt = null, ?string $error = null): array
+    {
+        $answer = $this->verb($id, 'bury', ['receipt' => $receipt, 'error' => $error]);
+        /** @var Job */
+        return self::expect($answer, 'job', 'array');
+    }
+
+    /**
+     * Gives a delayed or ready job a new due time (`POST /v1/jobs/{id}/reschedule`): `$delay`
+     * seconds from now or `$runAt` (unix ms or ISO-8601; a time past means due now), one of
+     * them. Any other state throws `DelayqException` `invalid_state` (409).
+     *
+     * @return Job
+     */
+    public function reschedule(string $id, int|float|null $delay = null, int|string|null $runAt = null): array
+    {
+        $answer = $this->verb($id, 'reschedule', ['delay' => $delay, 'runAt' => $runAt]);
+        /** @var Job */
+        return self::expect($answer, 'job', 'array');
+    }
+
+    /**
+     * Makes a delayed job ready now (`POST /v1/jobs/{id}/promote`); any other state throws
+     * `DelayqException` `invalid_state` (409).
+     *
+     * @return Job
+     */
+    public function promote(string $id): array
     {
         /** @var Job */
-        return self::expect($this->verb($id, 'bury', ['receipt' => $receipt]), 'job', 'array');
+        return self::expect($this->verb($id, 'promote', []), 'job', 'array');
     }
 
     /**
@@ -682,6 +715,23 @@ final class Client
             $job['id'] = self::uuid4();
         }
         return $job;
+    }
+
+    /**
+     * What a handler threw, as a release's `error` (the job's lastError): its message (its class
+     * when it has none), cut to 1 KiB with "…" at the cut.
+     */
+    private static function failureText(\Throwable $error): string
+    {
+        $text = $error->getMessage() !== '' ? $error->getMessage() : $error::class;
+        if (strlen($text) <= 1024) {
+            return $text;
+        }
+        $cut = substr($text, 0, 1021);
+        while ($cut !== '' && preg_match('//u', $cut) !== 1) {
+            $cut = substr($cut, 0, -1); // not into a character's middle
+        }
+        return $cut . '…';
     }
 
     /** A random UUID v4 (RFC 9562) from the CSPRNG. */

@@ -286,15 +286,38 @@ class Client:
         """Extends a reservation by the job's TTR from now (``POST /v1/jobs/{id}/touch``)."""
         return cast(Job, _expect(self._verb(id, "touch", {"receipt": receipt}), "job", dict))
 
-    def release(self, id: str, receipt: Optional[str] = None, delay: Optional[float] = None) -> Job:
+    def release(
+        self,
+        id: str,
+        receipt: Optional[str] = None,
+        delay: Optional[float] = None,
+        error: Optional[str] = None,
+    ) -> Job:
         """Gives a reserved job back (``POST /v1/jobs/{id}/release``), to run again after
-        ``delay`` seconds, or after its backoff step (or to die, out of attempts)."""
-        answer = self._verb(id, "release", {"receipt": receipt, "delay": delay})
+        ``delay`` seconds, or after its backoff step (or to die, out of attempts). ``error``
+        (up to 1 KiB): why the attempt failed, which the job then shows as ``lastError``."""
+        answer = self._verb(id, "release", {"receipt": receipt, "delay": delay, "error": error})
         return cast(Job, _expect(answer, "job", dict))
 
-    def bury(self, id: str, receipt: Optional[str] = None) -> Job:
-        """Moves a reserved job to its topic's dead letter (``POST /v1/jobs/{id}/bury``)."""
-        return cast(Job, _expect(self._verb(id, "bury", {"receipt": receipt}), "job", dict))
+    def bury(self, id: str, receipt: Optional[str] = None, error: Optional[str] = None) -> Job:
+        """Moves a reserved job to its topic's dead letter (``POST /v1/jobs/{id}/bury``);
+        ``error`` as for ``release``."""
+        answer = self._verb(id, "bury", {"receipt": receipt, "error": error})
+        return cast(Job, _expect(answer, "job", dict))
+
+    def reschedule(
+        self, id: str, *, delay: Optional[float] = None, run_at: Optional[Timestamp] = None
+    ) -> Job:
+        """Gives a delayed or ready job a new due time (``POST /v1/jobs/{id}/reschedule``):
+        ``delay`` seconds from now or ``run_at`` (unix ms or ISO-8601; a time past means due
+        now), one of them. Any other state raises ``DelayqError`` ``invalid_state`` (409)."""
+        answer = self._verb(id, "reschedule", {"delay": delay, "runAt": run_at})
+        return cast(Job, _expect(answer, "job", dict))
+
+    def promote(self, id: str) -> Job:
+        """Makes a delayed job ready now (``POST /v1/jobs/{id}/promote``); any other state
+        raises ``DelayqError`` ``invalid_state`` (409)."""
+        return cast(Job, _expect(self._verb(id, "promote", {}), "job", dict))
 
     # Dead letter
 

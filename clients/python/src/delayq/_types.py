@@ -55,6 +55,14 @@ class _JobBase(TypedDict):
     createdAt: int
 
 
+class LastError(TypedDict):
+    """Why a job last failed: a release's or bury's ``error``, or a failed push delivery's."""
+
+    message: str
+    at: int
+    attempt: int
+
+
 class Job(_JobBase, total=False):
     """A job as delayq answers it. ``receipt`` comes with jobs handed out by ``pop``."""
 
@@ -64,6 +72,7 @@ class Job(_JobBase, total=False):
     receipt: str
     endedAt: int
     deadReason: Literal["attempts", "deadline", "buried"]
+    lastError: LastError
 
 
 class _AddJobBase(TypedDict):

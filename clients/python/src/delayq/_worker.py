@@ -78,7 +78,7 @@ def work(
         except Exception as error:
             report(error, job)
             try:
-                client.release(job["id"], receipt=job.get("receipt"))
+                client.release(job["id"], receipt=job.get("receipt"), error=_failure_text(error))
             except DelayqError as failed:
                 report(failed, job)
             return False
@@ -128,3 +128,16 @@ def work(
         raise
     if fatal:
         raise fatal[0]
+
+
+_MAX_ERROR_BYTES = 1024
+
+
+def _failure_text(error: BaseException) -> str:
+    """What a handler raised, as a release's ``error`` (the job's lastError): its message (its
+    class name when it has none), cut to 1 KiB with "…" at the cut."""
+    text = str(error) or type(error).__name__
+    if len(text.encode("utf-8")) <= _MAX_ERROR_BYTES:
+        return text
+    cut = text.encode("utf-8")[: _MAX_ERROR_BYTES - 3].decode("utf-8", "ignore")
+    return cut + "…"
