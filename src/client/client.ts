@@ -22,11 +22,15 @@ import type {
   JobPage,
   KickOptions,
   ListJobsOptions,
+  ListSchedulesOptions,
   Payment,
   PopOptions,
   ProviderName,
   Refund,
   RescheduleOptions,
+  Schedule,
+  ScheduleInput,
+  SchedulePage,
   TopicConfig,
   TopicConfigInput,
   TopicConfigPatch,
@@ -58,7 +62,9 @@ export function createClient(options: ClientOptions): DelayqClient {
  * - `watchPayment` and `watchRefund`: idempotent on the server by (provider, account,
  *   outTradeNo / outRefundNo): a retry of a start that did land answers `created: false` with
  *   the watch instead of starting a twin.
- * - `get`, `topic`, `topics`, `listJobs`, `getPayment`, `getRefund`, `health`: reads.
+ * - `get`, `topic`, `topics`, `listJobs`, `getPayment`, `getRefund`, `getSchedule`,
+ *   `listSchedules`, `health`: reads.
+ * - `putSchedule`: a PUT of the whole schedule; put again as it is, it changes nothing.
  * - `finish`, `finishMany`, `delete`, `stopPayment` and `stopRefund`: idempotent on the server (finishing a
  *   finished job, deleting a deleted one, or stopping a stopped watch, succeeds).
  * - `touch`: extending a lease twice ends it at about the same time.
@@ -415,6 +421,42 @@ export class DelayqClient {
   }
 
   /**
+   * Creates or replaces a recurring schedule (`PUT /v1/schedules/{name}`): a job
+   * `{name}@{fire time, unix ms}` in its topic at each time its cron names. Putting it again as
+   * it is changes nothing, so a retry is safe.
+   */
+  async putSchedule(name: string, schedule: ScheduleInput): Promise<Schedule> {
+    const answer = await this.call({ method: "PUT", path: schedulePath(name), body: schedule });
+    return expectField(answer, "schedule", "object") as Schedule;
+  }
+
+  /** A schedule, with its next and last fire times (`GET /v1/schedules/{name}`). */
+  async getSchedule(name: string): Promise<Schedule> {
+    const answer = await this.call({ method: "GET", path: schedulePath(name) });
+    return expectField(answer, "schedule", "object") as Schedule;
+  }
+
+  /**
+   * Deletes a schedule (`DELETE /v1/schedules/{name}`): it makes no more fires, and those made
+   * ahead and not yet due are taken back. A schedule already gone answers `schedule_not_found`.
+   */
+  async deleteSchedule(name: string): Promise<void> {
+    const answer = await this.call({ method: "DELETE", path: schedulePath(name) });
+    expectField(answer, "deleted", "boolean");
+  }
+
+  /** A page of schedules by name (`GET /v1/schedules`); pass `next` back as `after`. */
+  async listSchedules(options: ListSchedulesOptions = {}): Promise<SchedulePage> {
+    const answer = await this.call({
+      method: "GET",
+      path: "/v1/schedules",
+      query: { after: options.after, limit: options.limit },
+    });
+    expectField(answer, "schedules", "array");
+    return answer.data as SchedulePage;
+  }
+
+  /**
    * Runs one command of the command protocol (`POST /v1/command`), or up to 1000 in order.
    * A command that fails answers `success: false` with `error: "<code>: <message>"` rather
    * than throwing; the call throws only when the request as a whole fails (for a lone command,
@@ -479,6 +521,11 @@ function paymentPath(provider: ProviderName, account: string, outTradeNo: string
     segment(outTradeNo, "outTradeNo"),
   ];
   return `/v1/payments/${parts.join("/")}`;
+}
+
+/** The path of a schedule. */
+function schedulePath(name: string): string {
+  return `/v1/schedules/${segment(name, "name")}`;
 }
 
 /** The path of a refund watch. */

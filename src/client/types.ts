@@ -16,6 +16,7 @@ import type {
   JobPage,
   TopicPage,
 } from "../domain/results";
+import type { Schedule, ScheduleInput as ScheduleInputSchema } from "../domain/schedules";
 import type {
   AddJobInput,
   Backoff,
@@ -46,6 +47,7 @@ export type {
   Refund,
   RefundEvent,
   RefundState,
+  Schedule,
   TopicConfig,
   TopicPage,
   TopicStats,
@@ -81,6 +83,23 @@ export type WatchRefundInput = RefundInput;
 
 /** A refund watch's start: the watch, and whether this call started it. */
 export type WatchRefundResult = { created: boolean; refund: Refund };
+
+/**
+ * A recurring schedule as sent to `PUT /v1/schedules/{name}`: `{cron, topic}`, plus `timezone`
+ * (an IANA name, default UTC), `body`, `ttr`, `maxAttempts` and `paused` when wanted.
+ */
+export type ScheduleInput = z.input<typeof ScheduleInputSchema>;
+
+/** A page of `GET /v1/schedules`: `next` (give it as `after`) when more may follow. */
+export type SchedulePage = { schedules: Schedule[]; next?: string };
+
+/** Options of `listSchedules`. */
+export type ListSchedulesOptions = {
+  /** List the schedules named after this one (a page's `next`). */
+  after?: string;
+  /** Schedules per page, 1 to 1000. @default 100 */
+  limit?: number;
+};
 
 /**
  * One command of the `POST /v1/command` protocol, as sent: `{command: "add" | "pop" | "finish" |

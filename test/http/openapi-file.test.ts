@@ -64,6 +64,10 @@ const CLIENT_OPERATIONS: Record<string, string> = {
   watchRefund: "watchRefund",
   getRefund: "getRefund",
   stopRefund: "stopRefund",
+  putSchedule: "putSchedule",
+  getSchedule: "getSchedule",
+  deleteSchedule: "deleteSchedule",
+  listSchedules: "listSchedules",
   command: "runCommand",
   health: "getHealth",
 };
