@@ -5,6 +5,7 @@ import { serve } from "@hono/node-server";
 import { NodeEnvSchema, parseConfig } from "../src/config";
 import { publicFetch } from "../src/dispatch/public-fetch";
 import { DelayqError } from "../src/domain/errors";
+import { requestIdOf } from "../src/http/request-id";
 import { messageOf } from "../src/log";
 import { NodeRestRedis } from "../src/redis/rest-node";
 import { connectRedis, type TcpRedis } from "../src/redis/tcp";
@@ -79,7 +80,11 @@ const keep = (work: Promise<unknown>) => {
 const fetchRun = (request: Request, bindings: object) =>
   app.fetch(request, {
     ...bindings,
-    run: runs.request({ path: new URL(request.url).pathname, waitUntil: keep }),
+    run: runs.request({
+      path: new URL(request.url).pathname,
+      requestId: requestIdOf(request.headers),
+      waitUntil: keep,
+    }),
   });
 const server = serve({ fetch: fetchRun, port, hostname: host }, () => {
   const redis = tcp ? "tcp" : "rest";

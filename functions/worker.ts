@@ -9,6 +9,8 @@ import { Redis } from "@upstash/redis/cloudflare";
 import type { z } from "zod";
 import type { EnvSchema } from "../src/config";
 import { DelayqError } from "../src/domain/errors";
+import { seeTheLogs } from "../src/http/errors";
+import { REQUEST_ID_HEADER, requestIdOf } from "../src/http/request-id";
 import { buildService, type Service } from "../src/service";
 
 /**
@@ -34,20 +36,31 @@ function service(env: Env): Service {
   return cached.service;
 }
 
-/** The message of a failed start: ours name the variable; anything else is not quoted. */
+/** The log line of a failed start: ours name the variable (never its value); else a bug's. */
 function startFailure(error: unknown): string {
   return error instanceof DelayqError
     ? error.message
     : "delayq could not start: check the Worker's variables (see docs/operating.md, Configuration)";
 }
 
-/** Every route, /health included, answers the same JSON error (never workerd's text/plain 500). */
-function misconfigured(error: unknown): Response {
+/**
+ * Every route, /health included, answers the same JSON error (never workerd's text/plain 500):
+ * 500 `misconfigured`, which says no more than to read the log, for anyone may call. The log
+ * line, keyed by the request id, names the variable and what is wrong with it.
+ */
+function misconfigured(error: unknown, request: Request): Response {
+  const requestId = requestIdOf(request.headers);
   const message = startFailure(error);
   const stack = error instanceof DelayqError ? undefined : (error as Error | undefined)?.stack;
   // The log line keeps a stack only for what is not a configuration error (a bug of ours).
-  console.error(JSON.stringify({ level: "error", code: "internal_error", message, stack }));
-  return Response.json({ error: { code: "internal_error", message } }, { status: 500 });
+  console.error(
+    JSON.stringify({ level: "error", code: "misconfigured", message, stack, requestId }),
+  );
+  const told = `delayq is misconfigured: the service cannot start; ${seeTheLogs(requestId)}`;
+  return Response.json(
+    { error: { code: "misconfigured", message: told, requestId } },
+    { status: 500, headers: { [REQUEST_ID_HEADER]: requestId } },
+  );
 }
 
 export default {
@@ -58,10 +71,11 @@ export default {
       // Settled after the isolate's first request: a microtask from then on.
       await built.ready;
     } catch (error) {
-      return misconfigured(error);
+      return misconfigured(error, request);
     }
     const run = built.runs.request({
       path: new URL(request.url).pathname,
+      requestId: requestIdOf(request.headers),
       waitUntil: (work) => ctx.waitUntil(work),
     });
     return built.app.fetch(request, { run }, ctx);

@@ -78,7 +78,12 @@ export type Service = {
 /** The runs of one service: one per request, one per tick, each with DQ_SUBREQUESTS. */
 export type Runs = {
   /** A request's: `waitUntil` is its platform's (a Worker's ctx.waitUntil; none on Node). */
-  request(options: { path: string; waitUntil?: (work: Promise<unknown>) => void }): Run;
+  request(options: {
+    path: string;
+    /** The request's id (http/request-id.ts), on its log lines. */
+    requestId?: string;
+    waitUntil?: (work: Promise<unknown>) => void;
+  }): Run;
   /** A tick's: `startedAt` is the cron's scheduledTime. */
   tick(options: { startedAt?: number; waitUntil?: (work: Promise<unknown>) => void }): Run;
 };
@@ -263,13 +268,13 @@ const TICK_RUN_MS = CLAIM_AHEAD_MS + 60_000;
 
 function runsOf(subrequests: number, log: Logger): Runs {
   return {
-    request({ path, waitUntil }) {
+    request({ path, requestId, waitUntil }) {
       const run = createRun({
         subrequests,
         lifetimeMs: REQUEST_RUN_MS,
         log,
         waitUntil,
-        label: { path },
+        label: requestId === undefined ? { path } : { path, requestId },
       });
       run.budget.take(REQUEST_OWN_SUBREQUESTS);
       return run;

@@ -24,22 +24,31 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   too_many_watches: 429,
   internal_error: 500,
+  misconfigured: 500,
   redis_unavailable: 503,
   qstash_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
-/** The base of every error delayq raises on purpose. `status` is the HTTP status for the code. */
+/**
+ * The base of every error delayq raises on purpose. `status` is the HTTP status for the code.
+ * `message` is what the caller is told, so it never holds an address, a URL or a secret of
+ * delayq's own (its Redis, QStash, the providers' gateways); `detail` holds those, for the log
+ * line an answer's request id points to.
+ */
 export class DelayqError extends Error {
   readonly code: ErrorCode;
   readonly status: (typeof ERROR_STATUS)[ErrorCode];
+  /** For operators only: written to the log with the request id, never into an answer. */
+  readonly detail?: string;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; detail?: string }) {
     super(message, options);
     this.name = "DelayqError";
     this.code = code;
     this.status = ERROR_STATUS[code];
+    if (options?.detail !== undefined) this.detail = options.detail;
   }
 
   toJSON(): { code: ErrorCode; message: string } {

@@ -13,6 +13,7 @@ import type { AppEnv } from "./context";
 import { errorResponse, handleError, validationHook } from "./errors";
 import type { PaymentWatchSource, RefundWatchSource } from "./pages/payments";
 import { knownQueryOnly } from "./query";
+import { REQUEST_ID_HEADER, requestIdOf } from "./request-id";
 import { commandRoutes } from "./routes/command";
 import { compatRoutes } from "./routes/compat";
 import { jobRoutes } from "./routes/jobs";
@@ -57,7 +58,11 @@ export type AppOptions = {
    * app): `waitUntil` is the request's ExecutionContext's, when it has one.
    * @default a run of 1000 subrequests, for 30 s
    */
-  newRun?: (request: { path: string; waitUntil?: (work: Promise<unknown>) => void }) => Run;
+  newRun?: (request: {
+    path: string;
+    requestId?: string;
+    waitUntil?: (work: Promise<unknown>) => void;
+  }) => Run;
 };
 
 /** Builds the app from its dependencies; it holds no state of its own. */
@@ -81,11 +86,21 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
         lifetimeMs: 30_000,
         log,
         waitUntil: request.waitUntil,
-        label: { path: request.path },
+        label: {
+          path: request.path,
+          ...(request.requestId === undefined ? {} : { requestId: request.requestId }),
+        },
       }));
   app.use("*", async (c, next) => {
-    c.set("run", c.env?.run ?? newRun({ path: c.req.path, waitUntil: waitUntilOf(c) }));
+    // The entry's run brings the id it logs under; else (app.request()) it is made here.
+    const given = c.env?.run;
+    const requestId = given?.label.requestId ?? requestIdOf(c.req.raw.headers);
+    c.set("requestId", requestId);
+    c.set("run", given ?? newRun({ path: c.req.path, requestId, waitUntil: waitUntilOf(c) }));
+    c.header(REQUEST_ID_HEADER, requestId);
     await next();
+    // An answer built as a Response of its own did not take the header set above.
+    if (!c.res.headers.has(REQUEST_ID_HEADER)) c.header(REQUEST_ID_HEADER, requestId);
   });
   // Before the bearer auth: QStash authenticates its callbacks with their signature.
   if (options.push) pushRoutes(app, options.push);
@@ -104,7 +119,7 @@ export function createApp(options: AppOptions): OpenAPIHono<AppEnv> {
     destinations: options.destinations,
     cursors: topicCursors(options.queue),
   });
-  commandRoutes(app);
+  commandRoutes(app, log);
   if (options.payments) paymentRoutes(app, options.payments);
   if (options.payments?.refunds) {
     refundRoutes(app, {

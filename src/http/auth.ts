@@ -50,6 +50,12 @@ export type TokenSet = {
 
 const encoder = new TextEncoder();
 
+/**
+ * How a problem of DQ_TOKENS's entry `i` (from 0) begins: the variable and the entry's position,
+ * never its text (a token, or a token pasted where a pattern goes).
+ */
+const entryAt = (i: number) => `delayq is misconfigured: DQ_TOKENS: entry ${i + 1}: `;
+
 async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
 }
@@ -70,30 +76,32 @@ export function parseTokens(value: string): TokenSet {
       if (!token) {
         throw new DelayqError(
           "internal_error",
-          `delayq is misconfigured: DQ_TOKENS entry ${i + 1} has no token (format: token or token:pattern|pattern, comma-separated)`,
+          `${entryAt(i)}has no token (format: token or token:pattern|pattern, comma-separated)`,
         );
       }
       if (/\s/.test(token)) {
         throw new DelayqError(
           "internal_error",
-          `delayq is misconfigured: DQ_TOKENS entry ${i + 1}'s token contains a space or line break; tokens cannot (entries are separated by commas)`,
+          `${entryAt(i)}its token contains a space or line break; tokens cannot (entries are separated by commas)`,
         );
       }
       let scope: TopicScope;
       let accounts: AccountScope;
       if (cut >= 0) {
         const patterns = raw.slice(cut + 1).split("|");
-        for (const pattern of patterns) {
+        for (const [j, pattern] of patterns.entries()) {
           const account = pattern.includes("/");
           const check = account
             ? AccountPattern.safeParse(pattern)
             : TopicPattern.safeParse(pattern);
           if (!check.success) {
+            // The pattern is not quoted: a token pasted after a colon would be printed.
+            const which = `pattern ${j + 1} (after the token's colon, counting by |)`;
             throw new DelayqError(
               "internal_error",
               account
-                ? `delayq is misconfigured: DQ_TOKENS entry ${i + 1} has an invalid payment account pattern "${pattern}" (use alipay/<account>, wechatpay/<account> or */<account>; * is a wildcard)`
-                : `delayq is misconfigured: DQ_TOKENS entry ${i + 1} has an invalid topic pattern "${pattern}" (use A-Z a-z 0-9 _ . : - and *)`,
+                ? `${entryAt(i)}${which} is not a valid payment account pattern (use alipay/<account>, wechatpay/<account> or */<account>; * is a wildcard)`
+                : `${entryAt(i)}${which} is not a valid topic pattern (use 1-100 of A-Z a-z 0-9 _ . : - and *)`,
             );
           }
         }
@@ -109,7 +117,7 @@ export function parseTokens(value: string): TokenSet {
     if (first !== undefined) {
       throw new DelayqError(
         "internal_error",
-        `delayq is misconfigured: DQ_TOKENS entry ${i + 1} repeats the token of entry ${first + 1}; list each token once, with all its patterns (token:a.*|b.*)`,
+        `${entryAt(i)}repeats the token of entry ${first + 1}; list each token once, with all its patterns (token:a.*|b.*)`,
       );
     }
     seen.set(entry.token, i);

@@ -14,6 +14,8 @@ export type AppEnv = {
     run?: Run;
   };
   Variables: {
+    /** The request's id (http/request-id.ts): in every answer, and in its error's log line. */
+    requestId: string;
     /** The request's run (see Bindings.run): its background work is deferred through it. */
     run: Run;
     /** The queue as the caller's token may use it (scoped to its topics). */

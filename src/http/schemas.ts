@@ -10,15 +10,32 @@ export const ErrorBody = z
         code: z
           .enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]])
           .meta({ description: "A stable code: branch on it." }),
-        message: z
+        message: z.string().meta({
+          description:
+            "What went wrong and what to change, for a person. A 5xx's ends with " +
+            "`see the logs for request <requestId>`: the operator's log line of that id says why.",
+        }),
+        requestId: z
           .string()
-          .meta({ description: "What went wrong and what to change, for a person." }),
+          .optional()
+          .meta({
+            description:
+              "The request's id, as in its `x-request-id` header (the one sent, if it was 1-64 " +
+              "of A-Z a-z 0-9 . _ -; else a new one). Absent from an item of a batch's results.",
+            example: "0b5c1a52-3c5e-4f0e-9a8e-2f1d7c9e4b11",
+          }),
       })
       .meta({ description: "The error: a code to branch on and a message to show." }),
   })
   .meta({
     id: "Error",
-    example: { error: { code: "job_not_found", message: "Job order-1042 does not exist" } },
+    example: {
+      error: {
+        code: "job_not_found",
+        message: "Job order-1042 does not exist",
+        requestId: "0b5c1a52-3c5e-4f0e-9a8e-2f1d7c9e4b11",
+      },
+    },
   });
 
 const JOB_EXAMPLE = {
@@ -175,7 +192,8 @@ export const TopicConfig = domain.TopicConfig.meta({
 export const TopicConfigPatch = domain.TopicConfigPatch.meta({ id: "TopicConfigPatch" });
 export const AnsweredTopicConfig = domain.AnsweredTopicConfig.meta({
   id: "AnsweredTopicConfig",
-  description: "A topic's config as answered: its push secret masked.",
+  description:
+    "A topic's config as answered: its push secret and the values of its push headers masked (`…` and the last 4 characters).",
   example: { ttr: 30, maxAttempts: 8, backoff: "alipay", paused: false },
 });
 

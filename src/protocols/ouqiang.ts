@@ -90,6 +90,8 @@ export async function runOuqiang(
   endpoint: OuqiangEndpoint,
   input: unknown,
   signal?: AbortSignal,
+  /** What the envelope tells of a failure (http/errors.ts toldOf). @default its message */
+  tell?: (error: DelayqError) => string,
 ): Promise<OuqiangEnvelope> {
   try {
     const fields = goFields(input, FIELDS[endpoint]);
@@ -113,7 +115,7 @@ export async function runOuqiang(
     }
   } catch (error) {
     if (!(error instanceof DelayqError) || error.code === "internal_error") throw error;
-    return failure(error);
+    return failure(error, tell);
   }
 }
 
@@ -121,8 +123,11 @@ export function success(message: string, data: unknown): OuqiangEnvelope {
   return { code: 0, message, data };
 }
 
-export function failure(error: DelayqError): OuqiangEnvelope {
-  return { code: 1, message: error.message, data: null, error: error.code };
+export function failure(
+  error: DelayqError,
+  tell: (error: DelayqError) => string = (e) => e.message,
+): OuqiangEnvelope {
+  return { code: 1, message: tell(error), data: null, error: error.code };
 }
 
 /**

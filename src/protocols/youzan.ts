@@ -92,6 +92,8 @@ export async function runCommand(
   signal?: AbortSignal,
   /** When every wait of the request ends, unix ms: the pops of an array share one long-poll. */
   waitUntil?: number,
+  /** What the result tells of a failure (http/errors.ts toldOf). @default its message */
+  tell: (error: DelayqError) => string = (error) => error.message,
 ): Promise<CommandResult> {
   const idOf = (value: unknown) =>
     typeof value === "object" &&
@@ -105,7 +107,7 @@ export async function runCommand(
     return await execute(queue, parsed.data, signal, waitUntil);
   } catch (error) {
     if (!(error instanceof DelayqError) || error.code === "internal_error") throw error;
-    return { success: false, error: `${error.code}: ${error.message}`, ...idOf(input) };
+    return { success: false, error: `${error.code}: ${tell(error)}`, ...idOf(input) };
   }
 }
 

@@ -297,10 +297,11 @@ export class DelayQueue {
     } catch (error) {
       // Deleted, but its delivery may still come: say so with a 503, and a repeated delete
       // (which the record lets cancel again) makes sure.
+      // Why (which may quote QStash's URL) is for the log; the caller is told what to do.
       throw new DelayqError(
         "qstash_unavailable",
-        `The job is deleted, but QStash did not confirm cancelling its delivery (${messageOf(error)}): retry the delete, which cancels it again`,
-        { cause: error },
+        "The job is deleted, but QStash did not confirm cancelling its delivery: retry the delete, which cancels it again",
+        { cause: error, detail: messageOf(error) },
       );
     }
   }

@@ -168,7 +168,9 @@ const UNAVAILABLE =
  * Classifies a failure of a Redis call. A Lua error is a bug of ours (internal_error); anything
  * else (Redis's "not now" replies, network, HTTP 5xx, quota, credentials) means Redis cannot
  * serve us now (redis_unavailable).
- * Messages are cut before the client's "command was: ...", which would quote job bodies.
+ * Messages are cut before the client's "command was: ...", which would quote job bodies. What
+ * Redis or the network said (which may name its host, port or URL) is the error's `detail`, for
+ * the log: the caller is told that Redis is unavailable, and Redis's reply code when it has one.
  */
 export function redisError(error: unknown): DelayqError {
   if (error instanceof DelayqError) return error;
@@ -177,7 +179,7 @@ export function redisError(error: unknown): DelayqError {
       "redis_unavailable",
       "Redis did not answer within DQ_REDIS_TIMEOUT_MS. A write may still have been applied: " +
         "retry it with the same job id, which makes the retry safe",
-      { cause: error },
+      { cause: error, detail: error.message },
     );
   }
   const raw = error instanceof Error ? error.message : String(error);
@@ -185,24 +187,39 @@ export function redisError(error: unknown): DelayqError {
   // Redis's "not now" replies (@upstash/redis puts "Command failed: " before them); raised inside
   // a script they end in "script: <sha>", and BUSY speaks of a script too: not a bug of ours.
   const reply = message.replace(/^Command failed: /, "").split(" script: ")[0] ?? message;
-  if (UNAVAILABLE.test(reply)) {
-    return new DelayqError("redis_unavailable", `Redis is unavailable: ${reply}`, {
-      cause: error,
-    });
+  const word = UNAVAILABLE.exec(reply)?.[1];
+  if (word) {
+    // MOVED and ASK name another server's address: the code word alone is told.
+    return unavailable(`Redis is unavailable (${word})`, reply, error);
   }
   if (/script/i.test(message)) {
-    return new DelayqError("internal_error", `A delayq script failed in Redis: ${message}`, {
+    return new DelayqError("internal_error", "A delayq script failed in Redis", {
       cause: error,
+      detail: message,
     });
   }
   if (/unauthorized|WRONGPASS|NOAUTH/i.test(message)) {
-    return new DelayqError(
-      "redis_unavailable",
-      "Redis refused delayq's credentials: check UPSTASH_REDIS_REST_TOKEN",
-      { cause: error },
+    return unavailable(
+      "Redis refused delayq's credentials",
+      `check UPSTASH_REDIS_REST_TOKEN: ${message}`,
+      error,
     );
   }
-  return new DelayqError("redis_unavailable", `Redis is unavailable: ${message}`, {
-    cause: error,
-  });
+  return unavailable("Redis is unavailable", withCauses(message, error), error);
+}
+
+/** `message` and the messages of its error's causes ("fetch failed (connect ECONNREFUSED …)"). */
+function withCauses(message: string, error: unknown): string {
+  const causes: string[] = [];
+  let cause = error instanceof Error ? error.cause : undefined;
+  while (cause instanceof Error && causes.length < 3) {
+    causes.push(cause.message);
+    cause = cause.cause;
+  }
+  return causes.length > 0 ? `${message} (${causes.join(": ")})` : message;
+}
+
+/** A redis_unavailable telling the caller `message`, and the log `detail` (addresses and all). */
+export function unavailable(message: string, detail: string, cause: unknown): DelayqError {
+  return new DelayqError("redis_unavailable", message, { cause, detail });
 }

@@ -3,7 +3,13 @@ import { createHash } from "node:crypto";
 import type { Socket } from "node:net";
 import { Redis } from "ioredis";
 import { DelayqError } from "../domain/errors";
-import { FunctionsRefused, MissingFunction, type RedisClient, redisError } from "./runner";
+import {
+  FunctionsRefused,
+  MissingFunction,
+  type RedisClient,
+  redisError,
+  unavailable,
+} from "./runner";
 import { redisUrlProblem } from "./urls";
 
 /** The ioredis calls the driver makes; a `Redis` and a `Cluster` of ioredis both have them. */
@@ -238,10 +244,11 @@ export function tcpError(error: unknown, connectionError?: string): DelayqError 
   if (!(error instanceof Error)) return redisError(error);
   const message = error.message.split(" script: ")[0] ?? error.message;
   if (error.name === "MaxRetriesPerRequestError" || message === "Connection is closed.") {
-    return new DelayqError(
-      "redis_unavailable",
-      `Redis is unavailable: no connection to the server of REDIS_URL (${connectionError ?? "closed"})`,
-      { cause: error },
+    // Why the connection is down names the server's address: the log has it, the caller not.
+    return unavailable(
+      "Redis is unavailable",
+      `no connection to the server of REDIS_URL (${connectionError ?? "closed"})`,
+      error,
     );
   }
   if (message === "Command timed out") {
@@ -251,17 +258,17 @@ export function tcpError(error: unknown, connectionError?: string): DelayqError 
     return redisError(timeout);
   }
   if (/^(WRONGPASS|NOAUTH)\b/.test(message)) {
-    return new DelayqError(
-      "redis_unavailable",
-      "Redis refused delayq's credentials: check the user name and password in REDIS_URL",
-      { cause: error },
+    return unavailable(
+      "Redis refused delayq's credentials",
+      `check the user name and password in REDIS_URL: ${message}`,
+      error,
     );
   }
   if (/^NOPERM\b/.test(message)) {
-    return new DelayqError(
-      "redis_unavailable",
+    return unavailable(
+      "Redis refused a command delayq needs",
       `The Redis user of REDIS_URL may not do what delayq needs (EVALSHA, EVAL and GET on its keys, and FCALL and FUNCTION LOAD to run its scripts as functions): ${message}`,
-      { cause: error },
+      error,
     );
   }
   // Redis's "not now" replies, and the rest, as over REST.

@@ -89,6 +89,7 @@ describe("unknown routes", () => {
       expect(res.json.error).toEqual({
         code: "not_found",
         message: expect.stringContaining("/openapi.json"),
+        requestId: res.headers.get("x-request-id"),
       });
     }
   });

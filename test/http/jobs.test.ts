@@ -154,6 +154,7 @@ describe("GET and DELETE /v1/jobs/{id}", () => {
     expect(missing.json.error).toEqual({
       code: "job_not_found",
       message: expect.stringMatching(/nope does not exist/),
+      requestId: expect.stringMatching(/^[\w-]{36}$/),
     });
     expect((await call("DELETE", "/v1/jobs/nope")).status).toBe(404);
     const bad = await call("GET", `/v1/jobs/${"z".repeat(129)}`);

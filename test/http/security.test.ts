@@ -270,24 +270,32 @@ describe("DQ_TOKENS parsing", () => {
     expect(answers).toEqual([...once, ...once, ...once]);
   });
 
-  it("names the broken entry without echoing any token", () => {
-    expect(() => parseTokens("good,,other")).toThrow(/entry 2 has no token/);
+  it("names the broken entry by its position, never quoting its text", () => {
+    expect(() => parseTokens("good,,other")).toThrow(/DQ_TOKENS: entry 2: has no token/);
     expect(() => parseTokens("secret-value:bad pattern")).toThrow(DelayqError);
-    try {
-      parseTokens("secret-value:bad pattern");
-    } catch (error) {
-      expect(String(error)).not.toMatch(/secret-value/);
-      expect(String(error)).toMatch(/entry 1 has an invalid topic pattern/);
+    // A scope is no safer to quote than a token: a second token pasted after a colon, say.
+    for (const value of ["secret-value:bad pattern", "admin,secret-value:t.*|pasted/tok en"]) {
+      try {
+        parseTokens(value);
+        expect.unreachable();
+      } catch (error) {
+        expect(String(error)).not.toMatch(/secret-value|bad pattern|pasted|tok en/);
+      }
     }
-    expect(() => parseTokens("good,ab cd")).toThrow(/entry 2's token contains a space/);
+    expect(() => parseTokens("secret-value:bad pattern")).toThrow(
+      /^delayq is misconfigured: DQ_TOKENS: entry 1: pattern 1 \(after the token's colon, counting by \|\) is not a valid topic pattern/,
+    );
+    expect(() => parseTokens("good,ab cd")).toThrow(
+      /DQ_TOKENS: entry 2: its token contains a space/,
+    );
     for (const pattern of ["paypal/shop", "alipay/", "alipay/a/b", "wechatpay/a b", "/shop"]) {
       expect(() => parseTokens(`admin,secret-value:t.*|${pattern}`)).toThrow(
-        /entry 2 has an invalid payment account pattern .*use alipay\/<account>/,
+        /DQ_TOKENS: entry 2: pattern 2 .* is not a valid payment account pattern .*use alipay\/<account>/,
       );
     }
     // Listed twice, a token would act with its first entry's scope alone (the second ignored).
     expect(() => parseTokens("admin,shared:a.*,shared:b.*")).toThrow(
-      /entry 3 repeats the token of entry 2; list each token once, with all its patterns/,
+      /DQ_TOKENS: entry 3: repeats the token of entry 2; list each token once, with all its patterns/,
     );
     expect(() => parseTokens("shared-secret,shared-secret")).not.toThrow(/shared-secret/);
   });

@@ -183,12 +183,14 @@ describe("failures", () => {
     await expectError(
       tcp.createScript("local x = nil; return x.y").exec([key], []),
       "internal_error",
-      /^A delayq script failed in Redis: .*attempt to index/,
+      /^A delayq script failed in Redis$/,
+      /attempt to index/,
     );
     await tcp.createScript("return redis.call('SET', KEYS[1], 'text')").exec([key], []);
     await expectError(
       tcp.createScript("return redis.call('INCR', KEYS[1])").exec([key], []),
       "internal_error",
+      /^A delayq script failed in Redis$/,
       /not an integer/,
     );
   });
@@ -200,7 +202,8 @@ describe("failures", () => {
     const error = await expectError(
       queue.add({ topic: "t", id: "a" }),
       "redis_unavailable",
-      /^Redis is unavailable: READONLY You can't write against a read only replica\.$/,
+      /^Redis is unavailable \(READONLY\)$/,
+      /^READONLY You can't write against a read only replica\.$/,
     );
     expect(error.status).toBe(503);
   });
@@ -232,7 +235,8 @@ describe("failures", () => {
       await expectError(
         tcpRedis(raw).get("k"),
         "redis_unavailable",
-        /^Redis is unavailable: LOADING Redis is loading/,
+        /^Redis is unavailable \(LOADING\)$/,
+        /^LOADING Redis is loading/,
       );
     } finally {
       raw.disconnect();
@@ -288,9 +292,16 @@ describe("failures", () => {
     await expectError(
       queue.add({ topic: "t", id: "a" }),
       "redis_unavailable",
-      /^Redis is unavailable: no connection to the server of REDIS_URL \(connect ECONNREFUSED 127\.0\.0\.1:\d+\)$/,
+      // Where the server is, is for the log: the caller is told no address.
+      /^Redis is unavailable$/,
+      /^no connection to the server of REDIS_URL \(connect ECONNREFUSED 127\.0\.0\.1:\d+\)$/,
     );
-    await expectError(queue.get("a"), "redis_unavailable", /no connection/);
+    await expectError(
+      queue.get("a"),
+      "redis_unavailable",
+      /^Redis is unavailable$/,
+      /no connection/,
+    );
     expect(Date.now() - started).toBeLessThan(2500); // far below the 5 s time limit
     const redis = await startRedisServer({ port });
     servers.push(redis);
@@ -315,9 +326,11 @@ describe("failures", () => {
       const error = await expectError(
         new DelayQueue({ redis: connect(url(auth)) }).get("a"),
         "redis_unavailable",
-        /^Redis refused delayq's credentials: check the user name and password in REDIS_URL$/,
+        /^Redis refused delayq's credentials$/,
+        /^check the user name and password in REDIS_URL: WRONGPASS/,
       );
       expect(error.message).not.toContain("wrong-pw");
+      expect(error.detail).not.toContain("wrong-pw");
     }
     const connection = await RespConnection.open(redis.port);
     await connection.call("AUTH", "right-pw");
@@ -331,6 +344,7 @@ describe("failures", () => {
       await expectError(
         call,
         "redis_unavailable",
+        /^Redis refused a command delayq needs$/,
         /^The Redis user of REDIS_URL may not do what delayq needs/,
       );
     }
@@ -345,7 +359,12 @@ describe("failures", () => {
     for (const job of jobs) await limited.finish(job.id, { receipt: job.receipt });
     expect((await limited.topic("acl")).counts).toMatchObject({ ready: 0, reserved: 0 });
     const other = new DelayQueue({ redis: connect(url("delayq:delayq-pw")), prefix: "other" });
-    await expectError(other.add({ topic: "t" }), "redis_unavailable", /may not do what delayq/);
+    await expectError(
+      other.add({ topic: "t" }),
+      "redis_unavailable",
+      /^Redis refused a command delayq needs$/,
+      /may not do what delayq/,
+    );
   });
 
   it("refuses a URL that is not redis:// or rediss://, never quoting it", () => {

@@ -15,14 +15,19 @@ export async function expectRejection<E>(
   return error as E;
 }
 
-/** The rejection of an engine call: a DelayqError with this code and a message matching. */
+/**
+ * The rejection of an engine call: a DelayqError with this code and a message matching, and its
+ * `detail` (what only the log is told) matching `detail`.
+ */
 export async function expectError(
   promise: Promise<unknown>,
   code: ErrorCode,
   message?: RegExp,
+  detail?: RegExp,
 ): Promise<DelayqError> {
   const error = await expectRejection(promise, DelayqError);
   expect(error.code).toBe(code);
   if (message) expect(error.message).toMatch(message);
+  if (detail) expect(error.detail).toMatch(detail);
   return error;
 }

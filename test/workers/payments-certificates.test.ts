@@ -3,7 +3,7 @@
 // chain, and a WeChat Pay answer signed by an unknown certificate fetches /v3/certificates. Every expected value below was made once in Node (openssl, node:crypto, the official
 // alipay-sdk) and pasted here; nothing here is computed by the code under test.
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import worker from "../../functions/worker";
 import {
   checkAccounts,
@@ -276,22 +276,31 @@ describe("WeChat Pay certificate mode in workerd", () => {
 });
 
 describe("the Worker entry", () => {
-  it("answers every route 500 internal_error naming the account when alipayCert does not chain", async () => {
+  it("answers every route 500 misconfigured, its log line naming the account, when alipayCert does not chain", async () => {
     const bindings = {
       ...env,
       DQ_ALIPAY_ACCOUNTS: JSON.stringify({ shop: certMode(firstCertificate(ALIPAY_CERT)) }),
     };
+    const spy = vi.spyOn(console, "error").mockImplementation(() => {});
+    const logged = spy.mock.calls;
+    onTestFinished(() => spy.mockRestore());
     for (const path of ["/health", "/v1/payments"]) {
       const ctx = createExecutionContext();
       const res = await worker.fetch(new Request(`http://delayq.test${path}`), bindings, ctx);
       await waitOnExecutionContext(ctx);
       expect(res.status).toBe(500);
-      const body = (await res.json()) as { error: { code: string; message: string } };
-      expect(body.error.code).toBe("internal_error");
-      expect(body.error.message).toMatch(
+      const text = await res.text();
+      const body = JSON.parse(text) as { error: { code: string; requestId: string } };
+      expect(body.error.code).toBe("misconfigured");
+      expect(text).not.toContain("BEGIN");
+      // What is wrong is in the log line of the answer's request id.
+      const line = logged
+        .map((args) => JSON.parse(String(args[0])) as Record<string, string>)
+        .find((entry) => entry.requestId === body.error.requestId);
+      expect(line?.message).toMatch(
         /^delayq is misconfigured: DQ_ALIPAY_ACCOUNTS: account "shop": "alipayCert" does not chain/,
       );
-      expect(body.error.message).not.toContain("BEGIN");
+      expect(line?.message).not.toContain("BEGIN");
     }
   });
 });

@@ -5,10 +5,25 @@ import {
   env,
   waitOnExecutionContext,
 } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import worker from "../../functions/worker";
 
 type Env = Record<string, unknown>;
+
+const SECRET = "AbC123secretpw";
+
+/** The JSON lines written to console.error from now on (the Worker's log), until restore(). */
+function errorsLogged() {
+  const lines: Record<string, unknown>[] = [];
+  const spy = vi.spyOn(console, "error").mockImplementation((line: unknown) => {
+    try {
+      lines.push(JSON.parse(String(line)));
+    } catch {
+      lines.push({ text: String(line) });
+    }
+  });
+  return { lines: () => lines, restore: () => spy.mockRestore() };
+}
 
 /** The bindings with a key prefix of the test's own, so tests never see each other's keys. */
 function isolated(overrides: Env = {}): Env {
@@ -118,42 +133,78 @@ describe("fetch", () => {
     expect(json.jobs.map((j: { id: string }) => j.id)).toEqual(["late"]);
   });
 
-  it("answers 500 naming the variable when the environment is incomplete", async () => {
-    const res = await call({ DQ_TOKENS: "x" }, "GET", "/health", undefined, null);
-    expect(res.status).toBe(500);
-    expect(res.json.error.code).toBe("internal_error");
-    expect(res.json.error.message).toMatch(/UPSTASH_REDIS_REST_URL is not set/);
-  });
-
-  it("answers the JSON misconfigured error for a Redis TCP URL, /health included", async () => {
-    const password = "AbC123secretpw";
-    const bindings = isolated({
-      UPSTASH_REDIS_REST_URL: `rediss://default:${password}@pleased-cat-12345.upstash.io:6379`,
-    });
-    for (const [method, path] of [
-      ["GET", "/health"],
-      ["POST", "/v1/jobs"],
-    ] as const) {
-      const ctx = createExecutionContext();
-      const res = await worker.fetch(
-        new Request(`http://delayq.test${path}`, {
-          method,
-          headers: { authorization: "Bearer worker-admin" },
-        }),
-        bindings,
-        ctx,
-      );
-      await waitOnExecutionContext(ctx);
+  it("answers 500 misconfigured when the environment is incomplete; the log names the variable", async () => {
+    const logged = errorsLogged();
+    try {
+      const res = await call({ DQ_TOKENS: "x" }, "GET", "/health", undefined, null);
       expect(res.status).toBe(500);
-      expect(res.headers.get("content-type")).toMatch(/^application\/json/);
-      const text = await res.text();
-      expect(text).not.toContain(password);
-      const { error } = JSON.parse(text);
-      expect(error.code).toBe("internal_error");
-      expect(error.message).toMatch(/UPSTASH_REDIS_REST_URL is a Redis TCP URL \(rediss:\/\/...\)/);
-      expect(error.message).toMatch(/REST URL, https:\/\/<name>\.upstash\.io/);
+      expect(res.json.error.code).toBe("misconfigured");
+      expect(logged.lines()).toContainEqual(
+        expect.objectContaining({
+          code: "misconfigured",
+          requestId: res.json.error.requestId,
+          message: expect.stringMatching(/UPSTASH_REDIS_REST_URL is not set/),
+        }),
+      );
+    } finally {
+      logged.restore();
     }
   });
+
+  it.each([
+    [
+      "a Redis TCP URL",
+      { UPSTASH_REDIS_REST_URL: `rediss://default:${SECRET}@pleased-cat-12345.upstash.io:6379` },
+      /UPSTASH_REDIS_REST_URL is a Redis TCP URL \(rediss:\/\/...\)/,
+    ],
+    [
+      "a DQ_TOKENS entry with a malformed scope",
+      { DQ_TOKENS: `worker-admin,tenant:shop.*|${SECRET} x` },
+      /^delayq is misconfigured: DQ_TOKENS: entry 2: pattern 2 .* is not a valid topic pattern/,
+    ],
+  ])(
+    "answers every route 500 misconfigured for %s, without its text; the log line names the variable",
+    async (_, overrides, named) => {
+      const bindings = isolated(overrides);
+      const logged = errorsLogged();
+      try {
+        for (const [method, path] of [
+          ["GET", "/health"],
+          ["POST", "/v1/jobs"],
+          ["GET", "/dashboard"],
+          ["POST", "/v1/notify/alipay/shop"],
+        ] as const) {
+          const ctx = createExecutionContext();
+          const res = await worker.fetch(
+            new Request(`http://delayq.test${path}`, {
+              method,
+              headers: { authorization: "Bearer worker-admin", "x-request-id": `probe-${method}` },
+            }),
+            bindings,
+            ctx,
+          );
+          await waitOnExecutionContext(ctx);
+          expect(res.status).toBe(500);
+          expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+          expect(res.headers.get("x-request-id")).toBe(`probe-${method}`);
+          const text = await res.text();
+          expect(text).not.toContain(SECRET);
+          expect(JSON.parse(text)).toEqual({
+            error: {
+              code: "misconfigured",
+              message: `delayq is misconfigured: the service cannot start; see the logs for request probe-${method}`,
+              requestId: `probe-${method}`,
+            },
+          });
+          const line = logged.lines().find((entry) => entry.requestId === `probe-${method}`);
+          expect(line?.message).toMatch(named);
+          expect(JSON.stringify(line)).not.toContain(SECRET);
+        }
+      } finally {
+        logged.restore();
+      }
+    },
+  );
 });
 
 describe("scheduled", () => {

@@ -2,10 +2,10 @@
 // pages, and the small renderings of a topic's due time, delivery, defaults and hidden fields.
 import { html } from "hono/html";
 import { DelayqError } from "../../domain/errors";
-import { maskPush, type PushConfig } from "../../domain/push";
+import { mask, maskPush, type PushConfig } from "../../domain/push";
 import type { Job, TopicConfig, TopicStats } from "../../domain/schemas";
 import type { Logger } from "../../log";
-import { BUG_MESSAGE, logBug } from "../errors";
+import { BUG_MESSAGE, logBug, seeTheLogs } from "../errors";
 import type { View } from "./dashboard-view";
 import { count, duration, formatTime, type Html, relative, shell } from "./layout";
 
@@ -54,23 +54,34 @@ export function errorPage(view: View, error: unknown, log: Logger): Response | P
       error.status as 400,
     );
   }
+  const requestId: string = c.get("requestId");
   if (error instanceof DelayqError && error.code === "redis_unavailable") {
+    // What Redis said (its address, maybe) is for the log line the page points at.
+    const route = `${c.req.method} ${c.req.path}`;
+    log({
+      level: "error",
+      code: error.code,
+      message: error.message,
+      detail: error.detail,
+      route,
+      requestId,
+    });
     c.header("Retry-After", "1");
     return c.html(
       frame(
         view,
         "Redis unavailable",
-        html`<h1>Redis does not answer</h1><p class="error" id="page-error">${error.message}. Reload the page in a moment.</p>`,
+        html`<h1>Redis does not answer</h1><p class="error" id="page-error">${error.message}; ${seeTheLogs(requestId)}. Reload the page in a moment.</p>`,
       ),
       503,
     );
   }
-  logBug(log, error, `${c.req.method} ${c.req.path}`);
+  logBug(log, error, `${c.req.method} ${c.req.path}`, requestId);
   return c.html(
     frame(
       view,
       "Error",
-      html`<h1>Something went wrong</h1><p class="error" id="page-error">${BUG_MESSAGE}.</p>`,
+      html`<h1>Something went wrong</h1><p class="error" id="page-error">${BUG_MESSAGE}; ${seeTheLogs(requestId)}.</p>`,
     ),
     500,
   );
@@ -95,7 +106,7 @@ export function oldestDue(t: TopicStats, now: number): Html | string {
   return html`<span class="muted" title="${formatTime(due)}">next ${relative(due, now)}</span>`;
 }
 
-/** The topic's push config (DESIGN §3), or "pull". Secrets and header values are never shown. */
+/** The topic's push config (DESIGN §3), or "pull". Secrets and header values are shown masked. */
 export function delivery(config: TopicConfig, full = false): Html | string {
   const push = (config as Record<string, unknown>).push;
   if (!push || typeof push !== "object") return full ? "pull (consumers pop)" : "pull";
@@ -104,8 +115,13 @@ export function delivery(config: TopicConfig, full = false): Html | string {
   const url = typeof p.url === "string" ? p.url : "";
   if (!full) return html`push (${via}) <span class="mono small">${url}</span>`;
   const secret = typeof p.secret === "string" && p.secret ? maskPush(p as PushConfig).secret : "";
+  // Header values (an API key, often) masked as the secret is.
   const headers =
-    p.headers && typeof p.headers === "object" ? Object.keys(p.headers as object) : [];
+    p.headers && typeof p.headers === "object"
+      ? Object.entries(p.headers as Record<string, unknown>).map(
+          ([name, value]) => `${name}: ${typeof value === "string" ? mask(value) : "…"}`,
+        )
+      : [];
   return html`push via <b>${via}</b> to <code>${url}</code>${
     typeof p.timeout === "number" ? html`, timeout ${p.timeout} s` : ""
   }${secret ? html`, secret <code>${secret}</code>` : ""}${

@@ -26,7 +26,10 @@ export const ERROR_MEANINGS: Readonly<Record<ErrorCode, string>> = {
     "A job body over `DQ_MAX_BODY_BYTES`, a request over `DQ_MAX_REQUEST_BYTES`, or a watch's `metadata` over 16 KiB.",
   too_many_watches:
     "The token has `DQ_MAX_WATCHES_PER_TOKEN` watches polling (payments and refunds together): stop some or wait for some to end.",
-  internal_error: "A bug, or a misconfigured deployment (the message names the variable); logged.",
+  internal_error:
+    "A bug; logged with the answer's request id (`x-request-id`, `requestId`), which the message quotes.",
+  misconfigured:
+    "The deployment's variables are wrong (a Worker then answers every route so); the log line of the request id names the variable.",
   redis_unavailable: "Redis does not answer; retry after `Retry-After` seconds.",
   qstash_unavailable:
     "A delete could not cancel the job's pending QStash message; retry after `Retry-After` seconds (a retried delete cancels again).",

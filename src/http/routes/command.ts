@@ -2,9 +2,11 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { DelayqError } from "../../domain/errors";
 import { MAX_WAIT_SECONDS } from "../../domain/schemas";
+import type { Logger } from "../../log";
 import { Command, type CommandResult, MAX_COMMANDS, runCommand } from "../../protocols/youzan";
 import { requestJson } from "../body";
 import type { AppEnv } from "../context";
+import { toldOf } from "../errors";
 import { jsonBody } from "../json";
 import { documentedRoute } from "../route";
 import { body, errors, json, SECURED } from "../schemas";
@@ -37,7 +39,7 @@ const Result = z
     },
   });
 
-export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
+export function commandRoutes(app: OpenAPIHono<AppEnv>, log: Logger): void {
   // Documented, not validated here: runCommand validates each command and answers in the envelope.
   app.openAPIRegistry.registerComponent(
     "schemas",
@@ -75,6 +77,8 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
     async (c) => {
       const input: unknown = requestJson(c, c.req.valid("json"));
       const signal = c.req.raw.signal;
+      // A failure of Redis is logged with its detail; its result points at that line.
+      const tell = toldOf(c, log);
       if (Array.isArray(input)) {
         if (input.length === 0 || input.length > MAX_COMMANDS) {
           throw new DelayqError(
@@ -86,7 +90,7 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
         // The pops of an array wait 20 s in all, not 20 s each: one request is one long-poll.
         const waitUntil = Date.now() + MAX_WAIT_SECONDS * 1000;
         for (const command of input)
-          results.push(await runCommand(c.get("queue"), command, signal, waitUntil));
+          results.push(await runCommand(c.get("queue"), command, signal, waitUntil, tell));
         if (results.every((result) => result.error.startsWith("redis_unavailable"))) {
           // Redis failed every command: a status that says so. Some may still have run (a
           // timeout does not say the script did not): retry with ids and receipts.
@@ -95,7 +99,7 @@ export function commandRoutes(app: OpenAPIHono<AppEnv>): void {
         }
         return jsonBody(c, results, 200);
       }
-      const result = await runCommand(c.get("queue"), input, signal);
+      const result = await runCommand(c.get("queue"), input, signal, undefined, tell);
       if (result.error.startsWith("redis_unavailable")) {
         c.header("Retry-After", "1");
         return jsonBody(c, result, 503);

@@ -2,7 +2,7 @@
 
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { DelayqError, ERROR_STATUS } from "../../domain/errors";
+import { DelayqError } from "../../domain/errors";
 import { jsonLogger, type Logger } from "../../log";
 import {
   failure,
@@ -15,7 +15,7 @@ import type { DelayQueue } from "../../queue";
 import type { TokenSet } from "../auth";
 import { cappedText, DEFAULT_MAX_REQUEST_BYTES, parseJsonText } from "../body";
 import type { AppEnv } from "../context";
-import { BUG_MESSAGE, logBug } from "../errors";
+import { BUG_MESSAGE, logBug, seeTheLogs, toldOf } from "../errors";
 import { type PushOptions, pushSoon } from "./push";
 
 export type CompatOptions = {
@@ -42,6 +42,7 @@ export function compatRoutes(app: OpenAPIHono<AppEnv>, options: CompatOptions): 
   for (const endpoint of OUQIANG_ENDPOINTS) {
     const route = `${OUQIANG_BASE}/:token/${endpoint}`;
     app.post(route, async (c) => {
+      const tell = toldOf(c, log);
       try {
         const principal = await options.tokens.identify(c.req.param("token") ?? "");
         if (!principal) {
@@ -53,22 +54,16 @@ export function compatRoutes(app: OpenAPIHono<AppEnv>, options: CompatOptions): 
           scope: principal.scope,
           onPushed: onPushed && ((pushed) => onPushed(c, pushed)),
         });
-        const envelope = await runOuqiang(queue, endpoint, input, c.req.raw.signal);
-        if (envelope.error && ERROR_STATUS[envelope.error] >= 500) {
-          log({
-            level: "error",
-            code: envelope.error,
-            message: envelope.message,
-            route: `POST ${route}`,
-          });
-        }
+        // A 5xx is logged with its detail, and its message points at that line.
+        const envelope = await runOuqiang(queue, endpoint, input, c.req.raw.signal, tell);
         return answer(c, envelope);
       } catch (error) {
         if (error instanceof DelayqError && error.code !== "internal_error") {
-          return answer(c, failure(error));
+          return answer(c, failure(error, tell));
         }
-        logBug(log, error, `POST ${route}`);
-        return answer(c, failure(new DelayqError("internal_error", BUG_MESSAGE)));
+        logBug(log, error, `POST ${route}`, c.get("requestId"));
+        const bug = `${BUG_MESSAGE}; ${seeTheLogs(c.get("requestId"))}`;
+        return answer(c, failure(new DelayqError("internal_error", bug)));
       }
     });
   }

@@ -1,8 +1,10 @@
 // Unauthenticated routes: /health and /openapi.json (the /docs page is in routes/ops.ts).
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import { DelayqError } from "../../domain/errors";
 import { type Logger, messageOf } from "../../log";
 import type { DelayQueue } from "../../queue";
 import type { AppEnv } from "../context";
+import { seeTheLogs } from "../errors";
 import { Health, json } from "../schemas";
 
 export function systemRoutes(app: OpenAPIHono<AppEnv>, queue: DelayQueue, log: Logger): void {
@@ -24,9 +26,17 @@ export function systemRoutes(app: OpenAPIHono<AppEnv>, queue: DelayQueue, log: L
         return c.json({ status: "ok" as const, redis: "ok" as const }, 200);
       } catch (error) {
         // Anyone may ask: the reason (which names Redis's address) goes to the log only.
-        log({ level: "warn", event: "health_degraded", message: messageOf(error) });
+        const requestId = c.get("requestId");
+        const detail = error instanceof DelayqError ? error.detail : undefined;
+        log({
+          level: "warn",
+          event: "health_degraded",
+          message: messageOf(error),
+          detail,
+          requestId,
+        });
         c.header("Retry-After", "1");
-        const message = "Redis does not answer delayq; the service's log says why";
+        const message = `Redis does not answer delayq; ${seeTheLogs(requestId)}`;
         return c.json({ status: "degraded" as const, redis: "unreachable" as const, message }, 503);
       }
     },
@@ -48,7 +58,8 @@ export const OPENAPI_CONFIG = {
     description:
       "A delay queue on Redis: add jobs with a delay and a time-to-run, pop them when due, " +
       "finish or delete them. Every /v1 route and /metrics need `Authorization: Bearer <token>`. " +
-      'Errors are `{"error": {"code", "message"}}`; times are unix milliseconds, `delay` and ' +
+      'Errors are `{"error": {"code", "message", "requestId"}}`, and every answer has an ' +
+      "`x-request-id` header; times are unix milliseconds, `delay` and " +
       "`ttr` seconds. Operators also have /dashboard (sign in with a token) and /metrics " +
       "(Prometheus).",
   },
