@@ -17,16 +17,22 @@ export class DelayqClientError extends Error {
   readonly status: number;
   /** Seconds the server asked to wait before retrying (`Retry-After`), when it said. */
   readonly retryAfter?: number;
+  /**
+   * The request's id (its answer's `x-request-id`), when delayq answered: quote it to the
+   * operator, whose log line of that id says what a 5xx's message does not.
+   */
+  readonly requestId?: string;
 
   constructor(
     code: DelayqClientErrorCode,
     message: string,
-    options: { status?: number; retryAfter?: number; cause?: unknown } = {},
+    options: { status?: number; retryAfter?: number; requestId?: string; cause?: unknown } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "DelayqClientError";
     this.code = code;
     this.status = options.status ?? 0;
     if (options.retryAfter !== undefined) this.retryAfter = options.retryAfter;
+    if (options.requestId !== undefined) this.requestId = options.requestId;
   }
 }

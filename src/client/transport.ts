@@ -239,7 +239,12 @@ function urlOf(baseUrl: string, request: Call): string {
 function errorOf(reply: Reply): DelayqClientError {
   const status = reply.status;
   const retryAfter = parseRetryAfter(reply.headers.get("retry-after"));
-  const extra = retryAfter === undefined ? { status } : { status, retryAfter };
+  const requestId = reply.headers.get("x-request-id") ?? undefined;
+  const extra = {
+    status,
+    ...(retryAfter === undefined ? {} : { retryAfter }),
+    ...(requestId === undefined ? {} : { requestId }),
+  };
   const error = (reply.data as { error?: unknown } | undefined)?.error;
   if (
     typeof error === "object" &&

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { createClient, type FetchLike, type Job } from "../../src/client";
 import { ADMIN, SHOP_A } from "../support/app";
-import { BASE, failure, setup } from "./support";
+import { BASE, failure, setup, UUID } from "./support";
 
 describe("errors", () => {
   it("job_not_found is 404", async () => {
@@ -11,6 +11,23 @@ describe("errors", () => {
     expect(error).toMatchObject({ name: "DelayqClientError", code: "job_not_found", status: 404 });
     expect(error.message).toContain("missing");
     expect(sent).toHaveLength(1);
+  });
+
+  it("carries the answer's request id, a proxy's when it set one", async () => {
+    const { client } = setup();
+    const error = await failure(client.get("missing"));
+    expect(error.requestId).toMatch(UUID);
+    const chosen = createClient({
+      baseUrl: BASE,
+      token: ADMIN,
+      // A proxy (or the caller's own fetch) that sets the id: delayq keeps a sane one.
+      fetch: (url, init) => {
+        const headers = new Headers(init?.headers);
+        headers.set("x-request-id", "trace-42");
+        return setup().t.app.request(String(url), { ...init, headers });
+      },
+    });
+    expect((await failure(chosen.get("missing"))).requestId).toBe("trace-42");
   });
 
   it("stale_receipt is 409 and is not retried", async () => {

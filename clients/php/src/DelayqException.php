@@ -25,6 +25,8 @@ final class DelayqException extends \RuntimeException
      * @param string $errorCode The API's error code, or the client's own (see above).
      * @param int $status The HTTP status, or 0 when no answer came.
      * @param float|null $retryAfter Seconds the server asked to wait (`Retry-After`), when it said.
+     * @param string|null $requestId The answer's `x-request-id`, when delayq answered: quote it to
+     *   the operator, whose log line of that id says what a 5xx's message does not.
      */
     public function __construct(
         public readonly string $errorCode,
@@ -32,6 +34,7 @@ final class DelayqException extends \RuntimeException
         public readonly int $status = 0,
         public readonly ?float $retryAfter = null,
         ?\Throwable $previous = null,
+        public readonly ?string $requestId = null,
     ) {
         parent::__construct($message, $status, $previous);
     }

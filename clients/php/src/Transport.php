@@ -224,20 +224,23 @@ final class Transport
     private static function errorOf(int $status, array $headers, bool $parsed, mixed $data, string $text): DelayqException
     {
         $retryAfter = self::parseRetryAfter($headers['retry-after'] ?? null);
+        $requestId = $headers['x-request-id'] ?? null;
         $error = $parsed && is_array($data) ? ($data['error'] ?? null) : null;
         if (is_array($error) && is_string($error['code'] ?? null) && is_string($error['message'] ?? null)) {
-            return new DelayqException($error['code'], $error['message'], $status, $retryAfter);
+            return new DelayqException($error['code'], $error['message'], $status, $retryAfter, null, $requestId);
         }
         // The command protocol answers a lone command's failure as a command result:
         // {success: false, error: "<code>: <message>"} (with 503 for redis_unavailable).
         if (is_string($error) && preg_match('/^([a-z_]+): (.*)$/s', $error, $match) === 1) {
-            return new DelayqException($match[1], $match[2], $status, $retryAfter);
+            return new DelayqException($match[1], $match[2], $status, $retryAfter, null, $requestId);
         }
         return new DelayqException(
             'invalid_response',
             "HTTP {$status} without a delayq error body: " . self::excerpt($text),
             $status,
             $retryAfter,
+            null,
+            $requestId,
         );
     }
 

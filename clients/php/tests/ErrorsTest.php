@@ -71,7 +71,9 @@ final class ErrorsTest extends ServiceTestCase
     {
         $dq = self::client();
         $id = self::uid('missing');
-        $this->assertDelayqError('job_not_found', 404, fn () => $dq->get($id));
+        $error = $this->assertDelayqError('job_not_found', 404, fn () => $dq->get($id));
+        // the answer's x-request-id, to quote to the operator
+        self::assertMatchesRegularExpression('/^[0-9a-f-]{36}$/', (string) $error->requestId);
         $this->assertDelayqError('job_not_found', 404, fn () => $dq->delete($id));
         $this->assertDelayqError('job_not_found', 404, fn () => $dq->finish($id));
         $this->assertDelayqError('job_not_found', 404, fn () => $dq->touch($id));

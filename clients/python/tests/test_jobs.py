@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -111,6 +112,8 @@ def test_unknown_job_is_job_not_found(dq: delayq.Client) -> None:
         assert caught.value.code == "job_not_found"
         assert caught.value.status == 404
         assert missing in caught.value.message
+        # the answer's x-request-id, to quote to the operator
+        assert re.fullmatch(r"[0-9a-f-]{36}", caught.value.request_id or "")
 
 
 def test_pop_then_finish_with_the_receipt(

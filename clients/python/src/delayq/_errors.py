@@ -18,21 +18,31 @@ class DelayqError(Exception):
     ``"timeout"`` (no complete answer within the time limit; status 0) and
     ``"invalid_response"`` (an answer that is not delayq's JSON, say a proxy's HTML page).
     ``retry_after`` is the seconds the server's ``Retry-After`` asked for, when it said.
+    ``request_id`` is the answer's ``x-request-id``, when delayq answered: quote it to the
+    operator, whose log line of that id says what a 5xx's message does not.
     """
 
     code: str
     status: int
     message: str
     retry_after: Optional[float]
+    request_id: Optional[str]
 
     def __init__(
-        self, code: str, status: int, message: str, *, retry_after: Optional[float] = None
+        self,
+        code: str,
+        status: int,
+        message: str,
+        *,
+        retry_after: Optional[float] = None,
+        request_id: Optional[str] = None,
     ) -> None:
         super().__init__(code, status, message)
         self.code = code
         self.status = status
         self.message = message
         self.retry_after = retry_after
+        self.request_id = request_id
 
     def __str__(self) -> str:
         where = f"HTTP {self.status}" if self.status else "no answer"

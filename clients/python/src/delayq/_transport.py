@@ -276,24 +276,34 @@ def _error_of(reply: _Reply) -> DelayqError:
     """The error an answer that is not a success stands for."""
     status = reply.status
     retry_after = _parse_retry_after(reply.headers.get("Retry-After"))
+    request_id = reply.headers.get("X-Request-Id")
     body = json_object(reply.data)
     error = body.get("error") if body is not None else None
     details = json_object(error)
     if details is not None:
         code, message = details.get("code"), details.get("message")
         if isinstance(code, str) and isinstance(message, str):
-            return DelayqError(code, status, message, retry_after=retry_after)
+            return DelayqError(
+                code, status, message, retry_after=retry_after, request_id=request_id
+            )
     # The command protocol answers a lone command's failure as a CommandResult:
     # {"success": false, "error": "<code>: <message>"} (with 503 for redis_unavailable).
     if isinstance(error, str):
         match = re.match(r"^([a-z_]+): (.*)$", error, re.DOTALL)
         if match:
-            return DelayqError(match.group(1), status, match.group(2), retry_after=retry_after)
+            return DelayqError(
+                match.group(1),
+                status,
+                match.group(2),
+                retry_after=retry_after,
+                request_id=request_id,
+            )
     return DelayqError(
         "invalid_response",
         status,
         f"HTTP {status} without a delayq error body: {_excerpt(reply.text)}",
         retry_after=retry_after,
+        request_id=request_id,
     )
 
 
