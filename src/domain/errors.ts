@@ -61,6 +61,20 @@ export function clip(text: string): string {
   return text.length > 64 ? `${text.slice(0, 64)}…` : text;
 }
 
+/**
+ * `text` with every URL and network address (IPv4, IPv6, host:port) replaced by `<address>`: for
+ * what a network error says that reaches an answer (a watch's last poll), which may name a
+ * gateway delayq is configured with, or a proxy's address.
+ */
+export function withoutAddresses(text: string): string {
+  return text
+    .replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>()]+/gi, "<address>")
+    .replace(/\[[0-9a-f:.]+\](?::\d+)?/gi, "<address>")
+    .replace(/(?<![\w:])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?:[.:]\d+)*(?![\w:])/gi, "<address>")
+    .replace(/\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g, "<address>")
+    .replace(/\b(?:localhost|[a-z0-9-]+(?:\.[a-z0-9-]+)+):\d{1,5}\b/gi, "<address>");
+}
+
 /** Turns a zod failure into one `invalid_request` whose message names each bad field. */
 export function invalidRequest(error: z.ZodError, what = "request"): DelayqError {
   const problems = error.issues.slice(0, 5).map((issue) => {

@@ -3,7 +3,7 @@
 // (a payment's query, or at its deadline a close and a query; a refund's query) and applies the
 // verified answer; only verified answers decide, anything else is retried soon.
 import type { ClaimedJob, Handled, JobHandler } from "../dispatch/dispatcher";
-import { DelayqError } from "../domain/errors";
+import { DelayqError, withoutAddresses } from "../domain/errors";
 import { messageOf } from "../log";
 import { watchIdOfJob } from "../redis/keys";
 import type { Run } from "../run/run";
@@ -89,6 +89,8 @@ async function ask<T extends KindTypes>(
     if (error instanceof DelayqError && error.code === "unknown_account") {
       return { conclusion: kind.unknownAccount(error.message), calls };
     }
-    return { conclusion: { kind: "transient", word: `poll failed: ${messageOf(error)}` }, calls };
+    // Shown in the watch: what went wrong, without the addresses a network error may name.
+    const word = `poll failed: ${withoutAddresses(messageOf(error))}`;
+    return { conclusion: { kind: "transient", word }, calls };
   }
 }

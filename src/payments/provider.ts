@@ -1,4 +1,5 @@
 // Shared shapes of the payment providers (Alipay, WeChat Pay) and the helpers both use on the wire.
+import { withoutAddresses } from "../domain/errors";
 
 /** What a verified answer says about the trade, in the poller's terms. */
 export type TradeOutcome = "pending" | "paid" | "closed" | "failed";
@@ -147,9 +148,10 @@ export async function fetchText(
     if (name === "TimeoutError" || name === "AbortError") {
       return { ok: false, reason: `timeout after ${timeoutMs} ms` };
     }
-    // The error's own message may quote the URL with the order number, never a key: keep it short.
+    // The error's own message may quote the URL (the gateway, a proxy) and the order number:
+    // the reason is shown in the watch, so addresses are left out, and it is kept short.
     const message = error instanceof Error ? error.message : String(error);
-    return { ok: false, reason: `network error: ${clip(message)}` };
+    return { ok: false, reason: `network error: ${clip(withoutAddresses(message))}` };
   }
 }
 
