@@ -56,7 +56,8 @@ import {
 } from "./support/http-inputs";
 import { VALID_SIGNATURES } from "./support/qstash-signature";
 
-const SECRETS = [ADMIN, ...PUSH_SECRETS];
+// The seeded push header value is a credential too: answers show it masked.
+const SECRETS = [ADMIN, ...PUSH_SECRETS, "k_live_seeded"];
 
 // ---------------------------------------------------------------------------------------------
 // Running one request
@@ -160,13 +161,15 @@ describe("the invariant checker (so that a broken server would fail the properti
     } catch {}
     return {
       status,
-      headers: new Headers({ "content-type": type, ...extra }),
+      headers: new Headers({ "content-type": type, "x-request-id": "rid-1", ...extra }),
       text,
       json: parsed,
       isJson,
     };
   };
-  const error = (code: string, message = "Something is wrong") => ({ error: { code, message } });
+  const error = (code: string, message = "Something is wrong") => ({
+    error: { code, message, requestId: "rid-1" },
+  });
   const post = (path: string, body?: unknown): FuzzRequest => ({
     method: "POST",
     path,
@@ -280,6 +283,24 @@ describe("the invariant checker (so that a broken server would fail the properti
       "a push secret",
       get("/v1/topics/p1"),
       json(200, { config: { push: { secret: PUSH_SECRETS[0] } } }),
+      same,
+    ],
+    [
+      "an error without its request id",
+      post("/v1/jobs"),
+      json(400, { error: { code: "invalid_request", message: "Bad" } }),
+      same,
+    ],
+    [
+      "an error whose request id is not its x-request-id",
+      post("/v1/jobs"),
+      json(400, { error: { code: "invalid_request", message: "Bad", requestId: "rid-2" } }),
+      same,
+    ],
+    [
+      "a push header value not masked",
+      get("/v1/topics/p1"),
+      json(200, { config: { push: { headers: { "X-Api-Key": "k_live_seeded" } } } }),
       same,
     ],
     [
@@ -506,7 +527,7 @@ describe("fuzzing the HTTP API", () => {
       secret: `…${PUSH_SECRETS[0]?.slice(-4)}`,
       timeout: 5,
       failureUrl: `${target.receiver.url}/failed`,
-      headers: { "X-Api-Key": "k_live_seeded" },
+      headers: { "X-Api-Key": "…eded" },
     });
     expect(((await get("/v1/topics/t1")).json as Record<string, unknown>).push).toBeUndefined();
 

@@ -454,7 +454,10 @@ export function expectCleanMessage(message: unknown, secrets: readonly string[],
   }
 }
 
-/** `{"error": {"code", "message"}}` with a documented code whose status is the response's. */
+/**
+ * `{"error": {"code", "message", "requestId"}}` with a documented code whose status is the
+ * response's, and the request id its x-request-id header's.
+ */
 export function expectErrorBody(
   res: FuzzResponse,
   secrets: readonly string[],
@@ -469,11 +472,13 @@ export function expectErrorBody(
   const body = res.json as { error?: { code?: unknown; message?: unknown } };
   expect(body !== null && typeof body === "object" && !Array.isArray(body), where).toBe(true);
   expect(Object.keys(body), `${where}: ${res.text.slice(0, 300)}`).toEqual(["error"]);
-  const error = body.error as { code?: unknown; message?: unknown };
+  const error = body.error as { code?: unknown; message?: unknown; requestId?: unknown };
   expect(Object.keys(error).sort(), `${where}: ${res.text.slice(0, 300)}`).toEqual([
     "code",
     "message",
+    "requestId",
   ]);
+  expect(error.requestId, `${where}: requestId`).toBe(res.headers.get("x-request-id"));
   expect(CODES, `${where}: undocumented code ${String(error.code)}`).toContain(error.code);
   const code = error.code as ErrorCode;
   expect(res.status, `${where}: status of ${code}`).toBe(ERROR_STATUS[code]);
@@ -577,7 +582,7 @@ export type Verdict = {
  * - never 5xx; no response contains a secret (tokens, push secrets); no stack frame in an error;
  * - HEAD: no body (Hono answers HEAD by running the GET route and dropping the body);
  * - the JSON API (/v1, /health, /openapi.json, unknown paths) and /docs and /metrics: every
- *   non-2xx is `{"error": {"code", "message"}}`, code documented, status = ERROR_STATUS[code];
+ *   non-2xx is `{"error": {"code", "message", "requestId"}}`, code documented, status = ERROR_STATUS[code];
  *   2xx is JSON, except GET /docs (an HTML page) and GET /metrics (Prometheus text, every line
  *   of the format);
  * - /v1/command answers envelopes whose errors read "<documented code>: <message>", `created`
