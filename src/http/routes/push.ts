@@ -209,7 +209,11 @@ async function verifiedBody(c: Context<AppEnv>, options: PushOptions): Promise<s
 function unverified(c: Context<AppEnv>) {
   return c.json(
     {
-      error: { code: "unauthorized" as const, message: "The Upstash-Signature does not verify" },
+      error: {
+        code: "unauthorized" as const,
+        message: "The Upstash-Signature does not verify",
+        requestId: c.get("requestId"),
+      },
     },
     401,
   );
