@@ -307,8 +307,17 @@ return out
   },
 });
 
-/** What watchPolled did: applied, and how ("late": a late payment told; "duplicate": a notification seen before). */
-export type WatchPolled = { applied: boolean; state: string; how: "" | "late" | "duplicate" };
+/**
+ * What watchPolled did: applied, and how ("late": a late payment told; "duplicate": a
+ * notification seen before). `nextPollAt`: when a poll it applied (pending, transient) put the
+ * watch's next poll; absent otherwise.
+ */
+export type WatchPolled = {
+  applied: boolean;
+  state: string;
+  how: "" | "late" | "duplicate";
+  nextPollAt?: number;
+};
 
 /**
  * Lua: the ended states a late outcome is still told after, as a set: LATE_PAYMENT_AFTER (a
@@ -343,7 +352,8 @@ export const watchPolled = defineScript<WatchPolled>({
   A notification whose id the watch took before changes nothing ("duplicate"); a new id is
   remembered (the last ${NOTIFY_IDS_KEPT}). A watch still polling: a poll applies only under the
   reservation it was claimed with (a poller that lost its lease changes nothing). pending: the
-  next poll is the schedule's next step (at the deadline at the latest); transient: soon (5 s,
+  next poll is the schedule's next step (at the deadline at the latest; at once when the answer,
+  asked before the deadline, is applied past it); transient: soon (5 s,
   doubling, at most 60 s, and never later than the schedule's next step, nor than the deadline
   while it is ahead); outcome: the state and outcome are stored, the poll job finishes and each
   notify topic gets the outcome as the job ${WATCH_JOB_PREFIX}<watch id>:<n> (exactly once: the
@@ -354,7 +364,8 @@ export const watchPolled = defineScript<WatchPolled>({
   firstOutcome, and each topic gets it as ${WATCH_JOB_PREFIX}<watch id>:late:<n>.
   An ended watch is kept max(RETENTION, ${ENDED_WATCH_KEEP_MS / 3600_000} h) from its last change.
   Returns {1, new state, how} or {0, state as it was, how} when nothing applied; how is "",
-  "late" or "duplicate".
+  "late" or "duplicate"; a poll's pending or transient answer adds when the next poll is due
+  (-1: none waits), so that the poller claims again only when that falls within its window.
   An outcome ends the watch's count in its owner's tokenWatches (watchStart).
   Cost: HMGET; for a notification with an id, HSET; for a poll, GET (the job); HSET;
   pending/transient: the release's commands; outcome: HGET (the owner; with one HDEL, DECR), the
@@ -424,9 +435,17 @@ if kind ~= "outcome" then
   end
   -- No poll comes after the deadline; past it (a close or query there failed transiently), the
   -- transient wait holds: retrying at once would hammer the provider until the close gives up.
-  if NOW < tonumber(deadline) then wait = math.min(wait, tonumber(deadline) - NOW) end
+  -- A pending answer past it was asked just before it and applied just after (a slow Redis): the
+  -- deadline's question (a close, a last query) is asked at once, not a whole step later.
+  if NOW < tonumber(deadline) then
+    wait = math.min(wait, tonumber(deadline) - NOW)
+  elseif kind ~= "transient" then
+    wait = 0
+  end
   retry(jobId, meta, body, wait)
-  return {1, state, ""}
+  local nextAt = -1
+  if meta.state == "waiting" then nextAt = meta.due end
+  return {1, state, "", nextAt}
 end
 -- An outcome: the watch ends, its poll job with it, and each notify topic is told once.
 outcome = ARGV[9] .. (metadata or "null") .. "}"
@@ -442,11 +461,13 @@ fanOut(":", outcome)
 return {1, ARGV[8], ""}
 `,
   parse(reply) {
-    const [applied, state, how] = asArray(reply, "watchPolled");
+    const [applied, state, how, nextAt] = asArray(reply, "watchPolled");
+    const next = Number(nextAt ?? -1);
     return {
       applied: Number(applied) === 1,
       state: String(state ?? ""),
       how: how === "late" || how === "duplicate" ? how : "",
+      ...(next >= 0 ? { nextPollAt: next } : {}),
     };
   },
 });
