@@ -3,13 +3,17 @@
 // the dispatcher's poller, the scheduler) with the cron driven from here and Redis through the
 // bridge (its own process). Time may be compressed: the schedule, the cron, the ramp and the
 // 10 minutes are all divided by `speedup`; lateness stays in real milliseconds.
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
 import type { Redis } from "@upstash/redis";
+import { type QStashStandIn, startQStash } from "../dev/qstash";
 import { BACKOFF_SCHEDULES } from "../src/domain/schemas";
 import { scriptText } from "../src/redis/lua/scripts";
 import { PAYMENTS_TOPIC } from "../src/redis/lua/scripts/payments";
 import { claim } from "../src/redis/lua/scripts/push";
 import { splitRecord } from "../src/redis/record";
 import type { RedisClient } from "../src/redis/runner";
+import type { Service } from "../src/service";
 import {
   type CommandStats,
   commandDelta,
@@ -18,17 +22,10 @@ import {
   percentiles,
   startProgress,
 } from "./lib/measure";
-import { startSandboxProcess } from "./lib/sandbox-child";
+import { type SandboxProcess, startSandboxProcess } from "./lib/sandbox-child";
 import { openServiceStack, TICK_BUDGET_MS } from "./lib/service-stack";
-
-/**
- * The subrequests one invocation may make in W: Workers' paid plan (10,000). At the default 1000
- * a tick pays for about 300 polls, far below what 10,000 watches polled every few seconds need;
- * docs/push.md says so.
- */
-const PAYMENTS_SUBREQUESTS = 10_000;
-
 import { installFetchCounter, type Tally, tallyTotal } from "./lib/subrequests";
+import { measurePollCpu, type PollCpuResult } from "./payments-workerd";
 
 export type PaymentsOptions = {
   /** Watches started, each on its own order (NOTPAY at the sandbox throughout). */
@@ -42,6 +39,21 @@ export type PaymentsOptions = {
   /** Watches started on their own first, to measure one start's cost. */
   startCostWatches: number;
   timeoutMs: number;
+  /**
+   * DQ_SUBREQUESTS: the subrequests one invocation may make. 10,000 is Workers' paid plan; at
+   * the default 1000 a tick pays for about 300 polls.
+   */
+  subrequests: number;
+  /**
+   * QStash (the stand-in) configured, so that a run its budget stops hands the polls left to
+   * fresh invocations (POST /v1/qstash/continue, served here); without it they wait for a tick.
+   */
+  handOffs: boolean;
+  /**
+   * Polls a round of the CPU measurement in the service's own process, workerd (wrangler dev)
+   * and functions/node.ts (bench/payments-workerd.ts); 0: not measured.
+   */
+  cpuPolls: number;
 };
 
 export const PAYMENTS_DEFAULTS: PaymentsOptions = {
@@ -51,6 +63,9 @@ export const PAYMENTS_DEFAULTS: PaymentsOptions = {
   followSeconds: 600,
   startCostWatches: 100,
   timeoutMs: 300_000,
+  subrequests: 10_000,
+  handOffs: true,
+  cpuPolls: 300,
 };
 
 export const PAYMENTS_QUICK: PaymentsOptions = {
@@ -60,6 +75,9 @@ export const PAYMENTS_QUICK: PaymentsOptions = {
   followSeconds: 600,
   startCostWatches: 20,
   timeoutMs: 60_000,
+  subrequests: 10_000,
+  handOffs: true,
+  cpuPolls: 100,
 };
 
 const NOTIFY = "payment-results";
@@ -102,6 +120,13 @@ function observeClaims(
     },
   }) as unknown as RedisClient;
 }
+
+type PaymentsPeers = {
+  sandbox: SandboxProcess;
+  /** With hand-offs: the QStash stand-in, and where it reaches the service. */
+  qstash?: QStashStandIn;
+  publicUrl?: string;
+};
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -153,12 +178,33 @@ export type PaymentsResult = {
     count: number;
     maxSubrequests: number;
     maxSubrequestsLabel: string;
+    /** DQ_SUBREQUESTS of the run. */
+    budget: number;
     overBudget: number;
     overFreePlan: number;
     /** From an invocation's start to its last subrequest. */
     maxSpanMs: number;
   };
   ticks: { count: number; maxTickMs: number; carried: number; tickBudgetMs: number };
+  /**
+   * The runs QStash started for what a run's budget left (none without QStash): asks made, runs
+   * asked and come, most subrequests in one, polls they made, and QStash's cost per poll.
+   */
+  handOffs: {
+    enabled: boolean;
+    asks: number;
+    runsAsked: number;
+    runs: number;
+    maxSubrequests: number;
+    polls: number;
+    qstashMessagesPerPoll: number;
+    qstashRequestsPerPoll: number;
+  };
+  /**
+   * CPU per poll in the service's own process, measured apart (bench/payments-workerd.ts):
+   * the worker in wrangler dev (workerd) and functions/node.ts.
+   */
+  pollCpu?: { workerd: PollCpuResult | { error: string }; node: PollCpuResult | { error: string } };
   byCommand: CommandStats;
   /** Warnings and errors delayq logged, by event and message, with how often. */
   errors: Record<string, number>;
@@ -171,16 +217,29 @@ export type PaymentsResult = {
  * poll job the dispatcher handed over.
  */
 export async function runPayments(options: PaymentsOptions): Promise<PaymentsResult> {
+  const result = await runWatches(options);
+  if (options.cpuPolls > 0) {
+    const failed = (error: unknown) => ({ error: String(error) });
+    result.pollCpu = {
+      workerd: await measurePollCpu("wrangler", options.cpuPolls).catch(failed),
+      node: await measurePollCpu("node", options.cpuPolls).catch(failed),
+    };
+  }
+  return result;
+}
+
+async function runWatches(options: PaymentsOptions): Promise<PaymentsResult> {
   // Lateness: the dispatcher hands a poll job over at its due time; the query follows.
   const dueByOrder = new Map<string, number>();
   const pollsByOrder = new Map<string, number>();
   const lateness: number[] = [];
   let polls = 0;
   /** Known once the stack is up; until then nothing is counted. */
-  const origins = { redis: "", sandbox: "" };
+  const origins = { redis: "", sandbox: "", qstash: "" };
   const fetches = installFetchCounter(
     (url) => {
       if (url.origin === origins.redis) return "redis";
+      if (url.origin === origins.qstash) return "qstash";
       if (url.origin !== origins.sandbox || url.pathname.startsWith("/__sandbox")) return undefined;
       return "provider";
     },
@@ -196,23 +255,76 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
     },
   );
   const outcomes: Record<string, number> = {};
-  const stack = await openServiceStack({
+  const invocations: Tally[] = [];
+  /** The runs hand-offs asked for: each a call from QStash, settled once its deferred work is. */
+  const handOffRuns: { tally: Tally; done: Promise<void> }[] = [];
+  /** What the hand-offs asked for: asks, and fresh runs asked. */
+  const asked = { asks: 0, runs: 0 };
+  /** One call from QStash (POST /v1/qstash/continue) as one invocation of its own. */
+  const handOffRun = async (app: Service["app"], request: Request) => {
+    const tally = fetches.tally(`hand-off ${handOffRuns.length + 1}`);
+    const deferred: Promise<unknown>[] = [];
+    const ctx = {
+      waitUntil: (work: Promise<unknown>) => void deferred.push(work),
+      passThroughOnException: () => {},
+      props: {},
+    };
+    let answered: () => void = () => {};
+    const answer = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    const done = answer.then(async () => {
+      while (deferred.length > 0) await Promise.allSettled(deferred.splice(0));
+    });
+    handOffRuns.push({ tally, done });
+    invocations.push(tally);
+    try {
+      return await fetches.run(tally, () => app.fetch(request, undefined, ctx));
+    } finally {
+      answered();
+    }
+  };
+  const stack = await openServiceStack<PaymentsPeers>({
     fetches,
-    async peers(onClose) {
+    async peers(onClose, service) {
       const sandbox = await startSandboxProcess();
       onClose(() => sandbox.close());
-      return sandbox;
+      if (!options.handOffs) return { sandbox };
+      const qstash = await startQStash();
+      onClose(() => qstash.close());
+      // Served, so that QStash can call it: each call is an invocation of its own.
+      const http = serve({
+        fetch: (request) => handOffRun(service().app, request),
+        port: 0,
+        hostname: "127.0.0.1",
+      });
+      await new Promise<void>((resolve) => http.once("listening", () => resolve()));
+      onClose(() => new Promise<void>((resolve) => http.close(() => resolve())));
+      const publicUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+      return { sandbox, qstash, publicUrl };
     },
-    env: (sandbox) => ({
+    env: ({ sandbox, qstash, publicUrl }) => ({
       DQ_WECHATPAY_ACCOUNTS: JSON.stringify({ sandbox: sandbox.account }),
-      DQ_SUBREQUESTS: String(PAYMENTS_SUBREQUESTS),
+      DQ_SUBREQUESTS: String(options.subrequests),
       // The schedule is compressed by the speed-up: its first steps fall under a second.
       DQ_MIN_POLL_MS: "0",
+      ...(qstash && publicUrl
+        ? {
+            QSTASH_URL: qstash.url,
+            QSTASH_TOKEN: qstash.token,
+            QSTASH_CURRENT_SIGNING_KEY: qstash.currentSigningKey,
+            QSTASH_NEXT_SIGNING_KEY: qstash.nextSigningKey,
+            DQ_PUBLIC_URL: publicUrl,
+          }
+        : {}),
     }),
     onLog(entry) {
       if (entry.event === "payment_outcome") {
         const state = String(entry.state);
         outcomes[state] = (outcomes[state] ?? 0) + 1;
+      } else if (entry.event === "hand_off") {
+        asked.asks += 1;
+        asked.runs += Number(entry.runs ?? 0);
       }
     },
     // The service as functions/node.ts builds it; its Redis client also tells the harness each
@@ -225,10 +337,10 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
   });
   try {
     origins.redis = new URL(stack.bridge.url).origin;
-    origins.sandbox = new URL(stack.peers.url).origin;
+    origins.sandbox = new URL(stack.peers.sandbox.url).origin;
+    if (stack.peers.qstash) origins.qstash = new URL(stack.peers.qstash.url).origin;
     const schedule = BACKOFF_SCHEDULES.wechatpay.map((s) => s / options.speedup);
     const followMs = (options.followSeconds * 1000) / options.speedup;
-    const invocations: Tally[] = [];
     /** POST /v1/payments as one invocation (its background claim of polls due soon included). */
     const start = async (order: string, watch: { schedule: number[]; deadline: number }) => {
       const tally = fetches.tally(`start ${order}`);
@@ -248,7 +360,7 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
       await Promise.all(
         Array.from({ length: 20 }, async () => {
           for (let i = next++; i < n; i = next++) {
-            const res = await fetch(`${stack.peers.url}/__sandbox/trades`, {
+            const res = await fetch(`${stack.peers.sandbox.url}/__sandbox/trades`, {
               method: "POST",
               headers: { "content-type": "application/json" },
               body: JSON.stringify({ outTradeNo: `${prefix}${i}`, amount: 100 }),
@@ -335,6 +447,12 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
       clearInterval(ticker);
     }
     await Promise.allSettled(deferred);
+    // Hand-off runs (and what they deferred), those that came meanwhile included.
+    for (let seen = 0; seen < handOffRuns.length; ) {
+      const now = handOffRuns.slice(seen);
+      seen = handOffRuns.length;
+      await Promise.allSettled(now.map((item) => item.done));
+    }
     const cpu = process.cpuUsage(cpuBefore);
     const delta = commandDelta(before, await stack.counter.snapshot());
     const redisRequests = (await stack.redisRequests()) - requestsBefore;
@@ -402,7 +520,8 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
         count: invocations.length,
         maxSubrequests: busiest.total,
         maxSubrequestsLabel: busiest.label,
-        overBudget: spans.filter((s) => s.total > PAYMENTS_SUBREQUESTS).length,
+        budget: options.subrequests,
+        overBudget: spans.filter((s) => s.total > options.subrequests).length,
         overFreePlan: spans.filter((s) => s.total > FREE_SUBREQUESTS).length,
         maxSpanMs: Math.max(0, ...spans.map((s) => s.span)),
       },
@@ -412,6 +531,22 @@ export async function runPayments(options: PaymentsOptions): Promise<PaymentsRes
         carried: ticks.filter((t) => carried.has(t.label)).length,
         tickBudgetMs: TICK_BUDGET_MS,
       },
+      handOffs: (() => {
+        const messages = (stack.peers.qstash?.deliveries() ?? []).filter((d) =>
+          d.destination.endsWith("/v1/qstash/continue"),
+        ).length;
+        const qstashRequests = invocations.reduce((sum, t) => sum + (t.counts.qstash ?? 0), 0);
+        return {
+          enabled: options.handOffs,
+          asks: asked.asks,
+          runsAsked: asked.runs,
+          runs: handOffRuns.length,
+          maxSubrequests: Math.max(0, ...handOffRuns.map((run) => tallyTotal(run.tally))),
+          polls: handOffRuns.reduce((sum, run) => sum + (run.tally.counts.provider ?? 0), 0),
+          qstashMessagesPerPoll: messages / Math.max(1, polls),
+          qstashRequestsPerPoll: qstashRequests / Math.max(1, polls),
+        };
+      })(),
       byCommand: delta.byCommand,
       errors,
     };

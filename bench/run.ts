@@ -6,6 +6,9 @@
 // QStash, and failure notices (burst). `npm run bench` (about 35 min) or `npm run bench -- --quick`
 // (about 5 min); `--only delayq,single,push` picks parts; `--out FILE` writes the results there
 // instead of bench/results/latest.json (the docs' run); `--readme` rewrites docs' tables.
+// W's own: `--watches N`, `--speedup N`, `--subrequests N` (DQ_SUBREQUESTS, 10,000 by default),
+// `--no-hand-offs` (no QStash: what a budget leaves waits for the next tick), `--cpu-polls N` (polls
+// a round of the CPU measurement in workerd and functions/node.ts; 0 skips it).
 import { spawnSync } from "node:child_process";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -48,6 +51,9 @@ const { values } = parseArgs({
     "no-scale": { type: "boolean", default: false },
     watches: { type: "string" },
     speedup: { type: "string" },
+    subrequests: { type: "string" },
+    "no-hand-offs": { type: "boolean", default: false },
+    "cpu-polls": { type: "string" },
     readme: { type: "boolean", default: false },
     out: { type: "string" },
   },
@@ -91,6 +97,14 @@ const pushOptions = { ...(values.quick ? PUSH_QUICK : PUSH_DEFAULTS) };
 const paymentsOptions = { ...(values.quick ? PAYMENTS_QUICK : PAYMENTS_DEFAULTS) };
 if (values.watches !== undefined) paymentsOptions.watches = positive("watches", values.watches);
 if (values.speedup !== undefined) paymentsOptions.speedup = positive("speedup", values.speedup);
+if (values.subrequests !== undefined) {
+  paymentsOptions.subrequests = positive("subrequests", values.subrequests);
+}
+if (values["no-hand-offs"]) paymentsOptions.handOffs = false;
+if (values["cpu-polls"] !== undefined) {
+  paymentsOptions.cpuPolls =
+    values["cpu-polls"] === "0" ? 0 : positive("cpu-polls", values["cpu-polls"]);
+}
 
 /** The commit measured, and whether the code under test had changes not yet committed. */
 function revision(): { commit: string; uncommittedChanges: boolean } {

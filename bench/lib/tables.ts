@@ -531,17 +531,41 @@ export function paymentsTable(value: unknown): string {
       `${fmt(h.cmds)} / ${fmt(h.redisRequests)} / ${fmt(h.providerRequests)}`,
     ],
     [
-      "CPU per poll in delayq's process, ms (signing, verifying, scripts' clients)",
+      "CPU per poll in delayq's process on Node, ms (signing, verifying, scripts' clients)",
       fmt(w.perPoll.harnessCpuMs, 2),
     ],
+    ...(w.pollCpu
+      ? [
+          [
+            "CPU per poll in the service's process, ms: workerd (wrangler dev) / functions/node.ts (a tick's polls, idle taken off)",
+            [w.pollCpu.workerd, w.pollCpu.node]
+              .map((part) =>
+                hasError(part)
+                  ? `failed (${part.error.slice(0, 80)})`
+                  : `${fmt(part.cpuMsPerPoll, 2)} (${fmt(part.polls)} polls)`,
+              )
+              .join(" / "),
+          ],
+        ]
+      : []),
     [
       `ticks (every ${fmt(w.tickMs / 1000, 0)} s): count / longest ms (budget ${fmt(w.ticks.tickBudgetMs)}) / carried`,
       `${fmt(w.ticks.count)} / ${ms(w.ticks.maxTickMs)} / ${fmt(w.ticks.carried)}`,
     ],
     [
-      "invocations (ticks, starts): most subrequests in one (which) / over the budget (DQ_SUBREQUESTS 10,000) / over 50",
+      `invocations (ticks, starts, hand-off runs): most subrequests in one (which) / over the budget (DQ_SUBREQUESTS ${fmt(w.invocations.budget ?? 10_000)}) / over 50`,
       `${fmt(w.invocations.maxSubrequests)} (${w.invocations.maxSubrequestsLabel}) / ${fmt(w.invocations.overBudget)} / ${fmt(w.invocations.overFreePlan)}`,
     ],
+    ...(w.handOffs
+      ? [
+          [
+            "hand-offs through QStash: asks / fresh runs / polls they made / most subrequests in one / QStash messages per poll",
+            w.handOffs.enabled
+              ? `${fmt(w.handOffs.asks)} / ${fmt(w.handOffs.runs)} / ${fmt(w.handOffs.polls)} / ${fmt(w.handOffs.maxSubrequests)} / ${fmt(w.handOffs.qstashMessagesPerPoll, 4)}`
+              : "off (no QStash)",
+          ],
+        ]
+      : []),
     ["longest invocation (start to last subrequest), s", fmt(w.invocations.maxSpanMs / 1000, 1)],
   ];
   const out = [table(["payment watches (WeChat Pay sandbox)", "value"], ["l", "r"], rows)];
