@@ -446,6 +446,54 @@ describe("actions", () => {
     expect(purge.location).toContain("done=delete-dead&n=2");
   });
 
+  it("promote and reschedule a waiting job from its page, without a confirmation", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    await t.call("POST", "/v1/jobs", { body: { topic: "act3", id: "w", delay: 600 } });
+    const page = await get(t, cookie, "/dashboard/jobs/w");
+    expect(page.html).toContain('data-action="promote"');
+    expect(page.html).toContain('id="reschedule"');
+    const csrf = csrfOf(page.html);
+    const back = "/dashboard/jobs/w";
+    const moved = await post(t, cookie, {
+      action: "reschedule",
+      id: "w",
+      delay: "3600",
+      csrf,
+      back,
+    });
+    expect(moved.status).toBe(303);
+    expect(moved.location).toBe("/dashboard/jobs/w?done=reschedule&n=1");
+    expect((await t.call("GET", "/v1/jobs/w")).json.job.dueAt).toBe(t.clock.now + 3_600_000);
+    const bad = await post(t, cookie, { action: "reschedule", id: "w", delay: "soon", csrf, back });
+    expect(bad.status).toBe(400);
+    const promoted = await post(t, cookie, { action: "promote", id: "w", csrf, back });
+    expect(promoted.status).toBe(303);
+    expect((await t.call("GET", "/v1/jobs/w")).json.job.state).toBe("ready");
+    const after = await get(t, cookie, promoted.location as string);
+    expect(after.html).toContain("Made the job ready now.");
+    // Ready: no promote any more, still a reschedule.
+    expect(after.html).not.toContain('data-action="promote"');
+    expect(after.html).toContain('id="reschedule"');
+  });
+
+  it("show a job's last error on its page and in the dead-letter list, escaped", async () => {
+    const t = testApp();
+    const cookie = await login(t);
+    await t.call("POST", "/v1/jobs", { body: { topic: "errs", id: "e" } });
+    await t.call("POST", "/v1/topics/errs/pop", { body: {} });
+    await t.call("POST", "/v1/jobs/e/bury", { body: { error: "<b>card</b> declined" } });
+    const page = await get(t, cookie, "/dashboard/jobs/e");
+    expect(page.html).toMatch(
+      /id="job-last-error"><code>&lt;b&gt;card&lt;\/b&gt; declined<\/code>/,
+    );
+    expect(page.html).toContain("attempt 1");
+    const dead = await get(t, cookie, "/dashboard/topics/errs?state=dead");
+    expect(dead.html).toContain('class="small last-error"');
+    expect(dead.html).toContain("&lt;b&gt;card&lt;/b&gt; declined");
+    expect(dead.html).not.toContain("<b>card</b>");
+  });
+
   it("refuse a form without the session's CSRF token, or posted from another site", async () => {
     const t = testApp();
     const cookie = await login(t);

@@ -1,5 +1,6 @@
 // The dashboard's actions: the forms that post them, the confirmation step, running one against
-// the queue (kick, delete, bury, pause, resume), and the notice shown after it.
+// the queue (kick, delete, bury, pause, resume, promote, reschedule), and the notice shown after
+// it.
 import type { Context } from "hono";
 import { html } from "hono/html";
 import { sameText } from "../../domain/bytes";
@@ -73,11 +74,22 @@ export async function act(view: View): Promise<Response> {
     case "resume":
       await setPaused(queue, topic, action === "pause");
       break;
+    case "promote":
+      await queue.promote(id);
+      break;
+    case "reschedule":
+      await queue.reschedule(id, { delay: delayOf(field("delay")) });
+      break;
   }
   const url = new URL(back, "http://dashboard.invalid");
   url.searchParams.set("done", action);
   url.searchParams.set("n", String(n));
   return c.redirect(`${url.pathname}${url.search}`, 303);
+}
+
+/** The reschedule form's `delay`, seconds: a number the API then checks (NaN is refused). */
+function delayOf(text: string): number {
+  return text.trim() === "" ? Number.NaN : Number(text);
 }
 
 /** Pause or resume: one PATCH of `paused` (atomic), so the rest of the config is left alone. */
@@ -98,6 +110,8 @@ const CONFIRM_TEXT: Record<Action, (f: { topic: string; id: string }) => Html> =
     html`Move job <code>${f.id}</code>, which a consumer holds, to the dead letter? That consumer's receipt stops working.`,
   pause: (f) => html`Pause topic <code>${f.topic}</code>?`,
   resume: (f) => html`Resume topic <code>${f.topic}</code>?`,
+  promote: (f) => html`Make job <code>${f.id}</code> ready now?`,
+  reschedule: (f) => html`Reschedule job <code>${f.id}</code>?`,
 };
 
 const VERB: Record<Action, string> = {
@@ -108,6 +122,8 @@ const VERB: Record<Action, string> = {
   bury: "Bury",
   pause: "Pause",
   resume: "Resume",
+  promote: "Promote",
+  reschedule: "Reschedule",
 };
 
 function confirmPage(
@@ -137,6 +153,8 @@ const DONE: Record<Action, (n: number) => string> = {
   bury: () => "Moved the job to the dead letter.",
   pause: () => "Paused the topic.",
   resume: () => "Resumed the topic.",
+  promote: () => "Made the job ready now.",
+  reschedule: () => "Gave the job its new due time.",
 };
 
 export function notice(c: Context): Html | string {
@@ -154,8 +172,20 @@ export function jobActions(job: Job, session: DashboardSession, back: string, si
   if (job.state === "reserved") {
     return html`${actionForm(session, "bury", f, "Bury", back, `danger ${size}`)} ${del}`;
   }
-  if (job.state === "delayed" || job.state === "ready") return del;
+  if (job.state === "delayed") {
+    return html`${actionForm(session, "promote", f, "Promote", back, size)} ${del}`;
+  }
+  if (job.state === "ready") return del;
   return html``;
+}
+
+/** A delayed or ready job's reschedule form: a new due time, seconds from now. */
+export function rescheduleForm(job: Job, session: DashboardSession, back: string): Html {
+  if (job.state !== "delayed" && job.state !== "ready") return html``;
+  return html`<form method="post" action="/dashboard/actions" class="inline" id="reschedule">${hidden(
+    { action: "reschedule", topic: job.topic, id: job.id, back, csrf: session.csrf },
+  )}<label>Due in <input type="number" name="delay" min="0" step="any" required class="short"> s</label>
+<button type="submit" data-action="reschedule">Reschedule</button></form>`;
 }
 
 export function actionForm(

@@ -5,7 +5,7 @@ import { clip, DelayqError } from "../../domain/errors";
 import type { Job, ListableState, TopicStats } from "../../domain/schemas";
 import { TopicName } from "../../domain/schemas";
 import { cursorGiven, readTopics } from "../topic-cursors";
-import { actionForm, jobActions, notice } from "./dashboard-actions";
+import { actionForm, jobActions, notice, rescheduleForm } from "./dashboard-actions";
 import { deadReasonText, defaults, delivery, frame, heldBack, oldestDue } from "./dashboard-pieces";
 import { BULK, here, jobHref, pageSize, STATES, topicHref, type View } from "./dashboard-view";
 import { bodyText, count, formatTime, type Html, indentJson, preview, relative } from "./layout";
@@ -166,6 +166,10 @@ function jobsTable(
 <td><a href="${jobHref(job.id)}" class="mono">${job.id}</a></td>
 <td>${formatTime(at)} <span class="muted small">${relative(at, now)}</span>${
       job.deadReason ? html` <span class="badge dead">${job.deadReason}</span>` : ""
+    }${
+      state === "dead" && job.lastError
+        ? html`<br><span class="small last-error" title="${job.lastError.message}">${preview(job.lastError.message)}</span>`
+        : ""
     }</td>
 <td class="n">${job.attempts} / ${job.maxAttempts}</td>
 <td><code class="preview">${preview(bodyText(job.body))}</code></td>
@@ -198,9 +202,14 @@ ${notice(c)}
 <dt>Reserved until</dt><dd>${time(job.reservedUntil)}</dd>
 <dt>Receipt</dt><dd>${job.receipt ? html`<code>${job.receipt}</code>` : html`<span class="muted">—</span>`}</dd>
 <dt>Ended at</dt><dd>${time(job.endedAt)}</dd>
+<dt>Last error</dt><dd id="job-last-error">${
+    job.lastError
+      ? html`<code>${job.lastError.message}</code> <span class="muted small">(attempt ${job.lastError.attempt}, ${formatTime(job.lastError.at)}, ${relative(job.lastError.at, now)})</span>`
+      : html`<span class="muted">—</span>`
+  }</dd>
 </dl>
 </div>
-<div class="row">${jobActions(job, session, back, "")}</div>
+<div class="row">${jobActions(job, session, back, "")} ${rescheduleForm(job, session, back)}</div>
 <h2>Body</h2>
 <pre id="job-body"><code>${indentJson(bodyText(job.body))}</code></pre>`;
   return c.html(frame({ c, session, queue }, `Job ${job.id}`, body));

@@ -14,7 +14,16 @@ const MAX_PAGE_SIZE = 100;
 export const BULK = 1000;
 export const STATES: readonly ListableState[] = ["ready", "delayed", "reserved", "dead"];
 
-export type Action = "kick" | "kick-dead" | "delete" | "delete-dead" | "bury" | "pause" | "resume";
+export type Action =
+  | "kick"
+  | "kick-dead"
+  | "delete"
+  | "delete-dead"
+  | "bury"
+  | "pause"
+  | "resume"
+  | "promote"
+  | "reschedule";
 export const ACTIONS: readonly Action[] = [
   "kick",
   "kick-dead",
@@ -23,8 +32,13 @@ export const ACTIONS: readonly Action[] = [
   "bury",
   "pause",
   "resume",
+  "promote",
+  "reschedule",
 ];
-/** Actions that lose or move work ask first; pause and resume are undone with one click. */
+/**
+ * Actions that lose or move work ask first; pause and resume are undone with one click, and so
+ * are promote and reschedule (a reschedule puts a job back).
+ */
 export const CONFIRMED: ReadonlySet<Action> = new Set([
   "kick",
   "kick-dead",

@@ -43,6 +43,7 @@ font-weight:600;background:#e8ecf3;color:#36405a}
 form.inline{display:inline;margin:0}
 input[type=text],input[type=password],input[type=number]{padding:.4rem .55rem;border:1px solid #c5cbd6;
 border-radius:6px;font:inherit;min-width:14rem}
+input.short{min-width:0;width:7rem}.last-error{color:var(--bad)}
 button,.button{padding:.38rem .8rem;border:1px solid #c5cbd6;border-radius:6px;background:#fff;
 font:inherit;cursor:pointer;color:var(--fg)}
 button:hover{background:#f0f3f8}
