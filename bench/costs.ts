@@ -83,6 +83,27 @@ await row("claim (parallelism 2: 2 of 10 due)", 2, claimOf("par"));
 await row("claim (parallelism full: none taken)", 0, claimOf("par"));
 await row("claim (rate 5: 5 of 10 due)", 5, claimOf("rate"));
 
+// Changing waiting jobs (a topic of their own, so that the rows above stay as they were), and
+// failure reasons: an `error` costs no command more than the same release or bury without.
+await queue.addBatch([
+  { topic: "m", id: "m0", delay: 30 },
+  { topic: "m", id: "m1", delay: 3600 },
+  { topic: "m", id: "m2", delay: 30 },
+  { topic: "m", id: "m3", delay: 30 },
+]);
+await row("reschedule (delayed, 30 s later)", 1, () => queue.reschedule("m0", { delay: 60 }));
+await row("reschedule (slotted, to due in 30 s)", 1, () => queue.reschedule("m1", { delay: 30 }));
+await row("reschedule (delayed, to due in 1 h: a slot list)", 1, () =>
+  queue.reschedule("m3", { delay: 3600 }),
+);
+await row("promote", 1, () => queue.promote("m2"));
+await queue.addBatch(batch(2, 0, 0, "e", "e"));
+await queue.pop("e", { count: 2 });
+await row("release (to the delay bucket, with error)", 1, () =>
+  queue.release("e0", { delay: 5, error: "card declined" }),
+);
+await row("bury (with error)", 1, () => queue.bury("e1", { error: "card declined" }));
+
 console.log("| operation | commands | per job |");
 console.log("|---|---:|---:|");
 for (const [name, commands, jobs] of rows) {
