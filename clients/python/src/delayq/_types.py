@@ -425,6 +425,37 @@ class Refund(_RefundBase, total=False):
     metadata: Any
 
 
+class _ScheduleBase(TypedDict):
+    name: str
+    cron: str
+    timezone: str
+    topic: str
+    body: Any
+    paused: bool
+    #: When the next fire is due, unix ms; None while paused.
+    nextRunAt: Union[int, None]
+    createdAt: int
+
+
+class Schedule(_ScheduleBase, total=False):
+    """A recurring schedule: a job ``{name}@{fire ms}`` in its topic at each time its cron names."""
+
+    ttr: int
+    maxAttempts: int
+    #: When the last fire made was due, unix ms (absent before the first).
+    lastRunAt: int
+
+
+class _SchedulePageBase(TypedDict):
+    schedules: List[Schedule]
+
+
+class SchedulePage(_SchedulePageBase, total=False):
+    """``list_schedules``: a page by name; ``next`` (give it as ``after``) when more may follow."""
+
+    next: str
+
+
 class WatchRefundResult(TypedDict):
     """``watch_refund``: the watch, and whether this call started it (False: it existed)."""
 
