@@ -41,6 +41,9 @@ namespace Delayq;
  * @phpstan-type RefundWatch array{provider: 'alipay'|'wechatpay', account: string, outRefundNo: string, outTradeNo?: string, notify: list<string>, schedule?: Backoff, deadline?: int|string, metadata?: mixed}
  * @phpstan-type Refund array{provider: 'alipay'|'wechatpay', account: string, outRefundNo: string, outTradeNo?: string, state: 'polling'|'succeeded'|'closed'|'abnormal'|'expired'|'stopped', polls: int, nextPollAt?: int, lastAnswer?: array{status: string, at: int}, outcome?: array<string, mixed>, firstOutcome?: array<string, mixed>, createdAt: int, deadline: int, notify: list<string>, metadata?: mixed}
  * @phpstan-type WatchRefundResult array{created: bool, refund: Refund}
+ * @phpstan-type ScheduleInput array{cron: string, topic: string, timezone?: string, body?: mixed, ttr?: int, maxAttempts?: int, paused?: bool}
+ * @phpstan-type Schedule array{name: string, cron: string, timezone: string, topic: string, body: mixed, ttr?: int, maxAttempts?: int, paused: bool, nextRunAt: int|null, lastRunAt?: int, createdAt: int}
+ * @phpstan-type SchedulePage array{schedules: list<Schedule>, next?: string}
  */
 final class Client
 {
@@ -679,6 +682,54 @@ final class Client
     }
 
     /**
+     * Creates or replaces a recurring schedule (`PUT /v1/schedules/{name}`): a job
+     * `{name}@{fire ms}` in its topic at each time its cron names (5 fields, or 6 with seconds
+     * first) in its timezone (an IANA name, default UTC). Put again as it is, it changes
+     * nothing, so a retry is safe.
+     *
+     * @param ScheduleInput $schedule
+     * @return Schedule
+     */
+    public function putSchedule(string $name, array $schedule): array
+    {
+        $answer = $this->call('PUT', self::schedulePath($name), body: $schedule);
+        /** @var Schedule */
+        return self::expect($answer, 'schedule', 'array');
+    }
+
+    /**
+     * A schedule with its next and last fire times (`GET /v1/schedules/{name}`).
+     *
+     * @return Schedule
+     */
+    public function getSchedule(string $name): array
+    {
+        $answer = $this->call('GET', self::schedulePath($name));
+        /** @var Schedule */
+        return self::expect($answer, 'schedule', 'array');
+    }
+
+    /** Deletes a schedule (`DELETE /v1/schedules/{name}`); its fires made ahead are taken back. */
+    public function deleteSchedule(string $name): void
+    {
+        $answer = $this->call('DELETE', self::schedulePath($name));
+        self::expect($answer, 'deleted', 'bool');
+    }
+
+    /**
+     * A page of schedules by name (`GET /v1/schedules`); pass `next` back as `$after`.
+     *
+     * @return SchedulePage
+     */
+    public function listSchedules(?string $after = null, ?int $limit = null): array
+    {
+        $answer = $this->call('GET', '/v1/schedules', query: ['after' => $after, 'limit' => $limit]);
+        self::expect($answer, 'schedules', 'list');
+        /** @var SchedulePage */
+        return $answer->data;
+    }
+
+    /**
      * @param array<string, string|int|null> $query
      * @param list<int> $answerStatuses
      */
@@ -788,6 +839,11 @@ final class Client
     {
         return '/v1/payments/' . self::segment($provider, 'provider') . '/'
             . self::segment($account, 'account') . '/' . self::segment($outTradeNo, 'outTradeNo');
+    }
+
+    private static function schedulePath(string $name): string
+    {
+        return '/v1/schedules/' . self::segment($name, 'name');
     }
 
     private static function refundPath(string $provider, string $account, string $outRefundNo): string
