@@ -17,7 +17,7 @@ export function frame(view: Omit<View, "cursors">, title: string, body: Html): H
       : `token: ${[...scope, ...(accounts ?? [])].join(", ") || "no topic"}`;
   const nav = html`<header class="top">
 <a class="brand" href="/dashboard">delayq</a>
-<nav><a href="/dashboard">Topics</a><a href="/dashboard/payments">Payment watches</a><a href="/docs">API docs</a></nav>
+<nav><a href="/dashboard">Topics</a><a href="/dashboard/payments">Payment watches</a><a href="/dashboard/schedules">Schedules</a><a href="/docs">API docs</a></nav>
 <form method="get" action="/dashboard/find" class="row"><input type="text" name="job" placeholder="job id" aria-label="Find a job by id" required><button>Find job</button></form>
 <span class="who">${who}</span>
 <form method="post" action="/dashboard/logout">${hidden({ csrf: view.session.csrf })}<button class="small" id="sign-out">Sign out</button></form>

@@ -2,6 +2,7 @@
 // bury (with a confirmation step), pause and resume, and list payment watches. No script at all.
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { html } from "hono/html";
 import { sameText } from "../../domain/bytes";
 import type { Logger } from "../../log";
 import type { DelayQueue } from "../../queue";
@@ -14,6 +15,7 @@ import { errorPage, frame, loginPage, notFound } from "./dashboard-pieces";
 import type { View } from "./dashboard-view";
 import { setPageHeaders } from "./layout";
 import type { PaymentWatchSource, RefundWatchSource } from "./payments";
+import { SCHEDULES_PER_PAGE, type ScheduleSource, schedulesPanel } from "./schedules";
 import {
   DEFAULT_SESSION_SECONDS,
   endSession,
@@ -33,6 +35,8 @@ export type DashboardOptions = {
   paymentWatches?: PaymentWatchSource;
   /** Lists refund watches, under the payment watches; without it there is no such table. */
   refundWatches?: RefundWatchSource;
+  /** Lists recurring schedules for /dashboard/schedules; without it the page says there are none. */
+  schedules?: ScheduleSource;
   log: Logger;
   /** How long a session lasts, seconds (DQ_DASHBOARD_SESSION_S). @default DEFAULT_SESSION_SECONDS (12 h) */
   sessionSeconds?: number;
@@ -124,6 +128,24 @@ export function dashboardRoutes(options: DashboardOptions): Hono<AppEnv> {
   app.get(
     "/payments",
     page((view) => paymentsPage(view, options.paymentWatches, options.refundWatches)),
+  );
+  app.get(
+    "/schedules",
+    page(async ({ c, session, queue }) => {
+      const now = queue.clock();
+      const after = c.req.query("after") || undefined;
+      const list = await options.schedules?.list(
+        { ...(after === undefined ? {} : { after }), limit: SCHEDULES_PER_PAGE },
+        session.scope,
+        now,
+      );
+      const next =
+        list?.next && `/dashboard/schedules?${new URLSearchParams({ after: list.next })}`;
+      const body = html`<h1>Schedules</h1>
+<p class="muted">Recurring schedules: each makes a job in its topic at every time its cron names.</p>
+${schedulesPanel(list, now, next || undefined)}`;
+      return c.html(frame({ c, session, queue }, "Schedules", body));
+    }),
   );
   app.post("/actions", page(act));
   app.all(

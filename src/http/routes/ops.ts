@@ -18,6 +18,7 @@ import { docsPage, type OpenApiDocument } from "../pages/docs";
 import type { Html } from "../pages/layout";
 import { setPageHeaders } from "../pages/layout";
 import type { PaymentWatchSource, RefundWatchSource } from "../pages/payments";
+import type { ScheduleSource } from "../pages/schedules";
 import { ErrorBody, json, SECURED } from "../schemas";
 import { OPENAPI_CONFIG } from "./system";
 
@@ -33,6 +34,8 @@ export type OpsOptions = {
   paymentWatches?: PaymentWatchSource;
   /** Lists refund watches for the dashboard, under the payment watches. */
   refundWatches?: RefundWatchSource;
+  /** Lists recurring schedules for the dashboard. */
+  schedules?: ScheduleSource;
   /** How long a dashboard session lasts, seconds (DQ_DASHBOARD_SESSION_S). @default 12 h */
   dashboardSessionSeconds?: number;
   /** Payment watches: /metrics shows how many each token has polling. */
@@ -82,6 +85,7 @@ export function opsRoutes(app: OpenAPIHono<AppEnv>, options: OpsOptions): void {
         : {}),
       ...(options.paymentWatches ? { paymentWatches: options.paymentWatches } : {}),
       ...(options.refundWatches ? { refundWatches: options.refundWatches } : {}),
+      ...(options.schedules ? { schedules: options.schedules } : {}),
     }),
   );
 }
