@@ -103,6 +103,20 @@ export const TopicStats = z.object({
   oldestDueAt: z.number().optional().meta({
     description: "The earliest due time among waiting jobs, unix ms; absent when none wait.",
   }),
+  heldBack: z
+    .number()
+    .optional()
+    .meta({
+      description:
+        "Push topics: jobs due and not yet sent, held back by the push config's `rate` or " +
+        "`parallelism` (or waiting for a claim); they go out in due order as room frees.",
+      example: 3,
+    }),
+  heldBackSince: z.number().optional().meta({
+    description:
+      "Push topics: the earliest due time among the held-back jobs, unix ms; absent when none.",
+    example: 1800000030000,
+  }),
   config: AnsweredTopicConfig.meta({
     description: "The topic's config: job defaults, pause, push (its secret masked).",
   }),
@@ -116,22 +130,11 @@ export const TopicStats = z.object({
         description: "Delivery attempts that failed (error status, timeout, no answer).",
         example: 2,
       }),
-      heldBack: z.number().meta({
-        description:
-          "Jobs due and not yet sent: held back by `rate` or `parallelism` (or waiting for a " +
-          "claim); they go out in due order as room frees.",
-        example: 3,
-      }),
-      heldBackSince: z.number().optional().meta({
-        description: "The earliest due time among the held-back jobs, unix ms; absent when none.",
-        example: 1800000030000,
-      }),
     })
     .optional()
     .meta({
-      description:
-        "Push topics: delivery counts since the topic was created, and the jobs held back now.",
-      example: { delivered: 120, failed: 2, heldBack: 3, heldBackSince: 1800000030000 },
+      description: "Push topics: delivery counts since the topic was created.",
+      example: { delivered: 120, failed: 2 },
     }),
 });
 export type TopicStats = z.output<typeof TopicStats>;

@@ -81,9 +81,9 @@ function topicFamilies(
       value: due !== undefined && due < now ? (now - due) / 1000 : 0,
     });
     paused.push({ labels: { topic }, value: stats.config.paused ? 1 : 0 });
-    if (stats.push) {
-      heldBack.push({ labels: { topic }, value: stats.push.heldBack });
-      const since = stats.push.heldBackSince;
+    if (stats.heldBack !== undefined) {
+      heldBack.push({ labels: { topic }, value: stats.heldBack });
+      const since = stats.heldBackSince;
       heldAges.push({
         labels: { topic },
         value: since !== undefined && since < now ? (now - since) / 1000 : 0,

@@ -82,10 +82,11 @@ function toStats(row: TopicRow): TopicStats {
   };
   if (row.oldestDueAt !== undefined) stats.oldestDueAt = row.oldestDueAt;
   if (stats.config.push) {
+    stats.push = { delivered: row.delivered, failed: row.failed };
     // A push topic's due jobs not yet claimed are held back (rate, parallelism, a run's budget):
     // the earliest due time among waiting jobs is then theirs.
-    stats.push = { delivered: row.delivered, failed: row.failed, heldBack: row.ready };
-    if (row.ready > 0 && row.oldestDueAt !== undefined) stats.push.heldBackSince = row.oldestDueAt;
+    stats.heldBack = row.ready;
+    if (row.ready > 0 && row.oldestDueAt !== undefined) stats.heldBackSince = row.oldestDueAt;
   }
   return stats;
 }

@@ -144,8 +144,9 @@ describe("push flow control (npm run dev)", () => {
     const stats = await stack.api("GET", "/v1/topics/bb-held");
     expect(stats.status).toBe(200);
     expect(stats.json.counts.reserved).toBe(1);
-    expect(stats.json.push.heldBack).toBe(2);
-    expect(stats.json.push.heldBackSince).toBe(jobs[1]?.runAt);
+    expect(stats.json.heldBack).toBe(2);
+    expect(stats.json.heldBackSince).toBe(jobs[1]?.runAt);
+    expect(stats.json.oldestDueAt).toBe(jobs[1]?.runAt);
     const metrics = await stack.api("GET", "/metrics");
     expect(metrics.text).toMatch(/^delayq_push_held_back\{topic="bb-held"\} 2$/m);
     expect(metrics.text).toMatch(/^delayq_push_held_back_age_seconds\{topic="bb-held"\} [\d.]+$/m);
@@ -153,11 +154,11 @@ describe("push flow control (npm run dev)", () => {
     expectDelivered(arrivals(hits), jobs, 1);
     const after = await eventually(
       () => stack.api("GET", "/v1/topics/bb-held"),
-      (res) => res.json.push.heldBack === 0,
+      (res) => res.json.heldBack === 0,
       10_000,
     );
-    expect(after.json.push.heldBack).toBe(0);
-    expect(after.json.push.heldBackSince).toBeUndefined();
+    expect(after.json.heldBack).toBe(0);
+    expect(after.json.heldBackSince).toBeUndefined();
   }, 60_000);
 
   it("via QStash, parallelism 1: the stand-in never delivers a second job before the first was answered", async () => {

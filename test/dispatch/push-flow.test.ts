@@ -116,11 +116,14 @@ describe("push flow control", () => {
     const res = await app.call("GET", "/v1/topics/f");
     const stats = res.json as {
       counts: { reserved: number };
-      push: { heldBack: number; heldBackSince?: number };
+      heldBack: number;
+      heldBackSince?: number;
+      oldestDueAt?: number;
     };
     expect(stats.counts.reserved).toBe(1);
-    expect(stats.push.heldBack).toBe(2);
-    expect(stats.push.heldBackSince).toBe(jobs[1]?.runAt);
+    expect(stats.heldBack).toBe(2);
+    expect(stats.heldBackSince).toBe(jobs[1]?.runAt);
+    expect(stats.oldestDueAt).toBe(jobs[1]?.runAt);
     const metrics = await app.call("GET", "/metrics");
     const text = String(metrics.json);
     expect(text).toMatch(/^delayq_push_held_back\{topic="f"\} 2$/m);

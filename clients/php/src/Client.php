@@ -29,7 +29,7 @@ namespace Delayq;
  * @phpstan-type FinishItemResult array{finished: true}|array{error: array{code: string, message: string}}
  * @phpstan-type PushConfig array{url: string, via?: 'direct'|'qstash', secret?: string, timeout?: int, failureUrl?: string, headers?: array<string, string>, rate?: int, parallelism?: int}
  * @phpstan-type TopicConfig array{ttr?: int, maxAttempts?: int, backoff?: Backoff, paused?: bool, push?: PushConfig|null}
- * @phpstan-type TopicStats array{topic: string, counts: array{delayed: int, ready: int, reserved: int, dead: int}, oldestDueAt?: int, config: TopicConfig, push?: array{delivered: int, failed: int, heldBack: int, heldBackSince?: int}}
+ * @phpstan-type TopicStats array{topic: string, counts: array{delayed: int, ready: int, reserved: int, dead: int}, oldestDueAt?: int, config: TopicConfig, push?: array{delivered: int, failed: int}, heldBack?: int, heldBackSince?: int}
  * @phpstan-type TopicPage array{topics: list<TopicStats>, cursor?: string, hasMore: bool}
  * @phpstan-type JobPage array{jobs: list<Job>, cursor?: string, hasMore: bool}
  * @phpstan-type Command array{command: 'add'|'pop'|'finish'|'delete'|'get'|'touch'|'release'|'bury'|'reschedule'|'promote', topic?: string, id?: string, receipt?: string, delay?: int|float, runAt?: int|string, TTR?: int, ttr?: int, body?: mixed, wait?: int|float, maxAttempts?: int, backoff?: Backoff, deadline?: int|string, replace?: bool, error?: string}

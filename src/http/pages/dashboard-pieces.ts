@@ -144,11 +144,11 @@ function flowLimits(p: Record<string, unknown>): Html | string {
 
 /** A push topic's held-back jobs (due, not yet sent), and since when; "" for a pulled topic. */
 export function heldBack(t: TopicStats, now: number): Html | string {
-  if (!t.push) return "";
-  const since = t.push.heldBackSince;
+  if (t.heldBack === undefined) return "";
+  const since = t.heldBackSince;
   const age =
     since !== undefined && since <= now ? html`, the oldest due ${duration(now - since)} ago` : "";
-  return html`<dt>Held back</dt><dd id="held-back">${count(t.push.heldBack)}${age}</dd>`;
+  return html`<dt>Held back</dt><dd id="held-back">${count(t.heldBack)}${age}</dd>`;
 }
 
 export function defaults(config: TopicConfig): Html {

@@ -219,25 +219,22 @@ class _TopicStatsBase(TypedDict):
     config: TopicConfig
 
 
-class _PushStatsBase(TypedDict):
+class PushStats(TypedDict):
+    """A push topic's deliveries answered (done, retry, bury) and attempts failed."""
+
     delivered: int
     failed: int
-    heldBack: int
-
-
-class PushStats(_PushStatsBase, total=False):
-    """A push topic's deliveries answered and failed, and its due jobs held back now (by
-    ``rate`` or ``parallelism``) with the earliest due time among them."""
-
-    heldBackSince: int
 
 
 class TopicStats(_TopicStatsBase, total=False):
     """A topic's counts per state, earliest due time (absent when none wait) and config; push
-    topics also ``push``: their delivery counts and held-back jobs."""
+    topics also ``push`` (their delivery counts), ``heldBack`` (due jobs not yet sent, held back
+    by ``rate`` or ``parallelism``) and ``heldBackSince`` (the earliest due time among them)."""
 
     oldestDueAt: int
     push: PushStats
+    heldBack: int
+    heldBackSince: int
 
 
 class _TopicPageBase(TypedDict):
