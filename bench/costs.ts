@@ -3,6 +3,7 @@
 import { startCountedStack } from "../dev/counted-stack";
 import { DelayQueue, tick } from "../src/index";
 import { createScriptRunner } from "../src/redis/runner";
+import { createSchedules } from "../src/schedules/schedules";
 
 const stack = await startCountedStack();
 let now = 1_800_000_000_000;
@@ -103,6 +104,31 @@ await row("release (to the delay bucket, with error)", 1, () =>
   queue.release("e0", { delay: 5, error: "card declined" }),
 );
 await row("bury (with error)", 1, () => queue.bury("e1", { error: "card declined" }));
+
+// Recurring schedules: put (its fires within 80 s made ahead), read, list, the tick's making of
+// a fire (its read and make calls), delete.
+const schedules = createSchedules({
+  scripts: createScriptRunner(stack.client(), "costs", 3_600_000),
+  defaults: { ttrMs: 60_000, maxAttempts: 10 },
+});
+await row("schedule put (hourly: no fire within 80 s)", 1, () =>
+  schedules.put("hourly", { cron: "0 * * * *", topic: "s" }, undefined, now),
+);
+await row("schedule put (unchanged)", 1, () =>
+  schedules.put("hourly", { cron: "0 * * * *", topic: "s" }, undefined, now),
+);
+await row("schedule put (every 10 s: 8 fires made ahead)", 8, () =>
+  schedules.put("tens", { cron: "*/10 * * * * *", topic: "s" }, undefined, now),
+);
+await row("schedule get", 1, () => schedules.get("hourly", undefined, now));
+await row("schedule list (2)", 1, () => schedules.list({}, undefined, now));
+now += 60_000;
+await row("schedules' fires made by a tick (every 10 s: 6 fires)", 6, () =>
+  schedules.makeDue(now, 50),
+);
+await row("schedule delete (8 fires ahead taken back)", 1, () =>
+  schedules.delete("tens", undefined, now),
+);
 
 console.log("| operation | commands | per job |");
 console.log("|---|---:|---:|");
