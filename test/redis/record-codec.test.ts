@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { LUA_LIB } from "../../src/redis/lua/lib";
 import { libraryFor, statementsOf } from "../../src/redis/lua/lib/shake";
-import { decodeMeta } from "../../src/redis/record";
+import { decodeMeta, decodeRecord, errorField } from "../../src/redis/record";
 import { popReceipt } from "../support/queue";
 import { testRedis } from "../support/redis";
 
@@ -108,5 +108,38 @@ describe("a record's meta, as Redis decodes it", () => {
     await expect(run("return decode(ARGV[4])", ["w|j|t|1\n{}"])).rejects.toThrow(
       /a job record in Redis is not in delayq's format/,
     );
+  });
+});
+
+describe("a job's lastError, as the record keeps it", () => {
+  // state, id, topic, due, created, ttr, attempts, max, deadline, lease end, receipt, ended, why
+  // dead, last status, last at, last error, message id; then the backoff.
+  const meta = (lastError: string, lastAt = "") =>
+    `w|e1|t|1800000005000|1800000000000|30000|2|10||||||503|${lastAt}|${lastError}||`;
+
+  it("reads `<at>:<attempt>:<message>`, the message unescaped, whatever it holds", () => {
+    const message = "100% | declined\r\nline two %7C";
+    const raw = `${meta(`1800000003000:2:${errorField(message)}`)}\n{}`;
+    expect(errorField(message)).not.toMatch(/[|\r\n]/);
+    expect(decodeRecord(raw, 1800000004000).lastError).toEqual({
+      message,
+      at: 1800000003000,
+      attempt: 2,
+    });
+  });
+
+  it("reads an earlier version's bare delivery error as the last delivery's, and as lastError", () => {
+    const job = decodeRecord(`${meta("HTTP 503", "1800000003000")}\n{}`, 1800000004000);
+    expect(job.lastDelivery).toEqual({ status: 503, at: 1800000003000, error: "HTTP 503" });
+    expect(job.lastError).toEqual({ message: "HTTP 503", at: 1800000003000, attempt: 2 });
+  });
+
+  it("gives lastDelivery the error only when it is that delivery's (its time and attempt)", () => {
+    const earlier = decodeRecord(
+      `${meta("1800000001000:1:HTTP 500", "1800000003000")}\n{}`,
+      1800000004000,
+    );
+    expect(earlier.lastDelivery).toEqual({ status: 503, at: 1800000003000 });
+    expect(earlier.lastError).toEqual({ message: "HTTP 500", at: 1800000001000, attempt: 1 });
   });
 });

@@ -152,7 +152,7 @@ end
 -- Records why the job's current attempt failed: \`err\` is the message as the record keeps it
 -- (src/redis/record.ts: errorField, by the caller), "" or nil for none (the last one stays).
 local function failed(meta, err)
-  if err and err ~= "" then meta.lastError = NOW .. ":" .. meta.attempts .. ":" .. err end
+  if err and err ~= "" then meta.lastError = math.floor(NOW) .. ":" .. meta.attempts .. ":" .. err end
 end
 
 -- A push job's death is queued for its topic's failureUrl, in the topic's own list, the topic's
