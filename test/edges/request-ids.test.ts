@@ -142,3 +142,33 @@ describe.each([
     }
   });
 });
+
+describe("the dashboard with Redis down", () => {
+  it("answers its 503 page pointing at the log line, naming no address", async () => {
+    const connection = connectRedis(`redis://127.0.0.1:${await freePort()}`, {
+      commandTimeoutMs: 2000,
+    });
+    connections.push(connection);
+    const logs: LogEntry[] = [];
+    const app = createApp({
+      queue: new DelayQueue({ redis: connection }),
+      tokens: parseTokens("admin"),
+      log: (entry) => logs.push(entry),
+    });
+    const res = await app.request("/dashboard/login", {
+      method: "POST",
+      body: new URLSearchParams({ token: "admin" }),
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        "sec-fetch-site": "same-origin",
+      },
+    });
+    expect(res.status).toBe(503);
+    const html = await res.text();
+    const requestId = res.headers.get("x-request-id");
+    expect(html).toContain(`see the logs for request ${requestId}`);
+    expect(html).not.toMatch(ADDRESS);
+    const line = logs.find((entry) => entry.requestId === requestId);
+    expect(String(line?.detail)).toMatch(/ECONNREFUSED 127\.0\.0\.1:\d+/);
+  });
+});
