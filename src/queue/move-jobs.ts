@@ -27,11 +27,13 @@ export async function moveJob(
     if (due > now + MAX_DELAY_SECONDS * 1000) {
       throw new DelayqError("invalid_request", `${field}: must be at most a year from now`);
     }
-    args.push(due);
+    // A delay is counted by the script from its own now (Redis's clock), not the caller's.
+    args.push(input.runAt ?? `+${Math.round((input.delay ?? 0) * 1000)}`);
   }
-  const reply = await shared.scripts.run(verb, now, args);
+  const timed = await shared.scripts.runTimed(verb, shared.scriptNow(), args);
+  const reply = timed.reply;
   if (reply.code !== "ok") throw scriptError(reply.code, { id, state: reply.value, verb, field });
-  const job = decodeRecord(reply.value, now, shared.rawBodies);
+  const job = decodeRecord(reply.value, timed.now, shared.rawBodies);
   if (job.state === "ready") shared.wakeups.offer(job.topic);
   else shared.wakeups.dueAt(job.topic, job.dueAt);
   if (reply.via) onPushed?.([{ topic: job.topic, via: reply.via, dueAt: job.dueAt }]);

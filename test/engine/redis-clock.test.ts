@@ -48,4 +48,17 @@ describe("one clock: Redis's", () => {
     expect(await t.one.pop("q")).toEqual([]);
     expect((await t.one.get("b")).state).toBe("delayed");
   });
+
+  it("counts a reschedule's delay from Redis's clock", async () => {
+    const t = twoInstances();
+    await t.one.add({ topic: "q", id: "j", delay: 600 });
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(Date.now() + 3_600_000);
+    const before = await redisNow(t.redis);
+    const job = await t.two.reschedule("j", { delay: 60 });
+    const after = await redisNow(t.redis);
+    expect(job.state).toBe("delayed");
+    expect(job.dueAt).toBeGreaterThanOrEqual(before + 60_000);
+    expect(job.dueAt).toBeLessThanOrEqual(after + 60_000);
+  });
 });

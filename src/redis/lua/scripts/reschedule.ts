@@ -59,7 +59,8 @@ export const reschedule = defineScript<MoveReply>({
 --[[ reschedule: a delayed or ready job gets a new due time (a ready one goes back to waiting if
   the time is ahead); its attempts, body and receipt history stay. It is never handed out (pop,
   push claim) before the new time, and is in exactly one index throughout.
-  ARGV[4] id   ARGV[5] scope (lib/access.ts)   ARGV[6] the new due time, ms
+  ARGV[4] id   ARGV[5] scope (lib/access.ts)   ARGV[6] the new due time, ms ("+<ms>": that
+  long after now)
   Returns {CODE.ok, record, "direct" | "qstash" for a push topic's job, else ""};
   {CODE.invalidState, state} for a job neither delayed nor ready
   (reserved, by a pop or a push claim; finished, dead, deleted); {CODE.pastDeadline, deadline}
@@ -72,7 +73,9 @@ export const reschedule = defineScript<MoveReply>({
   long-polls the topic, INCR.
 ]]
 ${MOVE}
-return {move(ARGV[4], ARGV[5], tonumber(ARGV[6]), false)}
+local due = tonumber(ARGV[6])
+if string.sub(ARGV[6], 1, 1) == "+" then due = NOW + tonumber(string.sub(ARGV[6], 2)) end
+return {move(ARGV[4], ARGV[5], due, false)}
 `,
   parse: parseMove("reschedule"),
 });
