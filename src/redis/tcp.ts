@@ -264,10 +264,12 @@ export function tcpError(error: unknown, connectionError?: string): DelayqError 
       error,
     );
   }
-  if (/^NOPERM\b/.test(message)) {
+  // A command refused inside a script (TIME for a user without +time) reads "ERR The user
+  // executing the script can't run this command".
+  if (/^NOPERM\b|The user executing the script can't run/.test(message)) {
     return unavailable(
       "Redis refused a command delayq needs",
-      `The Redis user of REDIS_URL may not do what delayq needs (EVALSHA, EVAL and GET on its keys, and FCALL and FUNCTION LOAD to run its scripts as functions): ${message}`,
+      `The Redis user of REDIS_URL may not do what delayq needs (EVALSHA, EVAL and GET on its keys, TIME, and FCALL and FUNCTION LOAD to run its scripts as functions): ${message}`,
       error,
     );
   }

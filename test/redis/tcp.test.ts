@@ -336,9 +336,17 @@ describe("failures", () => {
     await connection.call("AUTH", "right-pw");
     await connection.call("ACL", "SETUSER", "reader", "on", ">reader-pw", "~*", "+get");
     // docs/operating.md's ACL for a delayq user: its keys only, no dangerous commands.
-    const acl = ["~{dq}*", "+@read", "+@write", "+@scripting", "-@dangerous", "+info"];
+    const acl = ["~{dq}*", "+@read", "+@write", "+@scripting", "-@dangerous", "+info", "+time"];
     await connection.call("ACL", "SETUSER", "delayq", "on", ">delayq-pw", ...acl);
+    // Without TIME, scripts on Redis's clock cannot run: said as a missing permission (503).
+    const noTime = acl.filter((rule) => rule !== "+time");
+    await connection.call("ACL", "SETUSER", "notime", "on", ">notime-pw", ...noTime);
     connection.close();
+    await expectError(
+      new DelayQueue({ redis: connect(url("notime:notime-pw")) }).add({ topic: "t" }),
+      "redis_unavailable",
+      /may not do what delayq needs \(.*TIME/,
+    );
     const reader = new DelayQueue({ redis: connect(url("reader:reader-pw")) });
     for (const call of [reader.get("a"), reader.add({ topic: "t", id: "a" })]) {
       await expectError(
