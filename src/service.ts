@@ -148,7 +148,7 @@ export function buildService(
     rawBodies: true,
   });
   const runs = runsOf(config.DQ_SUBREQUESTS, log);
-  const schedules = schedulesOf(config, scripts, counters);
+  const schedules = schedulesOf(config, scripts, counters, queue.onRedisClock);
   const app = createApp({
     queue,
     tokens,
@@ -212,10 +212,16 @@ function tickSteps(
  * Recurring schedules; their fires counted by schedule, at most DQ_METRICS_MAX_TOPICS names (the
  * rest under schedule="~other"), so that /metrics stays bounded however many there are.
  */
-function schedulesOf(config: ServiceConfig, scripts: ScriptRunner, counters: Counters): Schedules {
+function schedulesOf(
+  config: ServiceConfig,
+  scripts: ScriptRunner,
+  counters: Counters,
+  redisClock: boolean,
+): Schedules {
   const named = new Set<string>();
   return createSchedules({
     scripts,
+    redisClock,
     defaults: { ttrMs: config.DQ_DEFAULT_TTR * 1000, maxAttempts: config.DQ_DEFAULT_MAX_ATTEMPTS },
     count(schedule, made) {
       if (!named.has(schedule) && named.size < config.DQ_METRICS_MAX_TOPICS) named.add(schedule);

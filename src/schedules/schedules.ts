@@ -23,6 +23,12 @@ export type SchedulesOptions = {
   defaults: { ttrMs: number; maxAttempts: number };
   /** Counts the jobs made, by schedule (delayq_schedule_fires_total). */
   count?: (schedule: string, made: number) => void;
+  /**
+   * Whether the scripts run on Redis's clock (the queue's `onRedisClock`: the service's), as the
+   * queue's do: the cron is read at the caller's `now`, and the scripts compare and write times
+   * on the one clock. @default false: the scripts take the caller's `now` (tests' own clocks)
+   */
+  redisClock?: boolean;
 };
 
 /** What the scheduler's step did in one call: the fires made, and whether push jobs were. */
@@ -125,6 +131,8 @@ export function firesToMake(
 
 export function createSchedules(options: SchedulesOptions): Schedules {
   const { scripts, defaults } = options;
+  /** The `now` the scripts take: none on Redis's clock (they read TIME). */
+  const at = (now: number): number | undefined => (options.redisClock ? undefined : now);
   const count = options.count ?? (() => {});
   // Crons read once per process: a tick makes the same schedules' fires every minute.
   const parsed = new Map<string, CronTimes>();
@@ -165,7 +173,7 @@ export function createSchedules(options: SchedulesOptions): Schedules {
         );
       }
       const plan = spec.paused ? { fires: [] } : firesToMake(times, undefined, now);
-      const reply = await scripts.run("scheduleSave", now, [
+      const reply = await scripts.run("scheduleSave", at(now), [
         name,
         JSON.stringify(spec),
         stringifyJson(input.body ?? null),
@@ -191,7 +199,7 @@ export function createSchedules(options: SchedulesOptions): Schedules {
     },
 
     async get(name, scope, now) {
-      const raw = await scripts.run("scheduleGet", now, [name]);
+      const raw = await scripts.run("scheduleGet", at(now), [name]);
       if (raw === undefined) throw notFound(name);
       const schedule = scheduleView(name, raw, now);
       if (!scopeAllows(scope, schedule.topic)) throw notFound(name);
@@ -199,13 +207,13 @@ export function createSchedules(options: SchedulesOptions): Schedules {
     },
 
     async delete(name, scope, now) {
-      const code = await scripts.run("scheduleDelete", now, [name, scopeToLua(scope)]);
+      const code = await scripts.run("scheduleDelete", at(now), [name, scopeToLua(scope)]);
       if (code !== "ok") throw notFound(name);
     },
 
     async list(page, scope, now) {
       const limit = Math.min(page.limit ?? 100, MAX_SCHEDULE_PAGE);
-      const reply = await scripts.run("scheduleList", now, [
+      const reply = await scripts.run("scheduleList", at(now), [
         page.after ?? "",
         limit,
         scopeToLua(scope),
@@ -217,7 +225,7 @@ export function createSchedules(options: SchedulesOptions): Schedules {
     },
 
     async makeDue(now, most) {
-      const due = await scripts.run("schedulesDue", now, [most]);
+      const due = await scripts.run("schedulesDue", at(now), [most]);
       const made: MadeFires = {
         schedules: 0,
         fired: 0,
@@ -240,7 +248,7 @@ export function createSchedules(options: SchedulesOptions): Schedules {
         }
         args.push(name, state.next, JSON.stringify(plan.fires), plan.next ?? "", plan.makeAt ?? "");
       });
-      const reply = await scripts.run("scheduleFire", now, args);
+      const reply = await scripts.run("scheduleFire", at(now), args);
       for (const { name, added } of reply.made) {
         made.schedules += 1;
         made.fired += added;
