@@ -14,6 +14,7 @@ import { splitRecord } from "../../../src/redis/record";
 import type { SettleOutcome } from "../../../src/redis/replies";
 import { createScriptRunner } from "../../../src/redis/runner";
 import { createRun } from "../../../src/run";
+import { createSchedules } from "../../../src/schedules/schedules";
 import { parseMetrics } from "../../ops/prometheus-lint";
 import { type Receiver, startReceiver } from "../../support/push";
 import { type SignatureKind, signCallback } from "./qstash-signature";
@@ -203,6 +204,10 @@ export async function startTarget<S extends { receipts: Record<string, string> }
       log: (entry) => logs.push(entry),
       maxRequestBytes: MAX_REQUEST_BYTES,
       counters,
+      schedules: createSchedules({
+        scripts: createScriptRunner(stack.client(), options.prefix, 3_600_000),
+        defaults: { ttrMs: 60_000, maxAttempts: 10 },
+      }),
       push: {
         dispatcher: withQStash ? dispatcher : dispatcherOf(false),
         publicUrl: withQStash ? PUBLIC_URL : undefined,

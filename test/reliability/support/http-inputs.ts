@@ -119,8 +119,10 @@ export type BodyKind =
   | "config"
   | "patch"
   | "command"
-  | "callback";
-export type QueryKind = "list" | "topics" | "dead" | "callback";
+  | "callback"
+  | "reschedule"
+  | "schedule";
+export type QueryKind = "list" | "topics" | "dead" | "callback" | "schedules";
 export type Route = { method: string; template: string; body?: BodyKind; query?: QueryKind };
 
 /** The JSON API: every operation of /openapi.json, and only those. */
@@ -134,6 +136,8 @@ export const ROUTES: Route[] = [
   { method: "POST", template: "/v1/jobs/{id}/touch", body: "receipt" },
   { method: "POST", template: "/v1/jobs/{id}/release", body: "release" },
   { method: "POST", template: "/v1/jobs/{id}/bury", body: "receipt" },
+  { method: "POST", template: "/v1/jobs/{id}/reschedule", body: "reschedule" },
+  { method: "POST", template: "/v1/jobs/{id}/promote" },
   { method: "POST", template: "/v1/topics/{topic}/pop", body: "pop" },
   { method: "POST", template: "/v1/topics/{topic}/kick", body: "kick" },
   { method: "DELETE", template: "/v1/topics/{topic}/dead", query: "dead" },
@@ -144,6 +148,10 @@ export const ROUTES: Route[] = [
   { method: "GET", template: "/v1/topics/{topic}/jobs", query: "list" },
   { method: "POST", template: "/v1/command", body: "command" },
   { method: "POST", template: "/v1/qstash/callback", body: "callback", query: "callback" },
+  { method: "GET", template: "/v1/schedules", query: "schedules" },
+  { method: "PUT", template: "/v1/schedules/{name}", body: "schedule" },
+  { method: "GET", template: "/v1/schedules/{name}" },
+  { method: "DELETE", template: "/v1/schedules/{name}" },
   { method: "GET", template: "/health" },
 ];
 
@@ -153,6 +161,7 @@ export const QUERY_NAMES: Record<QueryKind, readonly string[]> = {
   topics: ["cursor", "after", "limit"],
   dead: ["count"],
   callback: ["id", "receipt"],
+  schedules: ["cursor", "after", "limit"],
 };
 
 const idArb = fc.oneof(
@@ -209,6 +218,17 @@ const commandArb: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
     },
     { requiredKeys: ["command", "id"] },
   ),
+  fc.record(
+    { command: fc.constant("reschedule"), id: idArb, delay: fc.integer({ min: 0, max: 3600 }) },
+    { requiredKeys: ["command", "id"] },
+  ),
+  fc.record({ command: fc.constant("promote"), id: idArb }),
+);
+
+/** A schedule's name: a few the fuzzer's PUTs make and read again, or any valid one. */
+const scheduleNameArb = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom("s1", "s2", "nope") },
+  { weight: 1, arbitrary: validTopicArb },
 );
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
@@ -297,6 +317,28 @@ const validBodyArb: Record<BodyKind, fc.Arbitrary<unknown>> = {
   config: validTopicConfigArb,
   patch: validTopicPatchArb,
   callback: callbackBodyArb.map((text) => new Raw(text)),
+  reschedule: fc.oneof(
+    fc.record({ delay: fc.double({ min: 0, max: 3600, noNaN: true }) }),
+    fc
+      .integer({ min: -3_600_000, max: 30 * 86_400_000 })
+      .map((ms) => ({ runAt: Math.floor(Date.now() / 1000) * 1000 + ms })),
+    fc.constant({}),
+  ),
+  schedule: fc.record(
+    {
+      cron: fc.constantFrom("*/5 * * * *", "0 8 * * MON-FRI", "30 * * * * *", "0 0 1 1 *"),
+      timezone: fc.constantFrom("UTC", "Asia/Shanghai", "America/New_York"),
+      topic: fc.oneof(
+        { weight: 4, arbitrary: fc.constant("t1") },
+        { weight: 1, arbitrary: topicArb },
+      ),
+      body: fc.jsonValue({ maxDepth: 2 }),
+      ttr: fc.integer({ min: 1, max: 3600 }),
+      maxAttempts: fc.integer({ min: 1, max: 20 }),
+      paused: fc.boolean(),
+    },
+    { requiredKeys: ["cron", "topic"] },
+  ),
   command: fc.oneof(
     { weight: 3, arbitrary: commandArb },
     { weight: 1, arbitrary: fc.array(commandArb, { minLength: 1, maxLength: 4 }) },
@@ -366,6 +408,21 @@ const validQueryArb: Record<QueryKind, fc.Arbitrary<Query>> = {
   dead: fc
     .record({ count: fc.integer({ min: 1, max: 1000 }).map(String) }, { requiredKeys: [] })
     .map((q) => Object.entries(q)),
+  schedules: fc
+    .record(
+      {
+        name: fc.constantFrom("cursor", "after"),
+        start: scheduleNameArb,
+        limit: fc.integer({ min: 1, max: 1000 }).map(String),
+      },
+      { requiredKeys: ["name"] },
+    )
+    .map(
+      ({ name, start, limit }): Query => [
+        ...(start === undefined ? [] : [[name, start] as [string, string]]),
+        ...(limit === undefined ? [] : [["limit", limit] as [string, string]]),
+      ],
+    ),
 };
 
 const badQueryValueArb = fc.oneof(
@@ -407,7 +464,11 @@ function mutateQuery(query: Query, m: QueryMutation): Query {
 }
 
 function buildPath(route: Route, id: string, topic: string, query?: Query): string {
-  const path = route.template.replace("{id}", id).replace("{topic}", topic);
+  // A schedule's name has a topic name's rules: the topic segment serves as one.
+  const path = route.template
+    .replace("{id}", id)
+    .replace("{topic}", topic)
+    .replace("{name}", topic);
   const qs = query && query.length > 0 ? `?${new URLSearchParams(query).toString()}` : "";
   // Receipt placeholders stay readable, for send() to fill in.
   return (path + qs).replace(/%40%40RECEIPT%3A([A-Za-z0-9]*)%40%40/g, "@@RECEIPT:$1@@");
