@@ -44,8 +44,9 @@ export function drainStep(queue: DelayQueue): SchedulerStep<DrainReport> {
           report.more = true;
           return report;
         }
-        // On Redis's clock the slice runs at Redis's time, not the cron's scheduledTime.
-        const slice = await queue.tickSlice(queue.onRedisClock ? undefined : now);
+        // At the run's time (the cron's scheduledTime), as the schedules and push steps that follow
+        // run: a tick's steps share one time. Pops take only what is due by Redis's clock.
+        const slice = await queue.tickSlice(now);
         report.promoted += slice.promoted;
         report.expired += slice.expired;
         report.died += slice.died;

@@ -16,10 +16,7 @@ export {
 } from "./scheduler";
 
 export type TickOptions = {
-  /**
-   * The tick's time, unix ms, for a queue with a clock of its own (tests); a queue on Redis's
-   * clock ticks at Redis's time. @default the queue's clock
-   */
+  /** The tick's time, unix ms (the cron's `scheduledTime`). @default the queue's clock */
   now?: number;
   /** Stop starting new slices after this long, ms. @default 20000 */
   budgetMs?: number;
