@@ -67,7 +67,7 @@ async function waits(schedule: string, count: number): Promise<number[]> {
     out.push((due - from) / 1000);
     const claim = (at: number) =>
       scripts.run("claim", at, [at, 10, 100, crypto.randomUUID(), "__payments", 0]);
-    expect(await claim(due - 1), `poll ${n + 1} not before its time`).toEqual([]);
+    expect([...(await claim(due - 1))], `poll ${n + 1} not before its time`).toEqual([]);
     t = due;
     const records = (await claim(due)).flatMap((group) => group.records.map(splitRecord));
     expect(records).toHaveLength(1);
