@@ -445,12 +445,12 @@ export class DelayqClient {
     expectField(answer, "deleted", "boolean");
   }
 
-  /** A page of schedules by name (`GET /v1/schedules`); pass `next` back as `after`. */
+  /** A page of schedules by name (`GET /v1/schedules`); pass `cursor` back while `hasMore`. */
   async listSchedules(options: ListSchedulesOptions = {}): Promise<SchedulePage> {
     const answer = await this.call({
       method: "GET",
       path: "/v1/schedules",
-      query: { after: options.after, limit: options.limit },
+      query: { cursor: options.cursor, limit: options.limit },
     });
     expectField(answer, "schedules", "array");
     return answer.data as SchedulePage;

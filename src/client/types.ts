@@ -90,13 +90,13 @@ export type WatchRefundResult = { created: boolean; refund: Refund };
  */
 export type ScheduleInput = z.input<typeof ScheduleInputSchema>;
 
-/** A page of `GET /v1/schedules`: `next` (give it as `after`) when more may follow. */
-export type SchedulePage = { schedules: Schedule[]; next?: string };
+/** A page of `GET /v1/schedules`: `cursor` for the next page while `hasMore`. */
+export type SchedulePage = { schedules: Schedule[]; cursor?: string; hasMore: boolean };
 
 /** Options of `listSchedules`. */
 export type ListSchedulesOptions = {
-  /** List the schedules named after this one (a page's `next`). */
-  after?: string;
+  /** The previous page's `cursor`, or any name: list the schedules named after it. */
+  cursor?: string;
   /** Schedules per page, 1 to 1000. @default 100 */
   limit?: number;
 };

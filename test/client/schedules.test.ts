@@ -44,10 +44,11 @@ describe("schedules", () => {
     await client.putSchedule("hourly", { cron: "0 * * * *", topic: "reports" });
     const page = await client.listSchedules({ limit: 1 });
     expect(page.schedules.map((s) => s.name)).toEqual(["hourly"]);
-    expect(page.next).toBe("hourly");
-    const rest = await client.listSchedules({ after: page.next });
+    expect(page).toMatchObject({ cursor: "hourly", hasMore: true });
+    const rest = await client.listSchedules({ cursor: page.cursor });
     expect(rest.schedules.map((s) => s.name)).toEqual(["nightly"]);
-    expect(rest.next).toBeUndefined();
+    expect(rest).toMatchObject({ hasMore: false });
+    expect(rest.cursor).toBeUndefined();
     await client.deleteSchedule("nightly");
     const gone = await client.getSchedule("nightly").catch((error: unknown) => error);
     expect(gone).toBeInstanceOf(DelayqClientError);

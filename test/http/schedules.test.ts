@@ -211,9 +211,15 @@ describe("GET, DELETE and scopes", () => {
     const list = await call("GET", "/v1/schedules");
     expect(list.json.schedules.map((s: { name: string }) => s.name)).toEqual(["a", "b"]);
     const page = await call("GET", "/v1/schedules?limit=1");
-    expect(page.json).toMatchObject({ next: "a" });
-    const rest = await call("GET", "/v1/schedules?after=a");
+    expect(page.json).toMatchObject({ cursor: "a", hasMore: true });
+    const rest = await call("GET", "/v1/schedules?cursor=a");
     expect(rest.json.schedules.map((s: { name: string }) => s.name)).toEqual(["b"]);
+    expect(rest.json).toMatchObject({ hasMore: false });
+    expect(rest.json.cursor).toBeUndefined();
+    // The topics' list's other name is taken too; both at once is a 400.
+    const after = await call("GET", "/v1/schedules?after=a");
+    expect(after.json.schedules.map((s: { name: string }) => s.name)).toEqual(["b"]);
+    expect((await call("GET", "/v1/schedules?after=a&cursor=a")).status).toBe(400);
     expect((await ids(call, "x", "delayed")).length).toBe(5);
     expect(await call("DELETE", "/v1/schedules/a")).toMatchObject({
       status: 200,

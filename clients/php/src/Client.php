@@ -43,7 +43,7 @@ namespace Delayq;
  * @phpstan-type WatchRefundResult array{created: bool, refund: Refund}
  * @phpstan-type ScheduleInput array{cron: string, topic: string, timezone?: string, body?: mixed, ttr?: int, maxAttempts?: int, paused?: bool}
  * @phpstan-type Schedule array{name: string, cron: string, timezone: string, topic: string, body: mixed, ttr?: int, maxAttempts?: int, paused: bool, nextRunAt: int|null, lastRunAt?: int, createdAt: int}
- * @phpstan-type SchedulePage array{schedules: list<Schedule>, next?: string}
+ * @phpstan-type SchedulePage array{schedules: list<Schedule>, cursor?: string, hasMore: bool}
  */
 final class Client
 {
@@ -717,13 +717,14 @@ final class Client
     }
 
     /**
-     * A page of schedules by name (`GET /v1/schedules`); pass `next` back as `$after`.
+     * A page of schedules by name (`GET /v1/schedules`); pass `cursor` back while `hasMore`.
+     * Any name as `$cursor` lists the schedules named after it.
      *
      * @return SchedulePage
      */
-    public function listSchedules(?string $after = null, ?int $limit = null): array
+    public function listSchedules(?string $cursor = null, ?int $limit = null): array
     {
-        $answer = $this->call('GET', '/v1/schedules', query: ['after' => $after, 'limit' => $limit]);
+        $answer = $this->call('GET', '/v1/schedules', query: ['cursor' => $cursor, 'limit' => $limit]);
         self::expect($answer, 'schedules', 'list');
         /** @var SchedulePage */
         return $answer->data;

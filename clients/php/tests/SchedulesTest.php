@@ -54,10 +54,11 @@ final class SchedulesTest extends ServiceTestCase
             $paused = $dq->putSchedule($name, ['cron' => '* * * * * *', 'topic' => $topic, 'paused' => true]);
             self::assertNull($paused['nextRunAt']);
         }
-        $page = $dq->listSchedules(after: $topic . '-', limit: 1);
+        $page = $dq->listSchedules(cursor: $topic . '-', limit: 1);
         self::assertSame([$names[0]], array_column($page['schedules'], 'name'));
-        self::assertSame($names[0], $page['next'] ?? null);
-        $rest = $dq->listSchedules(after: $names[0], limit: 1);
+        self::assertSame($names[0], $page['cursor'] ?? null);
+        self::assertTrue($page['hasMore']);
+        $rest = $dq->listSchedules(cursor: $page['cursor'], limit: 1);
         self::assertSame([$names[1]], array_column($rest['schedules'], 'name'));
         self::assertSame([], $dq->pop($topic, count: 10));
         foreach ($names as $name) {

@@ -45,10 +45,11 @@ def test_list_schedules_pages_by_name_and_paused_makes_nothing(
     for name in names:
         paused = dq.put_schedule(name, "* * * * * *", topic, paused=True)
         assert paused["nextRunAt"] is None
-    page = dq.list_schedules(after=f"{topic}-", limit=1)
+    page = dq.list_schedules(cursor=f"{topic}-", limit=1)
     assert [s["name"] for s in page["schedules"]] == names[:1]
-    assert page.get("next") == names[0]
-    rest = dq.list_schedules(after=page["next"], limit=1)
+    assert page.get("cursor") == names[0]
+    assert page["hasMore"] is True
+    rest = dq.list_schedules(cursor=page["cursor"], limit=1)
     assert [s["name"] for s in rest["schedules"]] == names[1:]
     assert dq.pop(topic, count=10) == []
     for name in names:

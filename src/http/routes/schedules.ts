@@ -26,9 +26,16 @@ const NameParam = z.object({
 const ScheduleAnswer = z.object({ schedule: Schedule }).meta({ id: "ScheduleAnswer" });
 
 const ListQuery = z.object({
+  cursor: ScheduleName.optional().meta({
+    param: { name: "cursor", in: "query" },
+    description:
+      "The previous page's `cursor`; none for the first page. Any name lists the schedules " +
+      "named after it.",
+    example: "daily-report",
+  }),
   after: ScheduleName.optional().meta({
-    param: { name: "after", in: "query" },
-    description: "The previous page's `next`: list the schedules named after it.",
+    param: { name: "after", in: "query", deprecated: true },
+    description: "Another name of `cursor`, as the topics' list has it; give one of the two.",
     example: "daily-report",
   }),
   limit: z.coerce
@@ -47,9 +54,14 @@ const ListQuery = z.object({
 const ScheduleList = z
   .object({
     schedules: z.array(Schedule).meta({ description: "Schedules, by name.", example: [] }),
-    next: z.string().optional().meta({
-      description: "Present when more may follow: give it as `after` for the next page.",
+    cursor: z.string().optional().meta({
+      description: "Pass as `cursor` for the next page; absent on the last page.",
       example: "daily-report",
+    }),
+    hasMore: z.boolean().meta({
+      description:
+        "true: there may be more schedules; ask again with `cursor` (a next page may hold " +
+        "fewer than `limit`, even none). false on the last page, which has no `cursor`.",
     }),
   })
   .meta({ id: "ScheduleList" });
@@ -141,14 +153,32 @@ export function scheduleRoutes(app: OpenAPIHono<AppEnv>, options: ScheduleRouteO
       security: SECURED,
       summary: "The schedules, by name, a page at a time",
       description:
-        "A topic-limited token sees the schedules of its topics only; a page reads `limit` " +
-        "names and answers those it may see.",
+        "Pages of up to `limit` (100) schedules; pass `cursor` back as `cursor` while " +
+        "`hasMore`. A topic-limited token sees the schedules of its topics only; a page reads " +
+        "`limit` names and answers those it may see.",
       request: { query: ListQuery },
       responses: { 200: json(ScheduleList, "A page of schedules"), ...errors() },
     }),
     async (c) => {
-      const page = await schedules.list(c.req.valid("query"), scopeOf(c), now(c));
-      return jsonBody(c, page, 200);
+      const { cursor, after, limit } = c.req.valid("query");
+      if (cursor !== undefined && after !== undefined) {
+        throw new DelayqError("invalid_request", "cursor and after are one parameter: give one");
+      }
+      const start = cursor ?? after;
+      const page = await schedules.list(
+        {
+          ...(start === undefined ? {} : { after: start }),
+          ...(limit === undefined ? {} : { limit }),
+        },
+        scopeOf(c),
+        now(c),
+      );
+      const more = page.next === undefined ? {} : { cursor: page.next };
+      return jsonBody(
+        c,
+        { schedules: page.schedules, ...more, hasMore: page.next !== undefined },
+        200,
+      );
     },
   );
 }

@@ -579,10 +579,11 @@ class Client:
         _expect(answer, "deleted", bool)
 
     def list_schedules(
-        self, *, after: Optional[str] = None, limit: Optional[int] = None
+        self, *, cursor: Optional[str] = None, limit: Optional[int] = None
     ) -> SchedulePage:
-        """A page of schedules by name (``GET /v1/schedules``); pass ``next`` back as ``after``."""
-        answer = self._call("GET", "/v1/schedules", query={"after": after, "limit": limit})
+        """A page of schedules by name (``GET /v1/schedules``); pass ``cursor`` back while
+        ``hasMore``. Any name as ``cursor`` lists the schedules named after it."""
+        answer = self._call("GET", "/v1/schedules", query={"cursor": cursor, "limit": limit})
         _expect(answer, "schedules", list)
         return cast(SchedulePage, answer.data)
 

@@ -445,12 +445,13 @@ class Schedule(_ScheduleBase, total=False):
 
 class _SchedulePageBase(TypedDict):
     schedules: List[Schedule]
+    hasMore: bool
 
 
 class SchedulePage(_SchedulePageBase, total=False):
-    """``list_schedules``: a page by name; ``next`` (give it as ``after``) when more may follow."""
+    """``list_schedules``: a page by name; ``cursor`` for the next page while ``hasMore``."""
 
-    next: str
+    cursor: str
 
 
 class WatchRefundResult(TypedDict):
