@@ -196,17 +196,24 @@ describe("payment watches from outside: bad input", () => {
     expect(alipayRequests(alipay, "bb-bad-1")).toHaveLength(0);
   });
 
-  it("answers notifications for an account it does not have as the provider expects (fail)", async () => {
-    const ali = await fetch(notifyUrl("alipay", "nobody"), {
-      method: "POST",
+  it("answers notifications for an account it does not have as for one whose notification does not verify", async () => {
+    // A token-less caller learns no account names: "nobody" is answered as "shop" is.
+    const send = async (provider: Provider, account: string, init: RequestInit) => {
+      const res = await fetch(notifyUrl(provider, account), { method: "POST", ...init });
+      return { status: res.status, type: res.headers.get("content-type"), body: await res.text() };
+    };
+    const form = {
       headers: { "content-type": "application/x-www-form-urlencoded" },
       body: "out_trade_no=x&trade_status=TRADE_SUCCESS",
-    });
-    expect(ali.status).toBe(404);
-    expect(await ali.text()).toBe("fail");
-    const wx = await fetch(notifyUrl("wechatpay", "nobody"), { method: "POST", body: "{}" });
-    expect(wx.status).toBe(404);
-    expect(await wx.json()).toMatchObject({ code: "FAIL" });
+    };
+    const ali = await send("alipay", "nobody", form);
+    expect(ali).toMatchObject({ status: 400, body: "fail" });
+    expect(await send("alipay", "shop", form)).toEqual(ali);
+    const json = { headers: { "content-type": "application/json" }, body: "{}" };
+    const wx = await send("wechatpay", "nobody", json);
+    expect(wx.status).toBe(401);
+    expect(JSON.parse(wx.body)).toMatchObject({ code: "FAIL" });
+    expect(await send("wechatpay", "shop", json)).toEqual(wx);
   });
 });
 
