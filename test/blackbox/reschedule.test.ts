@@ -4,64 +4,22 @@
 // 2 s: several ticks and two instances at once. Jobs are moved about through both instances
 // while both pop them (a pull topic) or deliver them (a push topic): each is handed out once, never
 // before the due time its last move gave it, none lost.
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../../dev/redis-server";
-import { type ServiceProcess, startService } from "../../dev/service-process";
-import { type Receiver, type Stack, sleep, startReceiver, startStack } from "./support";
+import { type Receiver, type Stack, sleep, startTwoInstances, type TwoInstances } from "./support";
 
+let two: TwoInstances;
 let stack: Stack;
-let second: ServiceProcess;
 let rx: Receiver;
-let ticking = true;
-let ticker: Promise<void> = Promise.resolve();
 
 beforeAll(async () => {
-  // The stack's own cron kept quiet: this suite ticks the worker itself, every 2 s.
-  stack = await startStack({ DQ_DEV_TICK_MS: "3600000" });
-  rx = await startReceiver();
-  const port = await freePort();
-  second = await startService({
-    mode: "node",
-    port,
-    stateDir: join(process.cwd(), ".dev", `blackbox-reschedule-${port}`),
-    stdio: "ignore",
-    vars: {
-      UPSTASH_REDIS_REST_URL: stack.info.bridgeUrl,
-      UPSTASH_REDIS_REST_TOKEN: stack.info.bridgeToken,
-      DQ_TOKENS: stack.info.apiToken,
-      DQ_TICK_INTERVAL_MS: "1000",
-      DQ_PRIVATE_PUSH: "allow",
-    },
-  });
-  ticker = (async () => {
-    while (ticking) {
-      await stack.tick().catch(() => {});
-      await sleep(2000);
-    }
-  })();
+  two = await startTwoInstances("reschedule", 2000);
+  ({ stack, rx } = two);
 }, 180_000);
 
-afterAll(async () => {
-  ticking = false;
-  await ticker;
-  await second?.stop();
-  await rx?.close();
-  await stack?.stop();
-}, 60_000);
+afterAll(() => two?.stop(), 60_000);
 
 /** Calls the second instance's API. */
-async function other(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${second.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${stack.info.apiToken}`,
-      "content-type": "application/json",
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, json: (await res.json()) as any };
-}
+const other = (method: string, path: string, body?: unknown) => two.other(method, path, body);
 
 /** The two instances, by turn. */
 const via = (n: number) =>

@@ -21,6 +21,7 @@ import {
 import { type AddressInfo, createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startService } from "../../dev/service-process";
 
 const root = join(import.meta.dirname, "..", "..");
 
@@ -408,6 +409,69 @@ export function lagProbe(): { stop(): { maxMs: number; p99Ms: number; samples: n
       clearInterval(timer);
       const s = summary(lags);
       return { maxMs: s.max, p99Ms: s.p99, samples: s.n };
+    },
+  };
+}
+
+/** `npm run dev` and a second instance on its keyspace, ticked as TwoInstances says. */
+export type TwoInstances = {
+  stack: Stack;
+  /** A receiver of this suite's push topics. */
+  rx: Receiver;
+  /** Calls the second instance's API with the stack's token. */
+  other(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }>;
+  stop(): Promise<void>;
+};
+
+/**
+ * Several ticks and two instances at once: `npm run dev` (its own cron kept quiet) ticked by this
+ * suite every `tickEveryMs`, and a second service instance (functions/node.ts on the same bridge
+ * and keyspace, ticking every second). `name` names the second instance's state folder.
+ */
+export async function startTwoInstances(name: string, tickEveryMs: number): Promise<TwoInstances> {
+  const stack = await startStack({ DQ_DEV_TICK_MS: "3600000" });
+  const rx = await startReceiver();
+  const port = await freePort();
+  const second = await startService({
+    mode: "node",
+    port,
+    stateDir: join(process.cwd(), ".dev", `blackbox-${name}-${port}`),
+    stdio: "ignore",
+    vars: {
+      UPSTASH_REDIS_REST_URL: stack.info.bridgeUrl,
+      UPSTASH_REDIS_REST_TOKEN: stack.info.bridgeToken,
+      DQ_TOKENS: stack.info.apiToken,
+      DQ_TICK_INTERVAL_MS: "1000",
+      DQ_PRIVATE_PUSH: "allow",
+    },
+  });
+  let ticking = true;
+  const ticker = (async () => {
+    while (ticking) {
+      await stack.tick().catch(() => {});
+      await sleep(tickEveryMs);
+    }
+  })();
+  return {
+    stack,
+    rx,
+    async other(method, path, body) {
+      const res = await fetch(`${second.url}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${stack.info.apiToken}`,
+          "content-type": "application/json",
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: res.status, json: (await res.json()) as any };
+    },
+    async stop() {
+      ticking = false;
+      await ticker;
+      await second.stop();
+      await rx.close();
+      await stack.stop();
     },
   };
 }
