@@ -45,13 +45,18 @@ const PaymentAnswer = z
   })
   .meta({ id: "PaymentAnswer" });
 
-const WatchParams = z.object({
+/** The path's provider and account, of a payment watch's or a refund watch's route. */
+export const WatchAccountParams = {
   provider: ProviderField.meta({ param: { name: "provider", in: "path" } }),
   account: z
     .string()
     .min(1)
     .max(64)
     .meta({ param: { name: "account", in: "path" }, example: "shop" }),
+};
+
+const WatchParams = z.object({
+  ...WatchAccountParams,
   outTradeNo: z
     .string()
     .min(1)
@@ -60,7 +65,7 @@ const WatchParams = z.object({
 });
 
 /** What the request's token may act on: its topics and payment accounts. */
-function accessOf(c: Context<AppEnv>): Access {
+export function accessOf(c: Context<AppEnv>): Access {
   return { scope: c.get("queue").scope, accounts: c.get("accounts"), tokenId: c.get("tokenId") };
 }
 

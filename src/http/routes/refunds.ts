@@ -1,17 +1,15 @@
 // Refund watches over HTTP: start, read and stop a refund watch (bearer token). Their
 // notifications (WeChat Pay's REFUND.*) arrive at the payment notify URL (routes/payments.ts).
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import type { Dispatcher } from "../../dispatch/dispatcher";
-import { ProviderField } from "../../domain/payments";
 import { Refund, RefundInput } from "../../domain/refunds";
-import type { Access } from "../../domain/scope";
 import type { Refunds } from "../../payments/refunds";
 import { requestJson } from "../body";
 import type { AppEnv } from "../context";
 import { jsonBody } from "../json";
 import { documentedRoute } from "../route";
 import { body, errors, json, SECURED } from "../schemas";
+import { accessOf, WatchAccountParams } from "./payments";
 import { drainAfter } from "./push";
 
 export type RefundRouteOptions = {
@@ -30,23 +28,13 @@ const RefundAnswer = z
   .meta({ id: "RefundAnswer" });
 
 const RefundParams = z.object({
-  provider: ProviderField.meta({ param: { name: "provider", in: "path" } }),
-  account: z
-    .string()
-    .min(1)
-    .max(64)
-    .meta({ param: { name: "account", in: "path" }, example: "shop" }),
+  ...WatchAccountParams,
   outRefundNo: z
     .string()
     .min(1)
     .max(64)
     .meta({ param: { name: "outRefundNo", in: "path" }, example: "refund-1042-1" }),
 });
-
-/** What the request's token may act on: its topics and payment accounts. */
-function accessOf(c: Context<AppEnv>): Access {
-  return { scope: c.get("queue").scope, accounts: c.get("accounts"), tokenId: c.get("tokenId") };
-}
 
 /** POST/GET/DELETE /v1/refunds: behind the bearer auth. */
 export function refundRoutes(app: OpenAPIHono<AppEnv>, options: RefundRouteOptions): void {
