@@ -1,5 +1,6 @@
 // delayq on Node: the same app as the Worker, served by @hono/node-server, with its own ticker.
-// Redis is Upstash over REST, or any Redis 7+ / Valkey over TCP when REDIS_URL is set.
+// Redis is Upstash over REST, or any Redis 7+ / Valkey over TCP when REDIS_URL is set, or a Redis
+// Cluster when REDIS_CLUSTER_NODES is.
 import type { Server } from "node:http";
 import { serve } from "@hono/node-server";
 import { NodeEnvSchema, parseConfig } from "../src/config";
@@ -7,6 +8,7 @@ import { publicFetch } from "../src/dispatch/public-fetch";
 import { DelayqError } from "../src/domain/errors";
 import { requestIdOf } from "../src/http/request-id";
 import { messageOf } from "../src/log";
+import { type ClusterRedis, connectCluster } from "../src/redis/cluster";
 import { NodeRestRedis } from "../src/redis/rest-node";
 import { connectRedis, type TcpRedis } from "../src/redis/tcp";
 import { buildService, type Service } from "../src/service";
@@ -17,6 +19,8 @@ let host: string;
 let tickEveryMs: number;
 /** The TCP connection when REDIS_URL is set, closed at shutdown. */
 let tcp: TcpRedis | undefined;
+/** The cluster's connections when REDIS_CLUSTER_NODES is set, closed at shutdown. */
+let cluster: ClusterRedis | undefined;
 try {
   const config = parseConfig(process.env, NodeEnvSchema);
   ({ PORT: port, HOST: host, DQ_TICK_INTERVAL_MS: tickEveryMs } = config);
@@ -58,12 +62,36 @@ try {
         });
         return tcp;
       },
+      makeClusterRedis: ({ nodes, password, commandTimeoutMs, log }) => {
+        // Until the cluster is first reached, its errors are the start's: one line says them.
+        let down = true;
+        cluster = connectCluster(nodes, {
+          commandTimeoutMs,
+          password,
+          onError: (message) => {
+            if (down) return;
+            down = true;
+            log({ level: "warn", event: "redis_connection_error", message });
+          },
+        });
+        let reached = false;
+        cluster.ioredis.on("ready", () => {
+          if (down && reached) log({ level: "info", event: "redis_connection_restored" });
+          down = false;
+          reached = true;
+        });
+        return cluster;
+      },
     },
   );
+  // A cluster none of whose seed nodes answers stops the start, naming REDIS_CLUSTER_NODES.
+  await cluster?.ready();
   // The checks that take WebCrypto (a certificate-mode account's chain), before serving.
   await service.ready;
 } catch (error) {
   console.error(error instanceof DelayqError ? error.message : error);
+  // The cluster's connections would keep retrying (and the process alive) while it exits.
+  cluster?.ioredis.disconnect();
   process.exit(1);
 }
 
@@ -87,7 +115,7 @@ const fetchRun = (request: Request, bindings: object) =>
     }),
   });
 const server = serve({ fetch: fetchRun, port, hostname: host }, () => {
-  const redis = tcp ? "tcp" : "rest";
+  const redis = cluster ? "cluster" : tcp ? "tcp" : "rest";
   log({ level: "info", event: "listening", url: `http://${host}:${port}`, redis });
 });
 // A port taken or a host that does not resolve: one line naming the setting, not a stack trace.
@@ -135,6 +163,7 @@ async function stop(): Promise<void> {
     await ticking;
     while (deferred.size > 0) await Promise.allSettled([...deferred]);
     await tcp?.quit();
+    await cluster?.quit();
   } finally {
     process.exit(0);
   }

@@ -12,7 +12,7 @@ import {
   DEFAULT_RETENTION_SECONDS,
   DEFAULT_TTR_SECONDS,
 } from "./queue/options";
-import { redisUrlProblem, restUrlProblem } from "./redis/urls";
+import { parseClusterNodes, redisUrlProblem, restUrlProblem } from "./redis/urls";
 
 /** A whole-number setting; an empty value (a compose file's `NAME=`) is no value: the default. */
 const whole = (name: string, min: number, max: number, fallback: number) =>
@@ -129,16 +129,33 @@ export const EnvSchema = z.object({
 
 export type Config = z.output<typeof EnvSchema>;
 
+/** An empty value (`NAME=` in a compose file) means unset, as for a shell. */
+const unsetWhenEmpty = (value: unknown) => (value === "" ? undefined : value);
+
 /**
- * On Node (functions/node.ts): Redis is either REDIS_URL (TCP: any Redis 7+ or Valkey, managed
- * ones included) or Upstash over REST (UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, as on
- * the Worker). REDIS_URL wins when both are set. Also where to listen and how often to tick.
+ * On Node (functions/node.ts): Redis is a Redis Cluster (REDIS_CLUSTER_NODES, REDIS_PASSWORD),
+ * REDIS_URL (TCP: any Redis 7+ or Valkey, managed ones included) or Upstash over REST
+ * (UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, as on the Worker), the first one set in
+ * that order. Also where to listen and how often to tick.
  */
 export const NodeEnvSchema = z
   .object({
+    // Seed nodes, parsed: [{host, port}, ...].
+    REDIS_CLUSTER_NODES: z.preprocess(
+      unsetWhenEmpty,
+      z
+        .string()
+        .transform((value, ctx) => {
+          const nodes = parseClusterNodes(value);
+          if (typeof nodes !== "string") return nodes;
+          ctx.addIssue({ code: "custom", message: nodes });
+          return z.NEVER;
+        })
+        .optional(),
+    ),
+    REDIS_PASSWORD: z.preprocess(unsetWhenEmpty, z.string().optional()),
     REDIS_URL: z.preprocess(
-      // An empty value (`REDIS_URL=` in a compose file) means unset, as for a shell.
-      (value) => (value === "" ? undefined : value),
+      unsetWhenEmpty,
       z
         .string()
         .superRefine((value, ctx) => {
@@ -157,13 +174,20 @@ export const NodeEnvSchema = z
     DQ_SUBREQUESTS: whole("DQ_SUBREQUESTS", 10, 100_000, 100_000),
   })
   // Checked even when other variables failed, so that one start names every problem.
-  .refine((env) => env.REDIS_URL !== undefined || env.UPSTASH_REDIS_REST_URL !== undefined, {
-    message: `Redis is not configured: set REDIS_URL (redis://[user:password@]host:port[/db], or rediss:// for TLS) to use any Redis 7+ or Valkey over TCP, or UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN for Upstash over REST`,
-    path: ["REDIS_URL"],
-    when: () => true,
-  })
   .refine(
     (env) =>
+      env.REDIS_CLUSTER_NODES !== undefined ||
+      env.REDIS_URL !== undefined ||
+      env.UPSTASH_REDIS_REST_URL !== undefined,
+    {
+      message: `Redis is not configured: set REDIS_CLUSTER_NODES (host:port,host:port,...) for a Redis Cluster, REDIS_URL (redis://[user:password@]host:port[/db], or rediss:// for TLS) to use any Redis 7+ or Valkey over TCP, or UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN for Upstash over REST`,
+      path: ["REDIS_URL"],
+      when: () => true,
+    },
+  )
+  .refine(
+    (env) =>
+      env.REDIS_CLUSTER_NODES !== undefined ||
       env.REDIS_URL !== undefined ||
       env.UPSTASH_REDIS_REST_URL === undefined ||
       env.UPSTASH_REDIS_REST_TOKEN !== undefined,

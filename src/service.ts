@@ -23,6 +23,7 @@ import {
   type RedisClient,
   type ScriptRunner,
 } from "./redis/runner";
+import type { ClusterNode } from "./redis/urls";
 import { createRun, type Run } from "./run/run";
 import { createScheduler, drainStep, type Scheduler, type SchedulerStep } from "./scheduler";
 import { pushStep } from "./scheduler/push";
@@ -46,6 +47,17 @@ export type RedisSettings = {
 export type TcpRedisSettings = {
   /** REDIS_URL: redis:// or rediss://, already checked. */
   url: string;
+  /** DQ_REDIS_TIMEOUT_MS: each command's time limit. */
+  commandTimeoutMs: number;
+  log: Logger;
+};
+
+/** What Node's entry point needs to connect to a Redis Cluster (REDIS_CLUSTER_NODES). */
+export type ClusterRedisSettings = {
+  /** REDIS_CLUSTER_NODES, parsed: the seed nodes. */
+  nodes: ClusterNode[];
+  /** REDIS_PASSWORD, when set. */
+  password: string | undefined;
   /** DQ_REDIS_TIMEOUT_MS: each command's time limit. */
   commandTimeoutMs: number;
   log: Logger;
@@ -88,10 +100,25 @@ export type Runs = {
   tick(options: { startedAt?: number; waitUntil?: (work: Promise<unknown>) => void }): Run;
 };
 
+/** What buildService may be given besides the environment and the REST client's maker. */
+export type BuildOptions = {
+  config?: ServiceConfig;
+  log?: Logger;
+  makeTcpRedis?: (settings: TcpRedisSettings) => RedisClient;
+  /** On Node, a config with REDIS_CLUSTER_NODES uses it (`connectCluster`, src/redis/cluster.ts). */
+  makeClusterRedis?: (settings: ClusterRedisSettings) => RedisClient;
+  /**
+   * The fetch for deliveries restricted to public addresses (DQ_PRIVATE_PUSH), which checks
+   * what names resolve to (Node: publicFetch). @default none: URLs are checked as written
+   */
+  publicFetch?: Post;
+};
+
 /**
  * Builds the service. `makeRedis` constructs the REST client for the runtime (`@upstash/redis` on
  * Node, `@upstash/redis/cloudflare` in Workers); on Node a config with REDIS_URL (NodeEnvSchema)
- * uses `makeTcpRedis` instead (`connectRedis` from src/redis/tcp.ts, which Workers cannot load).
+ * uses `makeTcpRedis` instead (`connectRedis` from src/redis/tcp.ts, which Workers cannot load),
+ * and one with REDIS_CLUSTER_NODES `makeClusterRedis` (`connectCluster`, src/redis/cluster.ts).
  * The rest is the same everywhere: one script runner, then payments (whose poller the dispatcher
  * runs), the dispatcher, the queue, the app and the scheduler, each given what it needs. Throws
  * an `internal_error` naming the variable when the environment is incomplete or invalid.
@@ -99,22 +126,13 @@ export type Runs = {
 export function buildService(
   env: Record<string, unknown>,
   makeRedis: (settings: RedisSettings) => RedisClient,
-  options: {
-    config?: ServiceConfig;
-    log?: Logger;
-    makeTcpRedis?: (settings: TcpRedisSettings) => RedisClient;
-    /**
-     * The fetch for deliveries restricted to public addresses (DQ_PRIVATE_PUSH), which checks
-     * what names resolve to (Node: publicFetch). @default none: URLs are checked as written
-     */
-    publicFetch?: Post;
-  } = {},
+  options: BuildOptions = {},
 ): Service {
   const config = options.config ?? parseConfig(env);
   const log = options.log ?? jsonLogger;
   const tokens = parseTokens(config.DQ_TOKENS);
   const destinations = destinationPolicy(config.DQ_PRIVATE_PUSH, tokens.limitedScopes);
-  const redis = redisOf(config, makeRedis, options.makeTcpRedis, log);
+  const redis = redisOf(config, makeRedis, options, log);
   const scripts = createScriptRunner(redis, config.DQ_PREFIX, config.DQ_RETENTION_SECONDS * 1000);
   const counters = createCounters();
   const accounts = accountsOf(config, env);
@@ -297,13 +315,30 @@ function runsOf(subrequests: number, log: Logger): Runs {
   };
 }
 
-/** The Redis client: Upstash over REST, or (Node, REDIS_URL) TCP. */
+/** The Redis client: Upstash over REST, or (Node) a Redis Cluster, or TCP (REDIS_URL). */
 function redisOf(
   config: ServiceConfig,
   makeRedis: (settings: RedisSettings) => RedisClient,
-  makeTcpRedis: ((settings: TcpRedisSettings) => RedisClient) | undefined,
+  { makeTcpRedis, makeClusterRedis }: BuildOptions,
   log: Logger,
 ): RedisClient {
+  const clusterNodes = "REDIS_CLUSTER_NODES" in config ? config.REDIS_CLUSTER_NODES : undefined;
+  if (clusterNodes !== undefined) {
+    if (!makeClusterRedis) {
+      throw new DelayqError(
+        "internal_error",
+        "delayq is misconfigured: REDIS_CLUSTER_NODES is set, but this runtime reaches Redis " +
+          "over REST only: run functions/node.ts, or set UPSTASH_REDIS_REST_URL and " +
+          "UPSTASH_REDIS_REST_TOKEN",
+      );
+    }
+    return makeClusterRedis({
+      nodes: clusterNodes,
+      password: "REDIS_PASSWORD" in config ? config.REDIS_PASSWORD : undefined,
+      commandTimeoutMs: config.DQ_REDIS_TIMEOUT_MS,
+      log,
+    });
+  }
   const tcpUrl = "REDIS_URL" in config ? config.REDIS_URL : undefined;
   if (tcpUrl !== undefined) {
     return tcpRedisOf(makeTcpRedis, {

@@ -93,9 +93,16 @@ export function connectRedis(url: string, options: ConnectRedisOptions = {}): Tc
   });
   const together = writeTogether(client);
   return {
-    ...driverOver(client, () => lastError, together),
+    ...driverOver(client, (error) => tcpError(error, lastError), together),
     // One server, ours: its scripts run as a function library (Redis 7+, Valkey).
-    delayqFunctions: ownFunctions(client, (error) => tcpError(error, lastError), together),
+    delayqFunctions: ownFunctions(
+      {
+        load: (library) => client.call("FUNCTION", "LOAD", "REPLACE", library),
+        call: (name, keys, args) => client.call("FCALL", name, keys.length, ...keys, ...args),
+      },
+      (error) => tcpError(error, lastError),
+      together,
+    ),
     ioredis: client,
     async quit() {
       try {
@@ -117,7 +124,11 @@ export function tcpRedis(
   connectionError: () => string | undefined = () => undefined,
 ): RedisClient {
   // A client you made is left as you set it up: its commands are written as ioredis writes them.
-  return driverOver(client, connectionError, () => {});
+  return driverOver(
+    client,
+    (error) => tcpError(error, connectionError()),
+    () => {},
+  );
 }
 
 /**
@@ -146,13 +157,15 @@ function writeTogether(client: Redis): () => void {
   };
 }
 
-/** The driver over `client`; `beforeCommand` runs as each command is issued. */
-function driverOver(
+/**
+ * The driver over `client`; `fail` classifies its failures (tcpError), `beforeCommand` runs as each
+ * command is issued.
+ */
+export function driverOver(
   client: IoredisLike,
-  connectionError: () => string | undefined,
+  fail: (error: unknown) => DelayqError,
   beforeCommand: () => void,
 ): RedisClient {
-  const fail = (error: unknown) => tcpError(error, connectionError());
   return {
     createScript(script) {
       const sha = createHash("sha1").update(script).digest("hex");
@@ -187,13 +200,17 @@ function driverOver(
 }
 
 /**
- * FUNCTION LOAD and FCALL on a connection of one server (not a Cluster: a library loaded through
- * it reaches one node). A missing function and a server that will not run functions (too old, an
- * ACL without them) are told apart from other failures, so the runner can load the library or go
- * back to scripts; a failure inside a function fails as a script's does.
+ * FUNCTION LOAD and FCALL over `client`'s two commands: `load` on one server, or on every master
+ * of a cluster (src/redis/cluster.ts); `call` on the server of its keys. A missing function and a
+ * server that will not run functions (too old, an ACL without them) are told apart from other
+ * failures, so the runner can load the library or go back to scripts; a failure inside a function
+ * fails as a script's does.
  */
-function ownFunctions(
-  client: Redis,
+export function ownFunctions(
+  client: {
+    load(library: string): Promise<unknown>;
+    call(name: string, keys: string[], args: string[]): Promise<unknown>;
+  },
   fail: (error: unknown) => DelayqError,
   beforeCommand: () => void,
 ): NonNullable<RedisClient["delayqFunctions"]> {
@@ -205,7 +222,7 @@ function ownFunctions(
     async load(library) {
       beforeCommand();
       try {
-        return await client.call("FUNCTION", "LOAD", "REPLACE", library);
+        return await client.load(library);
       } catch (error) {
         if (refused(error)) throw new FunctionsRefused((error as Error).message);
         throw fail(error);
@@ -214,7 +231,7 @@ function ownFunctions(
     async call(name, keys, args) {
       beforeCommand();
       try {
-        return await client.call("FCALL", name, keys.length, ...keys, ...args);
+        return await client.call(name, keys, args);
       } catch (error) {
         if (error instanceof Error && error.message.startsWith("ERR Function not found")) {
           throw new MissingFunction(error.message);
@@ -238,16 +255,30 @@ function isNoScript(error: unknown): boolean {
 
 /**
  * Classifies an ioredis failure as `redisError` does a REST one, with TCP's causes added.
- * `connectionError` is the connection's last error, if it is down.
+ * `connectionError` is the connection's last error, if it is down; `setting` names the variable
+ * that says where Redis is (and, for a cluster, REDIS_PASSWORD its password).
  */
-export function tcpError(error: unknown, connectionError?: string): DelayqError {
+export function tcpError(
+  error: unknown,
+  connectionError?: string,
+  setting: "REDIS_URL" | "REDIS_CLUSTER_NODES" = "REDIS_URL",
+): DelayqError {
   if (!(error instanceof Error)) return redisError(error);
   const message = error.message.split(" script: ")[0] ?? error.message;
-  if (error.name === "MaxRetriesPerRequestError" || message === "Connection is closed.") {
+  const what =
+    setting === "REDIS_URL" ? "the server of REDIS_URL" : "a node of REDIS_CLUSTER_NODES";
+  if (
+    error.name === "MaxRetriesPerRequestError" ||
+    message === "Connection is closed." ||
+    // A Cluster's: the node of the key's slot is down, or no node is reachable yet.
+    /^(Too many Cluster redirections|None of startup nodes is available|Cluster isn't ready)/.test(
+      message,
+    )
+  ) {
     // Why the connection is down names the server's address: the log has it, the caller not.
     return unavailable(
       "Redis is unavailable",
-      `no connection to the server of REDIS_URL (${connectionError ?? "closed"})`,
+      `no connection to ${what} (${connectionError ?? message})`,
       error,
     );
   }
@@ -260,7 +291,9 @@ export function tcpError(error: unknown, connectionError?: string): DelayqError 
   if (/^(WRONGPASS|NOAUTH)\b/.test(message)) {
     return unavailable(
       "Redis refused delayq's credentials",
-      `check the user name and password in REDIS_URL: ${message}`,
+      setting === "REDIS_URL"
+        ? `check the user name and password in REDIS_URL: ${message}`
+        : `check REDIS_PASSWORD: ${message}`,
       error,
     );
   }
@@ -269,7 +302,7 @@ export function tcpError(error: unknown, connectionError?: string): DelayqError 
   if (/^NOPERM\b|The user executing the script can't run/.test(message)) {
     return unavailable(
       "Redis refused a command delayq needs",
-      `The Redis user of REDIS_URL may not do what delayq needs (EVALSHA, EVAL and GET on its keys, TIME, and FCALL and FUNCTION LOAD to run its scripts as functions): ${message}`,
+      `The Redis user of ${setting === "REDIS_URL" ? "REDIS_URL" : "REDIS_PASSWORD"} may not do what delayq needs (EVALSHA, EVAL and GET on its keys, TIME, and FCALL and FUNCTION LOAD to run its scripts as functions): ${message}`,
       error,
     );
   }

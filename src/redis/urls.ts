@@ -62,3 +62,33 @@ export function redisUrlProblem(value: string): string | undefined {
   }
   return undefined;
 }
+
+/** A seed node of REDIS_CLUSTER_NODES. */
+export type ClusterNode = { host: string; port: number };
+
+/**
+ * The seed nodes of REDIS_CLUSTER_NODES (`host:port,host:port,...`, an IPv6 host in brackets:
+ * `[::1]:7000`), or why the value is not such a list: the message names the entry by its place
+ * and never quotes it.
+ */
+export function parseClusterNodes(value: string): ClusterNode[] | string {
+  const shape = "host:port,host:port,... (e.g. redis-1:6379,redis-2:6379)";
+  const entries = value.split(",").map((entry) => entry.trim());
+  if (entries.every((entry) => entry === "")) {
+    return `REDIS_CLUSTER_NODES is empty: give the cluster's seed nodes as ${shape}`;
+  }
+  const nodes: ClusterNode[] = [];
+  for (const [i, entry] of entries.entries()) {
+    const place = `REDIS_CLUSTER_NODES: entry ${i + 1}`;
+    if (entry === "") return `${place} is empty: give the seed nodes as ${shape}`;
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(entry)) {
+      return `${place} is a URL: give host:port alone (a password goes in REDIS_PASSWORD)`;
+    }
+    const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^\s:@/[\]]+)):(\d{1,5})$/.exec(entry);
+    if (!match) return `${place} is not host:port: give the seed nodes as ${shape}`;
+    const port = Number(match[3]);
+    if (port < 1 || port > 65_535) return `${place} has a port out of range (1-65535)`;
+    nodes.push({ host: (match[1] ?? match[2]) as string, port });
+  }
+  return nodes;
+}

@@ -45,11 +45,11 @@ describe("REDIS_URL in the configuration", () => {
     );
   });
 
-  it("names both ways to reach Redis when neither is set, beside the other problems", () => {
+  it("names the three ways to reach Redis when none is set, beside the other problems", () => {
     const message = failure({}).message;
     expect(message).toMatch(/DQ_TOKENS is not set/);
     expect(message).toMatch(
-      /Redis is not configured: set REDIS_URL \(redis:\/\/.*\) to use any Redis 7\+ or Valkey over TCP, or UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN/,
+      /Redis is not configured: set REDIS_CLUSTER_NODES \(host:port,.*\) for a Redis Cluster, REDIS_URL \(redis:\/\/.*\) to use any Redis 7\+ or Valkey over TCP, or UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN/,
     );
     expect(failure({ DQ_TOKENS: "a", REDIS_URL: "" }).message).toMatch(/Redis is not configured/);
     expect(
