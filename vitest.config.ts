@@ -1,5 +1,5 @@
-// Three projects: the Node suites, the engine suites over the TCP driver, and the suites that run
-// inside workerd (vitest.workers.config.ts).
+// Four projects: the Node suites, the engine suites over the TCP driver, a subset on a local Redis
+// Cluster, and the suites that run inside workerd (vitest.workers.config.ts).
 import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
@@ -31,6 +31,24 @@ export default defineConfig({
           exclude: ["test/engine/cost.test.ts", "node_modules/**"],
           env: { DELAYQ_TEST_DRIVER: "tcp" },
           globalSetup: ["test/support/global-setup.ts"],
+          testTimeout: 20_000,
+          hookTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          // The engine suites, the jobs HTTP suite and the payment watch suite on a local Redis
+          // Cluster of three masters (test/support/cluster-setup.ts) through the cluster driver
+          // (REDIS_CLUSTER_NODES's). cost.test.ts counts one redis-server's commands: not rerun.
+          name: "node-cluster",
+          include: [
+            "test/engine/**/*.test.ts",
+            "test/http/jobs.test.ts",
+            "test/payments/watch.test.ts",
+          ],
+          exclude: ["test/engine/cost.test.ts", "node_modules/**"],
+          env: { DELAYQ_TEST_DRIVER: "cluster" },
+          globalSetup: ["test/support/cluster-setup.ts"],
           testTimeout: 20_000,
           hookTimeout: 20_000,
         },

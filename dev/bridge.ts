@@ -25,6 +25,13 @@ export type BridgeOptions = {
   host?: string;
   /** Largest accepted request body. @default 10 MiB, as on Upstash */
   maxBodyBytes?: number;
+  /**
+   * `redisPort` is a node of a Redis Cluster (dev/redis-cluster.ts): a command answered `MOVED`
+   * goes again to the node named, and `KEYS`/`SCAN` whose pattern holds a hash tag go to the
+   * node of that tag's slot, so that tests can look at a deployment's keys wherever they are.
+   * Database 0 only. @default false
+   */
+  cluster?: boolean;
 };
 
 /** What one token (or the whole bridge) has been asked to do. */
@@ -113,23 +120,43 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
   const perToken = new Map<string, BridgeCounters>();
   let total = emptyCounters();
 
-  const connection = async (db: number): Promise<RespConnection> => {
-    const existing = connections.get(db);
+  // A cluster's other nodes, by port (the key of `connections` is the port there, not a db).
+  const connection = async (db: number, port = options.redisPort): Promise<RespConnection> => {
+    const slot = options.cluster ? port : db;
+    const existing = connections.get(slot);
     if (existing !== undefined) {
       const open = await existing.catch(() => undefined);
       if (open && !open.closed) return open;
     }
     const opening = (async () => {
-      const conn = await RespConnection.open(options.redisPort, options.redisHost);
+      const conn = await RespConnection.open(port, options.redisHost);
       if (db !== 0) {
         const reply = await conn.call("SELECT", String(db));
         if (reply.type === "error") throw new Error(reply.message);
       }
       return conn;
     })();
-    connections.set(db, opening);
+    connections.set(slot, opening);
     return opening;
   };
+
+  /** `command` on the node that serves it: a pattern's tag's node, then wherever MOVED points. */
+  const clusterCall = async (command: Command): Promise<Reply> => {
+    const seed = await connection(0);
+    let port = options.redisPort;
+    const name = command[0]?.toLowerCase();
+    const pattern =
+      name === "keys" ? command[1] : name === "scan" ? optionAfter(command, "match") : undefined;
+    if (pattern && /\{[^}]+\}/.test(pattern)) port = await slotOwner(seed, pattern);
+    for (let hops = 0; ; hops++) {
+      const reply = await (await connection(0, port)).call(...command);
+      const moved = reply.type === "error" ? /^MOVED \d+ [^:]+:(\d+)/.exec(reply.message) : null;
+      if (!moved || hops >= 3) return reply;
+      port = Number(moved[1]);
+    }
+  };
+  const call = (db: number, command: Command): Promise<Reply> =>
+    options.cluster ? clusterCall(command) : connection(db).then((conn) => conn.call(...command));
 
   const authorize = (req: IncomingMessage): { token: string; db: number } | undefined => {
     const header = req.headers.authorization ?? "";
@@ -173,6 +200,10 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
       const commands = parseCommandList(raw);
       const endpoint: Endpoint = url.pathname === "/pipeline" ? "pipeline" : "multiExec";
       count(auth.token, endpoint, commands.length);
+      if (endpoint === "pipeline" && options.cluster) {
+        const replies = await Promise.all(commands.map((command) => call(auth.db, command)));
+        return { status: 200, body: replies.map((reply) => entry(reply, base64)) };
+      }
       const conn = await connection(auth.db);
       if (endpoint === "pipeline") {
         const replies = await conn.send(commands);
@@ -183,8 +214,7 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
     const command =
       url.pathname === "/" ? parseCommand(parseJson(raw)) : pathCommand(url.pathname, raw);
     count(auth.token, "single", 1);
-    const conn = await connection(auth.db);
-    const reply = await conn.call(...command);
+    const reply = await call(auth.db, command);
     if (reply.type === "error") return { status: 400, body: { error: reply.message } };
     return { status: 200, body: { result: encode(reply, base64) } };
   };
@@ -231,6 +261,26 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
       connections.clear();
     },
   };
+}
+
+/** The value after `option` (any case) in a command's arguments. */
+function optionAfter(command: Command, option: string): string | undefined {
+  const at = command.findIndex((arg, i) => i > 0 && arg.toLowerCase() === option);
+  return at > 0 ? command[at + 1] : undefined;
+}
+
+/** The port of the cluster node that serves the slot of `key`'s hash tag (CLUSTER SLOTS). */
+async function slotOwner(seed: RespConnection, key: string): Promise<number> {
+  const slotReply = await seed.call("CLUSTER", "KEYSLOT", key);
+  const slot = slotReply.type === "integer" ? slotReply.value : -1;
+  const slots = await seed.call("CLUSTER", "SLOTS");
+  for (const range of slots.type === "array" ? (slots.value ?? []) : []) {
+    const [from, to, master] = range.type === "array" ? (range.value ?? []) : [];
+    if (from?.type !== "integer" || to?.type !== "integer" || master?.type !== "array") continue;
+    const port = master.value?.[1];
+    if (slot >= from.value && slot <= to.value && port?.type === "integer") return port.value;
+  }
+  throw new RequestError(503, `ERR no node serves slot ${slot}`);
 }
 
 function normalizeTokens(tokens: BridgeOptions["tokens"]): Map<string, number> {

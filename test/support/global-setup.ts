@@ -22,6 +22,11 @@ declare module "vitest" {
      * closing an idle connection just then), and every request to /drop.
      */
     closingReceiverUrl: string;
+    /**
+     * The node-cluster project's (cluster-setup.ts): REDIS_CLUSTER_NODES of its local cluster,
+     * which the bridge and redisPort front.
+     */
+    clusterNodes: string;
   }
 }
 
@@ -29,7 +34,7 @@ declare module "vitest" {
  * Records every request; answers 204, or what GET /__received asks for. The closing server records
  * into the same list, each request with its place on its connection and whether it was dropped.
  */
-async function startRecorder(): Promise<{
+export async function startRecorder(): Promise<{
   url: string;
   closingUrl: string;
   close(): Promise<void>;
@@ -97,7 +102,8 @@ async function startRecorder(): Promise<{
   };
 }
 
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+/** Stops the run with one line when there is no redis-server to start. */
+export function requireRedisServer(): void {
   try {
     findRedisServer();
   } catch (error) {
@@ -109,6 +115,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
     );
     process.exit(1);
   }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  requireRedisServer();
   const redis = await startRedisServer();
   // delayq's scripts are in Redis's cache from the start, as in any deployment after its first
   // minute: tests that count requests then never count a first use's NOSCRIPT and EVAL, whatever

@@ -1,14 +1,20 @@
 // Test helpers: a real Redis client for the queue, isolated per test: @upstash/redis against the
 // shared bridge, or, with DELAYQ_TEST_DRIVER=tcp (the node-tcp project), the TCP driver (ioredis)
-// against the run's redis-server behind it.
+// against the run's redis-server behind it, or with DELAYQ_TEST_DRIVER=cluster (the node-cluster
+// project), the cluster driver (ioredis's Cluster) against the run's local Redis Cluster.
 import { Redis } from "@upstash/redis";
 import { afterAll, inject } from "vitest";
 import type { BridgeCounters } from "../../dev/bridge";
+import { type ClusterRedis, connectCluster } from "../../src/redis/cluster";
 import { connectRedis, type TcpRedis } from "../../src/redis/tcp";
 
-/** Which driver the queue's client uses in this run: `rest` (default) or `tcp`. */
-export const TEST_DRIVER: "rest" | "tcp" =
-  process.env.DELAYQ_TEST_DRIVER === "tcp" ? "tcp" : "rest";
+/** Which driver the queue's client uses in this run: `rest` (default), `tcp` or `cluster`. */
+export const TEST_DRIVER: "rest" | "tcp" | "cluster" =
+  process.env.DELAYQ_TEST_DRIVER === "tcp"
+    ? "tcp"
+    : process.env.DELAYQ_TEST_DRIVER === "cluster"
+      ? "cluster"
+      : "rest";
 
 export type TestRedis = {
   /**
@@ -28,8 +34,8 @@ export type TestRedis = {
   stats(): Promise<BridgeCounters>;
 };
 
-/** The TCP connections opened by this test file, closed after it. */
-const connections = new Set<TcpRedis>();
+/** The TCP and cluster connections opened by this test file, closed after it. */
+const connections = new Set<TcpRedis | ClusterRedis>();
 afterAll(async () => {
   await Promise.all([...connections].map((connection) => connection.quit()));
   connections.clear();
@@ -53,28 +59,39 @@ export function testRedis(
     enableTelemetry: false,
   });
   const prefix = `t${label}:`;
-  if (TEST_DRIVER === "tcp") return overTcp(redis, prefix, token);
+  if (TEST_DRIVER !== "rest") return overTcp(redis, prefix, token);
   return { redis, prefix, token, stats: () => bridgeStats(url, token) };
 }
 
-/** Commands of the connection itself (its handshake, its end), which no REST request carries. */
-const HOUSEKEEPING = new Set(["info", "client", "select", "auth", "hello", "quit"]);
+/**
+ * Commands of the connection itself (its handshake, its end; a Cluster's `CLUSTER INFO` ready
+ * check and `CLUSTER SLOTS`), which no REST request carries.
+ */
+const HOUSEKEEPING = new Set(["info", "client", "select", "auth", "hello", "quit", "cluster"]);
 
 function overTcp(rest: Redis, prefix: string, token: string): TestRedis {
-  const tcp = connectRedis(`redis://127.0.0.1:${inject("redisPort")}`, {
-    commandTimeoutMs: 10_000,
-  });
+  const tcp =
+    TEST_DRIVER === "cluster"
+      ? connectCluster(inject("clusterNodes"), { commandTimeoutMs: 10_000 })
+      : connectRedis(`redis://127.0.0.1:${inject("redisPort")}`, { commandTimeoutMs: 10_000 });
   connections.add(tcp);
   // A command queued while connecting passes here again when the queue is flushed: count it once.
   const seen = new WeakSet<object>();
   let sent = 0;
-  const send = tcp.ioredis.sendCommand.bind(tcp.ioredis);
-  tcp.ioredis.sendCommand = (command, ...more) => {
+  // A Cluster's sendCommand has the same first argument; it sends a redirected command again.
+  const client = tcp.ioredis as TcpRedis["ioredis"];
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = (command, ...more) => {
     if (!seen.has(command) && !HOUSEKEEPING.has(command.name.toLowerCase())) sent += 1;
     seen.add(command);
     return send(command, ...more);
   };
-  const { ioredis: _ioredis, quit: _quit, ...driver } = tcp;
+  const {
+    ioredis: _ioredis,
+    quit: _quit,
+    ready: _ready,
+    ...driver
+  } = tcp as TcpRedis & { ready?: unknown };
   const redis = Object.create(rest) as Redis;
   for (const [name, method] of Object.entries(driver)) {
     Object.defineProperty(redis, name, { value: method, enumerable: true });

@@ -3,11 +3,14 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { Redis } from "@upstash/redis";
-import { inject } from "vitest";
+import { afterAll, inject } from "vitest";
 import { freePort } from "../../dev/redis-server";
 import { type ServiceProcess, startService } from "../../dev/service-process";
+import { NodeEnvSchema, parseConfig } from "../../src/config";
 import type { Logger } from "../../src/log";
-import { buildService, type Service } from "../../src/service";
+import { type ClusterRedis, connectCluster } from "../../src/redis/cluster";
+import { buildService, type ClusterRedisSettings, type Service } from "../../src/service";
+import { TEST_DRIVER } from "./redis";
 
 export type TestService = {
   /** e.g. http://127.0.0.1:40123 */
@@ -76,6 +79,9 @@ export function spawnNodeEntry(env: Record<string, string | undefined>): NodeEnt
  * The service as buildService wires it, in this process, on the run's bridge with a key prefix
  * of its own (`<name><label>`): `vars` are its DQ_* settings, `log` its logger (none by
  * default). Also answers a client of the same Redis user (to look at its keys) and the prefix.
+ * In the node-cluster project the service reaches the run's cluster as functions/node.ts does
+ * with REDIS_CLUSTER_NODES (the cluster driver); the client to look at keys still goes through
+ * the bridge, which follows the cluster's redirections.
  */
 export function bridgeService(
   name: string,
@@ -86,10 +92,36 @@ export function bridgeService(
   const url = inject("bridgeUrl");
   const token = `${inject("bridgeToken")}:${label}`;
   const prefix = `${name}${label}`;
+  const env = {
+    UPSTASH_REDIS_REST_URL: url,
+    UPSTASH_REDIS_REST_TOKEN: token,
+    DQ_PREFIX: prefix,
+    ...vars,
+  };
+  const onCluster = TEST_DRIVER === "cluster";
   const service = buildService(
-    { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token, DQ_PREFIX: prefix, ...vars },
+    env,
     (settings) => new Redis({ url: settings.url, token: settings.token, ...settings.options }),
-    { log },
+    {
+      log,
+      ...(onCluster && {
+        config: parseConfig({ ...env, REDIS_CLUSTER_NODES: inject("clusterNodes") }, NodeEnvSchema),
+        makeClusterRedis: (settings: ClusterRedisSettings) => {
+          const cluster = connectCluster(settings.nodes, {
+            commandTimeoutMs: settings.commandTimeoutMs,
+          });
+          clusters.add(cluster);
+          return cluster;
+        },
+      }),
+    },
   );
   return { service, redis: new Redis({ url, token }), prefix };
 }
+
+/** The cluster connections bridgeService opened in this test file, closed after it. */
+const clusters = new Set<ClusterRedis>();
+afterAll(async () => {
+  await Promise.all([...clusters].map((cluster) => cluster.quit()));
+  clusters.clear();
+});
