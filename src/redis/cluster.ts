@@ -65,17 +65,21 @@ export function connectCluster(
     scaleReads: "master",
   });
   let lastError: string | undefined;
+  /** A node's own last error (refused, WRONGPASS): more telling than the cluster's summary. */
+  let nodeError: string | undefined;
   const heard = (message: string) => {
     lastError = message;
     options.onError?.(message);
   };
   // Without listeners ioredis prints every node's connection error to the console.
   cluster.on("error", (error: Error) => heard(error.message));
-  cluster.on("node error", (error: Error, address?: string) =>
-    heard(address ? `${address}: ${error.message}` : error.message),
-  );
+  cluster.on("node error", (error: Error, address?: string) => {
+    nodeError = address ? `${address}: ${error.message}` : error.message;
+    heard(nodeError);
+  });
   cluster.on("ready", () => {
     lastError = undefined;
+    nodeError = undefined;
   });
   const fail = (error: unknown) => tcpError(error, lastError, "REDIS_CLUSTER_NODES");
   const nodeList = seeds.map(({ host, port }) => `${host}:${port}`).join(", ");
@@ -106,12 +110,11 @@ export function connectCluster(
       return new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => {
           cluster.off("ready", onReady);
+          const why = nodeError ?? lastError;
           reject(
             new DelayqError(
               "internal_error",
-              `delayq is misconfigured: REDIS_CLUSTER_NODES names no reachable Redis Cluster node ` +
-                `(tried ${nodeList} for ${timeoutMs} ms${lastError ? `: ${lastError}` : ""}): ` +
-                "check the seed nodes, that they run with cluster-enabled yes, and REDIS_PASSWORD",
+              `delayq is misconfigured: ${unready(why, nodeList, timeoutMs)}`,
             ),
           );
         }, timeoutMs);
@@ -130,4 +133,19 @@ export function connectCluster(
       }
     },
   };
+}
+
+/** Why a cluster was not reached at start: a password asked for or refused, or no node. */
+function unready(why: string | undefined, nodeList: string, timeoutMs: number): string {
+  if (why !== undefined && /\bNOAUTH\b/.test(why)) {
+    return `the Redis Cluster of REDIS_CLUSTER_NODES asks for a password (${why}): set REDIS_PASSWORD`;
+  }
+  if (why !== undefined && /\bWRONGPASS\b|AUTH.*password/i.test(why)) {
+    return `the Redis Cluster of REDIS_CLUSTER_NODES refused REDIS_PASSWORD (${why}): check it`;
+  }
+  return (
+    `REDIS_CLUSTER_NODES names no reachable Redis Cluster node (tried ${nodeList} for ` +
+    `${timeoutMs} ms${why ? `: ${why}` : ""}): check the seed nodes, that they run with ` +
+    "cluster-enabled yes, and REDIS_PASSWORD"
+  );
 }

@@ -279,4 +279,40 @@ describe("npm start with REDIS_CLUSTER_NODES", () => {
     const got = (popped.body.jobs as { id: string }[]).map((j) => j.id).sort();
     expect(got).toEqual([...ids, "k6"]);
   }, 40_000);
+
+  // Last: it leaves the cluster asking for a password.
+  it("stops with one line when the cluster refuses REDIS_PASSWORD or asks for one, never quoting it", async () => {
+    for (const node of cluster.nodes) {
+      const admin = await RespConnection.open(node.port);
+      await admin.call("CONFIG", "SET", "requirepass", PASSWORD);
+      admin.close();
+    }
+    const start = async (password: string | undefined) => {
+      const entry = spawnNodeEntry({
+        DQ_TOKENS: "a",
+        REDIS_CLUSTER_NODES: cluster.seeds,
+        ...(password === undefined ? {} : { REDIS_PASSWORD: password }),
+        DQ_REDIS_TIMEOUT_MS: "1000",
+        PORT: String(await freePort()),
+      });
+      expect(await entry.exited).toBe(1);
+      return entry.output().trim().split("\n");
+    };
+    const wrong = await start(`${PASSWORD}-not`);
+    expect(wrong).toHaveLength(1);
+    expect(wrong[0]).toMatch(
+      /^delayq is misconfigured: the Redis Cluster of REDIS_CLUSTER_NODES refused REDIS_PASSWORD \(127\.0\.0\.1:\d+: WRONGPASS/,
+    );
+    expect(wrong[0]).not.toContain(PASSWORD);
+    const none = await start(undefined);
+    expect(none).toHaveLength(1);
+    expect(none[0]).toMatch(/asks for a password \(.*NOAUTH.*\): set REDIS_PASSWORD$/);
+    // With the password, the cluster driver works.
+    const right = connectCluster(cluster.seeds, { password: PASSWORD, commandTimeoutMs: 1000 });
+    await right.ready();
+    const queue = new DelayQueue({ redis: right, prefix: "withpw" });
+    await queue.add({ topic: "t", id: "p1", body: 1 });
+    expect((await queue.pop("t")).map((j) => j.id)).toEqual(["p1"]);
+    await right.quit();
+  }, 30_000);
 });
