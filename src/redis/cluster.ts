@@ -5,7 +5,13 @@
 import { Cluster } from "ioredis";
 import { DelayqError } from "../domain/errors";
 import type { RedisClient } from "./runner";
-import { type ConnectRedisOptions, driverOver, ownFunctions, tcpError } from "./tcp";
+import {
+  type ConnectRedisOptions,
+  driverOver,
+  type IoredisLike,
+  ownFunctions,
+  tcpError,
+} from "./tcp";
 import { type ClusterNode, parseClusterNodes } from "./urls";
 
 export type ConnectClusterOptions = ConnectRedisOptions & {
@@ -23,7 +29,10 @@ export type ClusterRedis = RedisClient & {
    * command time limit. The entry point awaits it before serving anything.
    */
   ready(): Promise<void>;
-  /** Closes every connection once the commands already sent have their replies. */
+  /**
+   * Closes every connection once the commands already sent have their replies, or after the
+   * command time limit when nodes do not answer.
+   */
   quit(): Promise<void>;
 };
 
@@ -80,11 +89,31 @@ export function connectCluster(
   cluster.on("ready", () => {
     lastError = undefined;
     nodeError = undefined;
+    // Once the cluster was reached, a command issued while it is being looked for again (every
+    // master down) fails at once instead of waiting in the offline queue, where the nodes'
+    // time limit does not reach it and whence it would be sent, late, when the cluster is back.
+    cluster.options.enableOfflineQueue = false;
   });
+  // Before that (a caller that did not wait for ready()), queued commands still end by the time
+  // limit: what Cluster does not bound, `limited` does.
+  const limited = <T>(command: Promise<T>): Promise<T> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error("Command timed out")), timeoutMs);
+    });
+    return Promise.race([command, late]).finally(() => clearTimeout(timer));
+  };
+  const bounded: IoredisLike = {
+    evalsha: ((...args: Parameters<Cluster["evalsha"]>) =>
+      limited(cluster.evalsha(...args))) as Cluster["evalsha"],
+    eval: ((...args: Parameters<Cluster["eval"]>) =>
+      limited(cluster.eval(...args))) as Cluster["eval"],
+    get: ((key: string) => limited(cluster.get(key))) as Cluster["get"],
+  };
   const fail = (error: unknown) => tcpError(error, lastError, "REDIS_CLUSTER_NODES");
   const nodeList = seeds.map(({ host, port }) => `${host}:${port}`).join(", ");
   return {
-    ...driverOver(cluster, fail, () => {}),
+    ...driverOver(bounded, fail, () => {}),
     delayqFunctions: ownFunctions(
       {
         // Every master: a key's slot may be on any of them, or move to another.
@@ -92,14 +121,15 @@ export function connectCluster(
           const masters = cluster.nodes("master");
           if (masters.length === 0) throw new Error("Connection is closed.");
           const loads = await Promise.allSettled(
-            masters.map((node) => node.call("FUNCTION", "LOAD", "REPLACE", library)),
+            masters.map((node) => limited(node.call("FUNCTION", "LOAD", "REPLACE", library))),
           );
           const loaded = loads.filter((load) => load.status === "fulfilled");
           // A master that is down gets the library at its first call after it is back.
           if (loaded.length === 0) throw (loads[0] as PromiseRejectedResult).reason;
           return loaded.length;
         },
-        call: (name, keys, args) => cluster.call("FCALL", name, keys.length, ...keys, ...args),
+        call: (name, keys, args) =>
+          limited(cluster.call("FCALL", name, keys.length, ...keys, ...args)),
       },
       fail,
       () => {},
@@ -126,9 +156,18 @@ export function connectCluster(
       });
     },
     async quit() {
+      // ioredis's quit waits for every node's QUIT, for ever when nodes are down (and while it
+      // is still looking for the cluster): at most the command time limit, then disconnect.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, cluster.status === "ready" ? timeoutMs : 0);
+      });
       try {
-        await cluster.quit();
+        await Promise.race([cluster.quit(), late]);
       } catch {
+        // Closed already, or a node refused: disconnect below either way.
+      } finally {
+        clearTimeout(timer);
         cluster.disconnect();
       }
     },

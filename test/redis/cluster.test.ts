@@ -5,7 +5,7 @@
 // its AOF, with nothing lost.
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { type RedisCluster, slotRanges, startRedisCluster } from "../../dev/redis-cluster";
 import { freePort } from "../../dev/redis-server";
 import { RespConnection } from "../../dev/resp";
@@ -393,5 +393,43 @@ describe("npm start with REDIS_CLUSTER_NODES", () => {
     await queue.add({ topic: "t", id: "p1", body: 1 });
     expect((await queue.pop("t")).map((j) => j.id)).toEqual(["p1"]);
     await right.quit();
+  }, 30_000);
+
+  it("answers 503 at once while every master is down, and stops promptly on SIGTERM", async () => {
+    const port = await freePort();
+    const entry = spawnNodeEntry({
+      DQ_TOKENS: token,
+      REDIS_CLUSTER_NODES: cluster.seeds,
+      // The test before this one left the cluster asking for it.
+      REDIS_PASSWORD: PASSWORD,
+      DQ_PREFIX: prefix,
+      DQ_REDIS_TIMEOUT_MS: "5000",
+      PORT: String(port),
+    });
+    onTestFinished(() => {
+      if (entry.child.exitCode === null) entry.child.kill("SIGKILL");
+    });
+    while (!entry.output().includes('"event":"listening"')) {
+      expect(entry.child.exitCode).toBeNull();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    for (const index of cluster.nodes.keys()) await cluster.kill(index);
+    const get = (path: string) =>
+      fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: `Bearer ${token}` } });
+    // The first call finds the nodes gone; the next ones, the cluster being looked for again:
+    // each answers 503 well before DQ_REDIS_TIMEOUT_MS, none waits in a queue.
+    for (let i = 0; i < 3; i++) {
+      const started = Date.now();
+      const res = await get("/v1/jobs/m1");
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
+        "redis_unavailable",
+      );
+      if (i > 0) expect(Date.now() - started).toBeLessThan(4000);
+    }
+    const stopping = Date.now();
+    entry.child.kill("SIGTERM");
+    expect(await entry.exited).toBe(0);
+    expect(Date.now() - stopping).toBeLessThan(8000);
   }, 30_000);
 });
