@@ -188,12 +188,15 @@ export type PaymentsResult = {
   ticks: { count: number; maxTickMs: number; carried: number; tickBudgetMs: number };
   /**
    * The runs QStash started for what a run's budget left (none without QStash): asks made, runs
-   * asked and come, most subrequests in one, polls they made, and QStash's cost per poll.
+   * asked and come, most subrequests in one, polls they made, and QStash's cost per poll; and
+   * `covers`: runs asked for polls due before the next tick that a run could not wait for (one
+   * per 20 s wave, QStash dropping the repeats).
    */
   handOffs: {
     enabled: boolean;
     asks: number;
     runsAsked: number;
+    covers: number;
     runs: number;
     maxSubrequests: number;
     polls: number;
@@ -259,7 +262,7 @@ async function runWatches(options: PaymentsOptions): Promise<PaymentsResult> {
   /** The runs hand-offs asked for: each a call from QStash, settled once its deferred work is. */
   const handOffRuns: { tally: Tally; done: Promise<void> }[] = [];
   /** What the hand-offs asked for: asks, and fresh runs asked. */
-  const asked = { asks: 0, runs: 0 };
+  const asked = { asks: 0, runs: 0, covers: 0 };
   /** One call from QStash (POST /v1/qstash/continue) as one invocation of its own. */
   const handOffRun = async (app: Service["app"], request: Request) => {
     const tally = fetches.tally(`hand-off ${handOffRuns.length + 1}`);
@@ -308,6 +311,8 @@ async function runWatches(options: PaymentsOptions): Promise<PaymentsResult> {
       DQ_SUBREQUESTS: String(options.subrequests),
       // The schedule is compressed by the speed-up: its first steps fall under a second.
       DQ_MIN_POLL_MS: "0",
+      // The cron ticks every minute ÷ speed-up here (below): the dispatcher plans with that.
+      DQ_TICK_INTERVAL_MS: String(Math.round(60_000 / options.speedup)),
       ...(qstash && publicUrl
         ? {
             QSTASH_URL: qstash.url,
@@ -325,6 +330,8 @@ async function runWatches(options: PaymentsOptions): Promise<PaymentsResult> {
       } else if (entry.event === "hand_off") {
         asked.asks += 1;
         asked.runs += Number(entry.runs ?? 0);
+      } else if (entry.event === "wave_asked") {
+        asked.covers += 1;
       }
     },
     // The service as functions/node.ts builds it; its Redis client also tells the harness each
@@ -540,6 +547,7 @@ async function runWatches(options: PaymentsOptions): Promise<PaymentsResult> {
           enabled: options.handOffs,
           asks: asked.asks,
           runsAsked: asked.runs,
+          covers: asked.covers,
           runs: handOffRuns.length,
           maxSubrequests: Math.max(0, ...handOffRuns.map((run) => tallyTotal(run.tally))),
           polls: handOffRuns.reduce((sum, run) => sum + (run.tally.counts.provider ?? 0), 0),

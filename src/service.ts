@@ -151,6 +151,7 @@ export function buildService(
     handlers: { payments: payments.poller, refunds: refunds.poller },
     subrequests: config.DQ_SUBREQUESTS,
     destinations: { policy: destinations, fetch: options.publicFetch },
+    ...("DQ_TICK_INTERVAL_MS" in config ? { tickIntervalMs: config.DQ_TICK_INTERVAL_MS } : {}),
   });
   const queue = new DelayQueue({
     redis,
@@ -306,6 +307,7 @@ function runsOf(subrequests: number, log: Logger): Runs {
     tick: ({ startedAt, waitUntil }) =>
       createRun({
         startedAt,
+        tick: true,
         subrequests,
         lifetimeMs: TICK_RUN_MS,
         log,

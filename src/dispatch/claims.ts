@@ -56,6 +56,8 @@ export type ClaimArgs = {
    * what is left needs.
    */
   consume?: number;
+  /** ... and the wave it was asked for, whose promise it takes them off. */
+  wave?: number;
 };
 
 /** The kind of one of delayq's own push topics, from its push url (`internal:<kind>`). */
@@ -122,6 +124,7 @@ export async function claimDue(
         randomHex(6),
         args.topic ?? "",
         round === 0 ? (args.consume ?? 0) : 0,
+        args.wave ?? "",
       ]);
     } catch (error) {
       budget.giveBack(most * worst); // the claim itself was made (or may have been)

@@ -36,6 +36,11 @@ export type DrainReport = {
   notices: number;
   /** Fresh invocations asked for (through QStash) to take what this one's budget could not. */
   handedOff: number;
+  /**
+   * Fresh invocations asked for (through QStash) for jobs due before the next tick that this one
+   * could not wait for (one per topic and 20 s wave; QStash drops repeats).
+   */
+  covered: number;
   /** Whether push work was possibly left when the budget or the run's time stopped it. */
   more: boolean;
 };
@@ -57,6 +62,8 @@ export type DispatchDeps = {
   noticeRounds: NoticeRounds;
   /** Asks fresh invocations to take the work a run's budget cannot (QStash); none: next tick. */
   handOff?: HandOff;
+  /** How often the cron ticks, ms: each tick claims what falls due before the next one. */
+  tickIntervalMs: number;
   /** Says once per process that a topic wants QStash and it is not configured. */
   warnNoQStash(): void;
 };
@@ -69,6 +76,7 @@ export function emptyReport(): DrainReport {
     published: 0,
     notices: 0,
     handedOff: 0,
+    covered: 0,
     more: false,
   };
 }

@@ -48,6 +48,12 @@ export type DispatcherOptions = {
   subrequests?: number;
   /** Most jobs one claim takes. @default 500 */
   batch?: number;
+  /**
+   * How often the cron ticks, ms (a Worker's `* * * * *`; Node's DQ_TICK_INTERVAL_MS): a job due
+   * before the next tick that a run cannot claim itself has a fresh run asked for (hand-offs).
+   * @default 60000
+   */
+  tickIntervalMs?: number;
   /** Notice requests this process keeps open at once, rounds together. @default 200 */
   maxOpenNotices?: number;
 };
@@ -91,6 +97,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     handlers,
     batch: options.batch ?? 500,
     noticeRounds: noticeRounds(options.maxOpenNotices),
+    tickIntervalMs: options.tickIntervalMs ?? 60_000,
     handOff:
       qstash && options.subrequests !== undefined
         ? qstashHandOff({

@@ -1,21 +1,29 @@
 // Hand-offs: when a run's subrequest budget stops its claims with push jobs left, fresh
 // invocations are asked for through QStash (each message a new invocation with a budget of its
-// own), timed a little before the earliest job left, as many as the jobs left need. On Workers
-// an invocation's subrequests are a hard limit; this is how a burst past one budget is still
-// delivered on time (docs/push.md: "Bursts past one invocation").
+// own), wave by wave across the stopped claim's horizon: each wave's runs come a little before
+// the wave begins and take the jobs due in it, as many runs as those jobs need. And a job due
+// soon that neither the run nor the next tick would claim in time (a run's window ends before
+// it, the tick may come after it) has a run asked for its wave. On Workers an invocation's
+// subrequests are a hard limit; this is how a load past one budget is still delivered on time
+// (docs/push.md: "Bursts past one invocation").
 import { DIRECT_WINDOW_MS } from "../domain/push";
 import type { ScriptRunner } from "../redis/runner";
 import type { Run } from "../run/run";
 import type { Work } from "../run/work";
 import type { QStash } from "./qstash";
 
-/** How long before the earliest job left a fresh run is asked to come, ms. */
+/** How long before its wave begins a fresh run is asked to come, ms. */
 export const HAND_OFF_LEAD_MS = 5_000;
+/**
+ * A wave's length, ms: a run that comes HAND_OFF_LEAD_MS before its wave claims what is due within
+ * its window (DIRECT_WINDOW_MS), the whole wave.
+ */
+export const HAND_OFF_WAVE_MS = DIRECT_WINDOW_MS - HAND_OFF_LEAD_MS;
 /** Most runs one hand-off asks for (one QStash batch request). */
 const MAX_RUNS = 100;
 /** Continuations of held-back topics are asked for at multiples of this, ms (deduplicated). */
 const CONTINUE_BUCKET_MS = 5_000;
-/** How long the runs asked for are counted as coming (then forgotten: the next tick goes on). */
+/** How long the runs asked for are counted as coming after their wave begins (then forgotten). */
 const PROMISE_MS = 60_000;
 
 export type HandOff = {
@@ -23,11 +31,18 @@ export type HandOff = {
   readonly cost: number;
   /**
    * Asks for fresh runs for what `run` left of `scope` (jobs of `topic`, or of every push topic,
-   * due by `horizon`), each to take as many jobs as its budget pays for at `jobCost` subrequests
-   * a job (as the stopped run's claims found them; the worst cost when unknown); answers how
-   * many it asked for. Takes its cost from the run's budget.
+   * due by `horizon`), wave by wave, each to take as many jobs as its budget pays for at
+   * `jobCost` subrequests a job (as the stopped run's claims found them; the worst cost when
+   * unknown); answers how many it asked for. Takes its cost from the run's budget.
    */
   ask(run: Run, scope: { topic?: string; horizon: number; jobCost?: number }): Promise<number>;
+  /**
+   * Asks for one fresh run for the wave of `due`, to claim `topic`'s jobs due in it: a job `run`
+   * cannot claim itself (its window ends first) and the next tick may not claim in time. Asks of
+   * any runs for the same topic and wave are one (QStash's deduplication). Takes one subrequest;
+   * answers whether it asked.
+   */
+  cover(run: Run, topic: string, due: number): Promise<boolean>;
   /**
    * Asks for one fresh run at `at` to claim `topic` again: a topic with flow control still held
    * jobs back when `run` ended. Asks of any runs for the same topic and the same few seconds are
@@ -36,7 +51,7 @@ export type HandOff = {
    */
   continueAt(run: Run, topic: string, at: number): Promise<boolean>;
   /** The work of a run a hand-off asked for: claim what is due within its reach. */
-  work(request: { topic?: string; share?: number }, now: number): Work;
+  work(request: { topic?: string; share?: number; wave?: number }, now: number): Work;
 };
 
 export type HandOffOptions = {
@@ -60,52 +75,75 @@ export function runShare(subrequests: number, jobCost: number): number {
 
 export function qstashHandOff(options: HandOffOptions): HandOff {
   const { scripts, qstash, publicUrl, subrequests, worstJobCost } = options;
-  const reach = DIRECT_WINDOW_MS - HAND_OFF_LEAD_MS;
   return {
     cost: 2,
     async ask(run, { topic, horizon, jobCost = worstJobCost }) {
       if (!run.budget.take(2)) return 0;
       const now = run.clock();
       const share = runShare(subrequests, Math.min(Math.max(jobCost, 1), worstJobCost));
-      const { runs, firstDue } = await scripts.run("handOff", now, [
+      const waves = await scripts.run("handOff", now, [
         horizon,
         share,
         MAX_RUNS,
         topic ?? "",
         PROMISE_MS,
-        reach,
+        HAND_OFF_WAVE_MS,
       ]);
-      if (runs === 0) {
+      if (waves.length === 0) {
         run.budget.giveBack(1);
         return 0;
       }
-      const at = firstDue === undefined ? now : Math.max(now, firstDue - HAND_OFF_LEAD_MS);
-      const notBefore = at > now ? at : undefined;
-      await qstash.publishRuns({ publicUrl, runs, topic, share, notBefore });
-      run.log({ level: "info", event: "hand_off", topic, runs, share, at });
+      await qstash.publishRuns({
+        publicUrl,
+        topic,
+        share,
+        waves: waves.map(({ wave, runs }) => ({ wave, runs, notBefore: waveStart(wave, now) })),
+      });
+      const runs = waves.reduce((sum, wave) => sum + wave.runs, 0);
+      run.log({ level: "info", event: "hand_off", topic, runs, share, waves: waves.length });
       return runs;
+    },
+    async cover(run, topic, due) {
+      if (!run.budget.take(1)) return false;
+      const wave = Math.floor(due / HAND_OFF_WAVE_MS);
+      const now = run.clock();
+      await qstash.publishRuns({
+        publicUrl,
+        topic,
+        share: 0,
+        waves: [{ wave, runs: 1, notBefore: waveStart(wave, now) }],
+        deduplicationId: `wave-${wave}-${toHex(topic)}`,
+      });
+      run.log({ level: "info", event: "wave_asked", topic, due });
+      return true;
     },
     async continueAt(run, topic, at) {
       if (!run.budget.take(1)) return false;
       const bucket = Math.floor(at / CONTINUE_BUCKET_MS);
       await qstash.publishRuns({
         publicUrl,
-        runs: 1,
         topic,
         share: 0,
-        notBefore: at,
+        waves: [{ runs: 1, notBefore: at }],
         deduplicationId: `flow-${bucket}-${toHex(topic)}`,
       });
       run.log({ level: "info", event: "flow_continue", topic, at });
       return true;
     },
-    work: ({ topic, share }, now) => ({
+    work: ({ topic, share, wave }, now) => ({
       kind: "claim",
       ...(topic === undefined ? {} : { topic }),
       horizon: now + DIRECT_WINDOW_MS,
       consume: share ?? runShare(subrequests, worstJobCost),
+      ...(wave === undefined ? {} : { wave }),
     }),
   };
+}
+
+/** When a run asked for wave `wave` comes: a little before the wave begins, or now. */
+function waveStart(wave: number, now: number): number | undefined {
+  const at = wave * HAND_OFF_WAVE_MS - HAND_OFF_LEAD_MS;
+  return at > now ? at : undefined;
 }
 
 /** A topic name as a deduplication id may carry it (QStash takes letters, digits, -, _ and .). */

@@ -9,6 +9,7 @@ import { type Claimed, claimDue } from "./claims";
 import type { Parcel } from "./delivery";
 import { type DispatchDeps, type DrainReport, emptyReport, type JobHandler } from "./deps";
 import { byDue, deliverOne, stillToSend } from "./direct";
+import { HAND_OFF_LEAD_MS, HAND_OFF_WAVE_MS } from "./hand-off";
 import { NOTICES_PER_ROUND } from "./notice-rounds";
 import { sendNotices } from "./notices";
 import { publishParcels } from "./publish";
@@ -16,6 +17,12 @@ import { settleBatches } from "./settle";
 import { until } from "./until";
 
 type ClaimWork = Work & { kind: "claim" };
+
+/**
+ * How late a tick may start after its time, ms: ticks a minute apart that claim 65 s ahead
+ * (CLAIM_AHEAD_MS) leave nothing unclaimed while each starts within 5 s of its time.
+ */
+const TICK_LATENESS_MS = 5_000;
 
 /**
  * A topic's claims within one run (or every topic's, for a tick): at most one claim is answered
@@ -45,6 +52,8 @@ export class RunLoop {
   private readonly comeBack = new Map<string, number>();
   /** Held-back topics the run asked a fresh run for, as it could not come back itself. */
   private readonly continued = new Set<string>();
+  /** Waves (`<topic>\n<wave>`) the run asked a fresh run for, for jobs due before the next tick. */
+  private readonly covered = new Set<string>();
   /** Topics with `rate`: the run's sends in claim order, and when its latest ones went. */
   private readonly pacers = new Map<string, { recent: number[]; chain: Promise<void> }>();
 
@@ -102,8 +111,23 @@ export class RunLoop {
     void task.finally(() => this.leave());
   }
 
-  /** Starts (or joins) a claim; answers whether one is in flight for it. */
-  private claim(item: ClaimWork): boolean {
+  /**
+   * Starts (or joins) a claim; answers whether one is in flight for it. A follow-up for a job due
+   * at `due` is left to the next tick when that tick claims it in time for sure; else it is
+   * claimed when the run waits that long (`reach`), or a fresh run is asked for (`cover`).
+   */
+  private claim(work: ClaimWork): boolean {
+    let item = work;
+    if (item.due !== undefined) {
+      const { due, ...rest } = item;
+      if (due >= this.nextTickBy()) return false;
+      const reach = this.reach();
+      if (due > reach) {
+        this.cover(item.topic, due);
+        return false;
+      }
+      item = { ...rest, horizon: Math.min(reach, Math.max(rest.horizon, due)) };
+    }
     const key = item.topic ?? "";
     let lane = this.lanes.get(key);
     if (!lane) {
@@ -133,6 +157,7 @@ export class RunLoop {
         horizon: item.horizon,
         topic: item.topic,
         consume: item.consume,
+        wave: item.wave,
       });
     } catch (error) {
       this.failed("push_failed", error, item.topic);
@@ -225,6 +250,53 @@ export class RunLoop {
         (error: unknown) => this.failed("flow_continue_failed", error, topic),
       ),
     );
+  }
+
+  /**
+   * A job of `topic` due at `due`, before the next tick may come, that the run cannot wait for: a
+   * fresh run is asked for its wave through QStash (one per topic and wave, however many runs
+   * ask). Without QStash it waits for the tick.
+   */
+  private cover(topic: string | undefined, due: number): void {
+    const { handOff } = this.deps;
+    if (!handOff || topic === undefined) return;
+    const key = `${topic}\n${Math.floor(due / HAND_OFF_WAVE_MS)}`;
+    if (this.covered.has(key)) return;
+    this.covered.add(key);
+    this.track(
+      handOff.cover(this.run, topic, due).then(
+        (asked) => {
+          if (asked) this.report.covered += 1;
+          else this.report.more = true;
+        },
+        (error: unknown) => this.failed("hand_off_failed", error, topic),
+      ),
+    );
+  }
+
+  /**
+   * Until when the run waits for jobs to fall due: a tick's until HAND_OFF_LEAD_MS before its end
+   * (a cron invocation may run for minutes), any other's within its window (DIRECT_WINDOW_MS,
+   * what a request's 30 s of `waitUntil` leave room for).
+   */
+  private reach(): number {
+    const { run } = this;
+    const end = run.until - HAND_OFF_LEAD_MS;
+    return run.tick ? end : Math.min(end, run.clock() + DIRECT_WINDOW_MS);
+  }
+
+  /**
+   * From when on a job written now is claimed in time by a tick: each tick claims what falls due
+   * within CLAIM_AHEAD_MS of it, so a job due after the next tick (however late it starts) is
+   * one's. A tick's run knows when the next one comes (an interval after it began, until then);
+   * any other run only that one comes within an interval from now.
+   */
+  private nextTickBy(): number {
+    const { run } = this;
+    const interval = this.deps.tickIntervalMs;
+    const now = run.clock();
+    const from = run.tick && now < run.startedAt + interval ? run.startedAt : now;
+    return from + interval + TICK_LATENESS_MS;
   }
 
   private async deliver(parcel: Parcel): Promise<void> {

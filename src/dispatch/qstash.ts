@@ -29,10 +29,13 @@ export function continueUrl(publicUrl: string): string {
 }
 
 /**
- * The body of a hand-off's message: the topic its run claims (null: every push topic), and the
- * jobs it was asked to take (its share of the hand-offs' promise).
+ * The body of a hand-off's message: the topic its run claims (null: every push topic), the jobs
+ * it was asked to take (its share of the hand-offs' promise) and the wave it was asked for.
  */
-export type ContinueBody = { topic: string | null; share?: number };
+export type ContinueBody = { topic: string | null; share?: number; wave?: number };
+
+/** Runs a hand-off asks for at one time: `runs` of them at `notBefore` (unix ms) or now. */
+export type RunsAt = { runs: number; notBefore?: number; wave?: number };
 
 /**
  * Where QStash reports an answer: delayq's own callback route, naming the reservation. `flow`:
@@ -53,15 +56,15 @@ export type QStash = {
   /** Publishes claimed jobs, each at its due second (rounded up); answers their message ids. */
   publish(parcels: readonly Parcel[], publicUrl: string, now: number): Promise<string[]>;
   /**
-   * Asks QStash for `runs` fresh invocations of delayq (POST /v1/qstash/continue), at
-   * `notBefore` (unix ms) or now, each to claim `topic`'s jobs (or every push topic's).
+   * Asks QStash for fresh invocations of delayq (POST /v1/qstash/continue), per wave `runs` of
+   * them at its `notBefore` (unix ms) or now, each to claim `topic`'s jobs (or every push
+   * topic's); 100 messages a batch request.
    */
   publishRuns(request: {
     publicUrl: string;
-    runs: number;
+    waves: readonly RunsAt[];
     topic?: string;
     share?: number;
-    notBefore?: number;
     /** QStash's deduplication id: asks made with the same one start one run. */
     deduplicationId?: string;
   }): Promise<void>;
@@ -119,22 +122,26 @@ export function createQStash(settings: QStashSettings): QStash {
       }
       return ids;
     },
-    async publishRuns({ publicUrl, runs, topic, share, notBefore, deduplicationId }) {
-      const body: ContinueBody = {
-        topic: topic ?? null,
-        ...(share === undefined ? {} : { share }),
-      };
-      const message = {
-        url: continueUrl(publicUrl),
-        body: JSON.stringify(body),
-        headers: { "content-type": "application/json" },
-        // Early is fine (the run waits for each job's due time): rounded down.
-        ...(notBefore === undefined ? {} : { notBefore: Math.floor(notBefore / 1000) }),
-        ...(deduplicationId === undefined ? {} : { deduplicationId }),
-        retries: 2,
-      };
-      for (let i = 0; i < runs; i += QSTASH_BATCH) {
-        await client.batch(Array.from({ length: Math.min(QSTASH_BATCH, runs - i) }, () => message));
+    async publishRuns({ publicUrl, waves, topic, share, deduplicationId }) {
+      const messages = waves.flatMap(({ runs, notBefore, wave }) => {
+        const body: ContinueBody = {
+          topic: topic ?? null,
+          ...(share === undefined ? {} : { share }),
+          ...(wave === undefined ? {} : { wave }),
+        };
+        const message = {
+          url: continueUrl(publicUrl),
+          body: JSON.stringify(body),
+          headers: { "content-type": "application/json" },
+          // Early is fine (the run waits for each job's due time): rounded down.
+          ...(notBefore === undefined ? {} : { notBefore: Math.floor(notBefore / 1000) }),
+          ...(deduplicationId === undefined ? {} : { deduplicationId }),
+          retries: 2,
+        };
+        return Array.from({ length: runs }, () => message);
+      });
+      for (let i = 0; i < messages.length; i += QSTASH_BATCH) {
+        await client.batch(messages.slice(i, i + QSTASH_BATCH));
       }
     },
     async cancel(messageId) {

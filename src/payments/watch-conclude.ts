@@ -1,7 +1,6 @@
 // The one transition of a watch to what a poll or a notification concluded, shared by polls and
 // notifications of both kinds (payments, refunds), and the work that follows: an outcome's
 // pushes to its notify topics, the next poll due soon.
-import { DIRECT_WINDOW_MS } from "../domain/push";
 import type { Run } from "../run/run";
 import { soon, type Work } from "../run/work";
 import type { ConclusionOf, KindTypes, WatchKind, WatchSpec } from "./watch-kind";
@@ -93,12 +92,11 @@ export async function conclude<T extends KindTypes>(
   if (!result.applied) return { ...NOTHING, how };
   const now = run.clock();
   if (!outcome) {
-    // The next poll is claimed here only when it is due within this run's window; one due later
-    // is a tick's (or a run's that a hand-off asked for), and a claim now would find nothing of
-    // it: about 14 Redis commands and a subrequest saved per poll.
+    // The next poll is claimed here when this run can wait for it; one due before the next tick
+    // that it cannot has a fresh run asked for its wave; one due later is a tick's (a claim now
+    // would find nothing of it: about 14 Redis commands and a subrequest saved per poll).
     const next = result.nextPollAt;
-    const claim = next === undefined || next <= now + DIRECT_WINDOW_MS;
-    return { applied: true, how, work: claim ? [soon(kind.topic, now)] : [] };
+    return { applied: true, how, work: [soon(kind.topic, now, next)] };
   }
   run.log({
     level: "info",

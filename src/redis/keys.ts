@@ -97,6 +97,13 @@ export const KEY_LAYOUT = {
    */
   handOffs: "push:handoffs",
   /**
+   * hash: per wave (a field: the wave's number, its start / HAND_OFF_WAVE_MS), how many push jobs
+   * due in that wave the runs asked for by hand-offs are still to take (scripts/push.ts: handOff);
+   * each such run's first claim takes its share off its wave's field. Waves already begun are
+   * dropped by the next ask; the hash expires a while after the last ask.
+   */
+  handOffWaves: "push:handoffs:waves",
+  /**
    * list and list: where earlier versions kept every topic's notices and retries in one queue
    * (ids; `<due>|<first failure>|<id>`). The notices script moves what it finds there into the
    * topics' own lists, a round's room at a time.

@@ -18,7 +18,7 @@ export {
 export type { PopReply } from "./lua/scripts/pop";
 export {
   type ClaimedTopic,
-  type HandOffReply,
+  type HandOffWave,
   NOTICE_RETRY_MS,
   type Notice,
   renoticeArgs,

@@ -9,6 +9,8 @@ export type Run = {
   readonly clock: () => number;
   /** When the invocation began (a cron's `scheduledTime`, a request's arrival), unix ms. */
   readonly startedAt: number;
+  /** Whether the invocation is a tick of the cron (the next one comes an interval after it). */
+  readonly tick: boolean;
   /**
    * No new work starts after this moment (by `clock`): the platform cuts work off not long after
    * (a Worker's `waitUntil` ends 30 s after a request's answer).
@@ -34,6 +36,8 @@ export type RunOptions = {
   clock?: () => number;
   /** @default clock() */
   startedAt?: number;
+  /** A tick of the cron. @default false */
+  tick?: boolean;
   /** Subrequests the invocation may make. */
   subrequests: number;
   /** How long after `startedAt` the run may start new work, ms. */
@@ -53,6 +57,7 @@ export function createRun(options: RunOptions): Run {
   return {
     clock,
     startedAt,
+    tick: options.tick ?? false,
     until: startedAt + options.lifetimeMs,
     budget: createBudget(options.subrequests),
     log,

@@ -14,13 +14,25 @@ export type Work =
       horizon: number;
       /** A run a hand-off asked for: the jobs it takes off the hand-offs' promise. */
       consume?: number;
+      /** ... and the wave it was asked for (src/dispatch/hand-off.ts). */
+      wave?: number;
+      /**
+       * A follow-up for a job due then (a watch's next poll, a job added due soon): the run
+       * claims it if its window reaches that far, else asks for a run that will (when the next
+       * tick may come too late for it).
+       */
+      due?: number;
     }
   /** Send the failure notices waiting (a push job died), up to `most` of them. */
   | { kind: "notices"; most?: number };
 
-/** Claim `topic`'s jobs due within the window a run that is not a tick delivers itself. */
-export function soon(topic: string, now: number): Work {
-  return { kind: "claim", topic, horizon: now + DIRECT_WINDOW_MS };
+/**
+ * Claim `topic`'s jobs due within the window a run that is not a tick delivers itself; with
+ * `due`, also the job due then (see Work's `due`).
+ */
+export function soon(topic: string, now: number, due?: number): Work {
+  const work: Work = { kind: "claim", topic, horizon: now + DIRECT_WINDOW_MS };
+  return due === undefined ? work : { ...work, due };
 }
 
 /** Claim every push job due before the next tick (what a tick does). */

@@ -26,13 +26,14 @@ afterAll(async () => {
 /** The app with hand-offs (QStash, its public URL, DQ_SUBREQUESTS), and a push topic. */
 async function setup(
   topic: string,
-  limits: { subrequests?: number; batch?: number } = {},
+  limits: { subrequests?: number; batch?: number; runLifetimeMs?: number } = {},
 ): Promise<PushApp> {
   const app = testPushApp({
     qstash: harness.client(),
     publicUrl: harness.publicUrl,
     subrequests: limits.subrequests ?? SUBREQUESTS,
     batch: limits.batch,
+    runLifetimeMs: limits.runLifetimeMs,
   });
   harness.serve(app);
   const put = await app.call("PUT", `/v1/topics/${topic}`, {
@@ -49,11 +50,16 @@ async function addDue(app: PushApp, topic: string, jobs: number, due: number) {
   );
 }
 
-/** The hand-off messages QStash delivered to the app since `since` (ms). */
-const continuations = (since: number) =>
+/** The hand-off messages QStash delivered to the app since `since` (ms), for `topic` if given. */
+const continuations = (since: number, topic?: string) =>
   harness.qstash
     .deliveries()
-    .filter((d) => d.destination.endsWith("/v1/qstash/continue") && d.at >= since);
+    .filter((d) => d.destination.endsWith("/v1/qstash/continue") && d.at >= since)
+    .filter((d) => {
+      if (topic === undefined) return true;
+      const asked = (JSON.parse(d.body) as { topic: string | null }).topic;
+      return asked === null || asked === topic;
+    });
 
 async function waitFor(what: string, done: () => boolean, ms = 15_000) {
   const deadline = Date.now() + ms;
@@ -108,8 +114,48 @@ describe("a run stopped by its budget", () => {
       expect((await app.queue.get(`${topic}-${n}`)).state).toBe("finished");
     }
     // What the runs asked for is taken off as they come: nothing is promised any more.
-    expect(Number((await app.redis.get(app.keys.handOffs)) ?? 0)).toBeLessThanOrEqual(0);
+    const promised = (await app.redis.hgetall<Record<string, string>>(app.keys.handOffWaves)) ?? {};
+    for (const jobs of Object.values(promised)) expect(Number(jobs)).toBeLessThanOrEqual(0);
   });
+
+  it("asks for runs wave by wave across the claim's horizon, each coming before its wave", async () => {
+    // Two groups due 22 s apart: the second lies past the 20 s a run asked for the first one
+    // reaches, so it has runs of its own wave, asked for by the same hand-off; no tick comes.
+    const topic = `waves-${crypto.randomUUID().slice(0, 6)}`;
+    const app = await setup(topic);
+    const jobs = 60;
+    const first = Date.now() + 2500;
+    const second = first + 22_000;
+    const started = Date.now();
+    await addDue(app, `${topic}`, jobs, first);
+    await app.queue.addBatch(
+      Array.from({ length: jobs }, (_, n) => ({ topic, id: `${topic}-late-${n}`, runAt: second })),
+    );
+    const tick = app.newRun(SUBREQUESTS);
+    const report = await app.push({ run: tick });
+    expect(report.more).toBe(true);
+    const hits = () => receiver.received.filter((r) => r.path === `/${topic}`);
+    await waitFor("every job", () => hits().length >= 2 * jobs, 45_000);
+    await new Promise((r) => setTimeout(r, 300));
+    const all = hits();
+    expect(new Set(all.map((r) => r.headers["delayq-id"])).size).toBe(2 * jobs);
+    expect(all).toHaveLength(2 * jobs);
+    const late = all.filter((r) => r.headers["delayq-id"]?.includes("-late-"));
+    expect(late).toHaveLength(jobs);
+    for (const delivery of all) {
+      const due = delivery.headers["delayq-id"]?.includes("-late-") ? second : first;
+      expect(delivery.at).toBeGreaterThanOrEqual(due);
+      expect(delivery.at - due).toBeLessThan(5000);
+    }
+    // The second wave's runs came a little (5 s) before it began, not with the first ones.
+    const waves = new Set(
+      continuations(started, topic).map((run) => (JSON.parse(run.body) as { wave?: number }).wave),
+    );
+    expect(waves.size).toBeGreaterThanOrEqual(2);
+    const lateRuns = continuations(started, topic).filter((run) => run.at > first + 5000);
+    expect(lateRuns.length).toBeGreaterThan(0);
+    for (const run of lateRuns) expect(run.at).toBeGreaterThanOrEqual(second - 26_000);
+  }, 60_000);
 
   it("asks no more runs than the jobs left need when two runs are stopped at once", async () => {
     const topic = `twice-${crypto.randomUUID().slice(0, 6)}`;
@@ -168,6 +214,47 @@ describe("a run stopped by its budget", () => {
   });
 });
 
+describe("a job due before the next tick that the run cannot wait for", () => {
+  it("has one fresh run asked for its wave, however many requests add such jobs", async () => {
+    // Request runs of 8 s: a direct job due in 9 s is past what a request waits for (until 5 s
+    // before its end), and the next tick may come a minute later. Before, it waited for that tick.
+    const topic = `cover-${crypto.randomUUID().slice(0, 6)}`;
+    const app = await setup(topic, { runLifetimeMs: 8000 });
+    const due = Date.now() + 9000;
+    const started = Date.now();
+    for (let n = 0; n < 3; n++) {
+      const added = await app.call("POST", "/v1/jobs", {
+        body: { topic, id: `${topic}-${n}`, body: { n }, runAt: due + n * 100 },
+      });
+      expect(added.status).toBe(201);
+    }
+    await app.settled();
+    const all = await deliveredOnce(topic, 3, due);
+    for (const delivery of all) expect(delivery.at - due).toBeLessThan(3000);
+    // One run for the three (QStash dropped the repeats: one deduplication id per topic and
+    // wave), asked for by the requests' own runs.
+    const runs = continuations(started, topic);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]?.status).toBe(202);
+    const asked = app.logs.filter((line) => line.event === "wave_asked" && line.topic === topic);
+    expect(asked.length).toBeGreaterThan(0);
+  });
+
+  it("asks for nothing when the next tick will claim it in time", async () => {
+    const topic = `far-${crypto.randomUUID().slice(0, 6)}`;
+    const app = await setup(topic, { runLifetimeMs: 8000 });
+    const started = Date.now();
+    const added = await app.call("POST", "/v1/jobs", {
+      body: { topic, id: `${topic}-0`, body: {}, runAt: Date.now() + 90_000 },
+    });
+    expect(added.status).toBe(201);
+    await app.settled();
+    const asked = app.logs.filter((line) => line.event === "wave_asked" && line.topic === topic);
+    expect(asked, JSON.stringify(asked)).toHaveLength(0);
+    expect(continuations(started, topic)).toHaveLength(0);
+  });
+});
+
 describe("POST /v1/qstash/continue", () => {
   it("refuses a call QStash did not sign, and a body that is not a hand-off's", async () => {
     const app = await setup(`refuse-${crypto.randomUUID().slice(0, 6)}`);
@@ -181,7 +268,11 @@ describe("POST /v1/qstash/continue", () => {
     );
     // Through QStash, so that it is signed for the route's URL, but with a body of its own.
     const started = Date.now();
-    await harness.client().publishRuns({ publicUrl: harness.publicUrl, runs: 1, topic: "x" });
+    await harness.client().publishRuns({
+      publicUrl: harness.publicUrl,
+      waves: [{ runs: 1 }],
+      topic: "x",
+    });
     await waitFor("the hand-off", () => continuations(started).length >= 1);
     expect(continuations(started)[0]?.status).toBe(202);
     const { Client } = await import("@upstash/qstash");

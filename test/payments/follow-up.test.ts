@@ -1,6 +1,6 @@
-// What a poll leads to: a claim of the polls due within the run's window (25 s) only when the
-// watch's next poll falls there; one due later is left to a tick (a claim now would find nothing
-// of it and cost a subrequest and about 14 Redis commands).
+// What a poll leads to: a claim that names the watch's next poll's due time, so that the run
+// decides (src/dispatch/loop.ts): claim it itself when it can wait for it, ask for a fresh run
+// when the next tick may come too late, or leave it to the tick (test/dispatch/hand-off.test.ts).
 //
 // Real parts: the scripts on the run's bridge (a key prefix per test), the WeChat Pay sandbox on
 // the wire (NOTPAY, or a 5xx when told), Payments as the service builds it with the test's clock,
@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 describe("a poll's follow-up claim", () => {
-  it("is asked for when the next poll is due within the window (a step, a retry, the deadline), not when it is later", async () => {
+  it("names the next poll's due time: a step, a retry, the deadline", async () => {
     const scripts = createScriptRunner(redis, `follow${uid()}`, 60_000);
     let t = Math.floor(Date.now() / 1000) * 1000;
     const run = createRun({
@@ -76,16 +76,17 @@ describe("a poll's follow-up claim", () => {
       const next = (await payments.get(order, EVERYONE)).nextPollAt as number;
       return { work: handled.work, wait: next - t };
     };
-    const claimSoon = [{ kind: "claim", topic: PAYMENTS_TOPIC, horizon: 0 }];
-    const withHorizon = () => claimSoon.map((work) => ({ ...work, horizon: t + DIRECT_WINDOW_MS }));
+    const claimFor = (due: number) => [
+      { kind: "claim", topic: PAYMENTS_TOPIC, horizon: t + DIRECT_WINDOW_MS, due },
+    ];
 
     let polled = await poll(); // +5 s: the next 10 s on
     expect(polled.wait).toBe(10_000);
-    expect(polled.work).toEqual(withHorizon());
+    expect(polled.work).toEqual(claimFor(t + 10_000));
 
-    polled = await poll(); // +15 s: the next 60 s on, past the window
+    polled = await poll(); // +15 s: the next 60 s on
     expect(polled.wait).toBe(60_000);
-    expect(polled.work).toEqual([]);
+    expect(polled.work).toEqual(claimFor(t + 60_000));
 
     // A transient answer (a 5xx) is retried 5 s on: within the window again.
     t += 60_000;
@@ -102,11 +103,11 @@ describe("a poll's follow-up claim", () => {
     expect(jobs).toHaveLength(1);
     const retried = await payments.poller.run(jobs[0] as (typeof jobs)[number], run);
     expect((await payments.get(order, EVERYONE)).nextPollAt).toBe(t + 5000);
-    expect(retried.work).toEqual(withHorizon());
+    expect(retried.work).toEqual(claimFor(t + 5000));
 
     polled = await poll(); // +80 s: the deadline (+90 s) comes before the next step
     expect(polled.wait).toBe(10_000);
-    expect(polled.work).toEqual(withHorizon());
+    expect(polled.work).toEqual(claimFor(t + 10_000));
   }, 30_000);
 
   it("a pending answer asked before the deadline and applied past it brings the deadline's question at once, not a step later", async () => {

@@ -5,10 +5,10 @@ import type { Context } from "hono";
 import type { Dispatcher } from "../../dispatch/dispatcher";
 import { type ContinueBody, callbackAttempt } from "../../dispatch/qstash";
 import { DelayqError } from "../../domain/errors";
-import { CLAIM_AHEAD_MS, DIRECT_WINDOW_MS } from "../../domain/push";
+import { CLAIM_AHEAD_MS } from "../../domain/push";
 import type { Logger } from "../../log";
 import type { PushedTopic } from "../../queue/add-batch";
-import type { Work } from "../../run/work";
+import { soon, type Work } from "../../run/work";
 import { cappedText } from "../body";
 import type { AppEnv } from "../context";
 import { ErrorBody, json } from "../schemas";
@@ -68,9 +68,11 @@ function continueRoute(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
       summary: "QStash starts a run a hand-off asked for (signed by QStash; no bearer token)",
       description:
         "When an invocation's subrequest budget (DQ_SUBREQUESTS) stops it with push jobs left, " +
-        "it asks QStash for fresh invocations of this route, a little before the earliest job " +
-        "left is due. Each claims and delivers what is due within its reach, from a budget of " +
-        'its own. The body is `{"topic": <name> | null, "share"?: <jobs it was asked to take>}`.',
+        "it asks QStash for fresh invocations of this route, wave by wave, each a little before " +
+        "the 20 s of due jobs it is for; so does a run for a job due before the next tick that " +
+        "it cannot wait for. Each claims and delivers what is due within its reach, from a " +
+        'budget of its own. The body is `{"topic": <name> | null, "share"?: <jobs it was asked ' +
+        'to take>, "wave"?: <its wave>}`.',
       responses: {
         202: json(Continued, "Started"),
         400: json(ErrorBody, "The body is not a hand-off's (`invalid_request`)"),
@@ -94,10 +96,10 @@ function continueRoute(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
 }
 
 /**
- * A hand-off message's topic (undefined: every push topic) and share (the jobs its run was asked
- * to take: a whole number from 1 to 100,000), or invalid_request.
+ * A hand-off message's topic (undefined: every push topic), share (the jobs its run was asked
+ * to take: a whole number from 0 to 100,000) and wave (a whole number), or invalid_request.
  */
-function continueBody(raw: string): { topic?: string; share?: number } {
+function continueBody(raw: string): { topic?: string; share?: number; wave?: number } {
   let body: Partial<ContinueBody> | undefined;
   try {
     body = JSON.parse(raw) as Partial<ContinueBody>;
@@ -106,20 +108,28 @@ function continueBody(raw: string): { topic?: string; share?: number } {
   }
   const topic = body?.topic;
   const share = body?.share;
+  const wave = body?.wave;
   const shareOk =
     share === undefined || (Number.isSafeInteger(share) && share >= 0 && share <= 100_000);
+  const waveOk = wave === undefined || (Number.isSafeInteger(wave) && wave >= 0);
   if (
     typeof body !== "object" ||
     body === null ||
     (topic !== null && typeof topic !== "string") ||
-    !shareOk
+    !shareOk ||
+    !waveOk
   ) {
     throw new DelayqError(
       "invalid_request",
-      'A hand-off\'s body is {"topic": <name> | null, "share"?: <jobs>}, as delayq publishes it',
+      'A hand-off\'s body is {"topic": <name> | null, "share"?: <jobs>, "wave"?: <wave>}, as ' +
+        "delayq publishes it",
     );
   }
-  return { ...(topic ? { topic } : {}), ...(share === undefined ? {} : { share }) };
+  return {
+    ...(topic ? { topic } : {}),
+    ...(share === undefined ? {} : { share }),
+    ...(wave === undefined ? {} : { wave }),
+  };
 }
 
 function callbackRoute(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
@@ -172,15 +182,21 @@ function callbackRoute(app: OpenAPIHono<AppEnv>, options: PushOptions): void {
 /**
  * The per-request hook the queue calls after writing push jobs: those due before the claim
  * window ends (25 s for direct delivery, the next tick for QStash) are claimed and delivered by
- * this request, in the background.
+ * this request, in the background; a direct one due after that window and before the next tick
+ * may come has a fresh run asked for it (with hand-offs: src/dispatch/loop.ts, cover).
  */
 export function pushSoon(options: PushOptions) {
   return (c: Context<AppEnv>, pushed: PushedTopic[]): void => {
     const now = c.get("run").clock();
     const work: Work[] = [];
     for (const { topic, via, dueAt } of pushed) {
-      const window = via === "qstash" && options.qstashReady ? CLAIM_AHEAD_MS : DIRECT_WINDOW_MS;
-      if (dueAt <= now + window) work.push({ kind: "claim", topic, horizon: now + window });
+      if (via === "qstash" && options.qstashReady) {
+        if (dueAt <= now + CLAIM_AHEAD_MS) {
+          work.push({ kind: "claim", topic, horizon: now + CLAIM_AHEAD_MS });
+        }
+      } else if (dueAt <= now + 2 * CLAIM_AHEAD_MS) {
+        work.push(soon(topic, now, dueAt));
+      }
     }
     drainAfter(c, options.dispatcher, work);
   };

@@ -32,7 +32,9 @@ export const claim = defineScript<ClaimReply>({
   ARGV[5] most jobs   ARGV[6] most topics   ARGV[7] receipt nonce, unique per call
   ARGV[8] a topic, or "": only that topic (a request that just wrote a job due soon), else the
           push topics whose claims entry is due by the horizon, earliest first.
-  ARGV[9] jobs to take off key.handOffs (a run a hand-off asked for, its first claim), or 0.
+  ARGV[9] jobs to take off the hand-offs' promise (a run a hand-off asked for, its first
+          claim), or 0   ARGV[10] that run's wave (a field of key.handOffWaves), or "" (a run
+          asked for before waves: key.handOffs).
   Each job is reserved with a lease from its due time (lib/transitions.ts: claim), so any number
   of ticks and requests may claim at once and a job is sent once per lease. Then the schedule's
   ~push sentinel is set from the claims index.
@@ -48,13 +50,18 @@ export const claim = defineScript<ClaimReply>({
   the records. A paused topic is left out, and off the claims index until it resumes.
   Cost when nothing is near: ZRANGE (claims), ZRANGE (claims, for the sentinel), ZADD or ZREM.
   Per topic: ZSCORE (push?), MGET (the topic's keys: its config), lib claim's. A hand-off's run:
-  GET, DECRBY (or DEL). Flow control: ZCOUNT (parallelism), GET (rate) and SET when it claimed.
+  HEXISTS, HINCRBY (or HDEL). Flow control: ZCOUNT (parallelism), GET (rate) and SET when it claimed.
 ]]
 local horizon, most, maxTopics, nonce, only = tonumber(ARGV[4]), tonumber(ARGV[5]),
   tonumber(ARGV[6]), ARGV[7], ARGV[8]
-local consume = tonumber(ARGV[9]) or 0
+local consume, wave = tonumber(ARGV[9]) or 0, ARGV[10] or ""
 local FLOW_AHEAD, FLOW_SPACING, FLOW_RETRY = ${FLOW_AHEAD_MS}, ${FLOW_SPACING_MS}, ${FLOW_RETRY_MS}
-if consume > 0 and rcall("GET", key.handOffs) then
+if consume > 0 and wave ~= "" then
+  if rcall("HEXISTS", key.handOffWaves, wave) == 1
+    and rcall("HINCRBY", key.handOffWaves, wave, -consume) <= 0 then
+    rcall("HDEL", key.handOffWaves, wave)
+  end
+elseif consume > 0 and rcall("GET", key.handOffs) then
   if rcall("DECRBY", key.handOffs, consume) <= 0 then rcall("DEL", key.handOffs) end
 end
 local topics = {only}
@@ -155,63 +162,83 @@ return reply
   },
 });
 
-/** What a hand-off asks for: fresh runs, and the earliest due time of the jobs left (or none). */
-export type HandOffReply = { runs: number; firstDue?: number };
+/** A wave of fresh runs a hand-off asks for: the wave's number (its start / the wave's length) and its runs. */
+export type HandOffWave = { wave: number; runs: number };
 
-export const handOff = defineScript<HandOffReply>({
+export const handOff = defineScript<HandOffWave[]>({
   name: "handOff",
   lua: `
---[[ handOff: how many fresh runs to ask for, for the push jobs a run's budget could not take.
+--[[ handOff: the fresh runs to ask for, wave by wave, for the push jobs a run's budget could not
+  take, up to the horizon of the claim it stopped.
   ARGV[4] horizon, unix ms: waiting jobs due by then count
   ARGV[5] jobs one fresh run takes   ARGV[6] most runs to ask for at once
   ARGV[7] a topic, or "": only that topic, else the push topics whose claims entry is due by the
           horizon (at most 100, earliest first)
-  ARGV[8] how long an ask is remembered, ms
-  ARGV[9] how far past the earliest job left a fresh run reaches, ms
-  The jobs left (ready, or delayed and due by the horizon and within a fresh run's reach of the
-  earliest) are counted, less those that runs asked for already are still to take
-  (key.handOffs); runs for the rest, up to ARGV[6], are asked for and added to key.handOffs,
-  which expires ARGV[8] after the last ask.
-  Returns: runs to ask for now, and the earliest time a job left may need claiming (-1: none).
-  Cost: ZRANGE (claims) or ZSCORE; per topic 2 ZCOUNT; GET; INCRBY and PEXPIRE when asking.
+  ARGV[8] how long an ask is remembered after the last wave it asked for begins, ms
+  ARGV[9] a wave's length, ms: wave w holds the jobs due in [w, w + 1) times it (the first wave,
+          now's, also those ready or due before); a run asked for wave w comes a little before
+          it begins and claims what falls due until it ends.
+  Per wave from now's to the horizon's, the jobs left (ready, or delayed and due in the wave) are
+  counted, less those that runs asked for that wave already are still to take (a field of
+  key.handOffWaves); runs for the rest are asked for (up to ARGV[6] in all, earliest waves first)
+  and added to the wave's field. Fields of waves begun before now's are dropped.
+  Returns: per wave with runs to ask for, its number and the runs.
+  Cost: ZRANGE (claims) or ZSCORE; per topic one ZCOUNT a wave and one for the ready jobs;
+  HGETALL; HDEL, HINCRBY a wave and PEXPIRE when asking (a tick's horizon spans 4 or 5 waves).
 ]]
-local horizon, perRun, maxRuns, only, ttl, reach = tonumber(ARGV[4]), tonumber(ARGV[5]),
+local horizon, perRun, maxRuns, only, ttl, span = tonumber(ARGV[4]), tonumber(ARGV[5]),
   tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9])
-local scored = {}
+local topics = {}
 if only == "" then
-  scored = rcall("ZRANGE", key.claims, "-inf", horizon, "BYSCORE", "LIMIT", 0, 100, "WITHSCORES")
-else
-  local at = rcall("ZSCORE", key.claims, only)
-  if at then scored = {only, at} end
+  topics = rcall("ZRANGE", key.claims, "-inf", horizon, "BYSCORE", "LIMIT", 0, 100)
+elseif rcall("ZSCORE", key.claims, only) then
+  topics = {only}
 end
-local first = -1
-for i = 2, #scored, 2 do
-  local at = tonumber(scored[i])
-  if first < 0 or at < first then first = at end
+if #topics == 0 then return {} end
+local first, last = math.floor(NOW / span), math.floor(horizon / span)
+local left = {}
+for w = first, last do left[w] = 0 end
+for _, topic in ipairs(topics) do
+  left[first] = left[first] + rcall("ZCOUNT", key.ready(topic), "-inf", "+inf")
+  for w = first, last do
+    local from = "(" .. (w * span)
+    if w == first then from = "-inf" end
+    local to = "(" .. ((w + 1) * span)
+    if w == last then to = horizon end
+    left[w] = left[w] + rcall("ZCOUNT", key.delayed(topic), from, to)
+  end
 end
-local upTo = horizon
-if first >= 0 and first + reach < upTo then upTo = first + reach end
-local left = 0
-for i = 1, #scored, 2 do
-  left = left + rcall("ZCOUNT", key.ready(scored[i]), "-inf", "+inf")
-    + rcall("ZCOUNT", key.delayed(scored[i]), "-inf", upTo)
+local promised = {}
+local stored = rcall("HGETALL", key.handOffWaves)
+for i = 1, #stored, 2 do
+  local w = tonumber(stored[i])
+  if w and w >= first then
+    promised[w] = tonumber(stored[i + 1]) or 0
+  else
+    rcall("HDEL", key.handOffWaves, stored[i])
+  end
 end
-local promised = tonumber(rcall("GET", key.handOffs) or "0")
-local runs = math.ceil((left - promised) / perRun)
-if runs > maxRuns then runs = maxRuns end
-if runs > 0 then
-  rcall("INCRBY", key.handOffs, runs * perRun)
-  rcall("PEXPIRE", key.handOffs, ttl)
-else
-  runs = 0
+local out, asked = {}, 0
+for w = first, last do
+  local runs = math.ceil((left[w] - (promised[w] or 0)) / perRun)
+  if runs > maxRuns - asked then runs = maxRuns - asked end
+  if runs > 0 then
+    rcall("HINCRBY", key.handOffWaves, w, runs * perRun)
+    out[#out + 1] = w
+    out[#out + 1] = runs
+    asked = asked + runs
+  end
 end
-return {runs, first}
+if asked > 0 then rcall("PEXPIRE", key.handOffWaves, math.max(0, last * span - NOW) + ttl) end
+return out
 `,
   parse(reply) {
-    const [runs, first] = asArray(reply, "handOff").map(Number);
-    const out: HandOffReply = { runs: runs ?? 0 };
-    if (first !== undefined && first >= 0) out.firstDue = first;
-    return out;
+    const flat = asArray(reply, "handOff").map(Number);
+    const waves: HandOffWave[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      waves.push({ wave: flat[i] as number, runs: flat[i + 1] as number });
+    }
+    return waves;
   },
 });
 
