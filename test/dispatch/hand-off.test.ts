@@ -3,6 +3,8 @@
 // publishes to the local stand-in, which calls the app (served over HTTP) back at
 // /v1/qstash/continue, verified with the real Receiver; real receivers, real Redis.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRun } from "../../src/run/run";
+import { soon } from "../../src/run/work";
 import { type PushApp, type Receiver, startReceiver, testPushApp } from "../support/push";
 import { type QStashHarness, startQStashHarness } from "../support/qstash-app";
 
@@ -252,6 +254,42 @@ describe("a job due before the next tick that the run cannot wait for", () => {
     const asked = app.logs.filter((line) => line.event === "wave_asked" && line.topic === topic);
     expect(asked, JSON.stringify(asked)).toHaveLength(0);
     expect(continuations(started, topic)).toHaveLength(0);
+  });
+});
+
+describe("a follow-up naming its due time", () => {
+  it("is claimed by a tick's run when due before the next tick, by no run when due after it", async () => {
+    // No QStash: what the runs decide themselves. A minute's cron, a tick that just began.
+    const topic = `follow-${crypto.randomUUID().slice(0, 6)}`;
+    const app = testPushApp();
+    await app.call("PUT", `/v1/topics/${topic}`, {
+      body: { push: { url: `${receiver.url}/${topic}` } },
+    });
+    const now = Date.now();
+    const soonish = now + 35_000;
+    const afterNextTick = now + 80_000;
+    await app.queue.add({ topic, id: `${topic}-soon`, runAt: soonish });
+    await app.queue.add({ topic, id: `${topic}-late`, runAt: afterNextTick });
+    const run = (tick: boolean) =>
+      createRun({ tick, subrequests: 1000, lifetimeMs: tick ? 125_000 : 30_000, log: () => {} });
+    const state = async (id: string) => (await app.queue.get(`${topic}-${id}`)).state;
+    // A job due after the next tick (60 s + 5 s of lateness from the tick's start): left to it.
+    const late = await app.dispatcher.drain(run(true), [soon(topic, now, afterNextTick)]);
+    expect(late.claimed).toBe(0);
+    // A request's run waits 25 s at most: a job due in 35 s is not its own.
+    const request = await app.dispatcher.drain(run(false), [soon(topic, now, soonish)]);
+    expect(request.claimed).toBe(0);
+    expect(await state("soon")).toBe("delayed");
+    // A tick's run waits for it: the next tick would claim it only after it is due.
+    void app.dispatcher.drain(run(true), [soon(topic, now, soonish)]);
+    const deadline = Date.now() + 5000;
+    while ((await state("soon")) !== "reserved" && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(await state("soon")).toBe("reserved");
+    expect(await state("late")).toBe("delayed");
+    // Not to be sent after the test: a deleted job is dropped at its due time.
+    await app.queue.delete(`${topic}-soon`);
   });
 });
 
