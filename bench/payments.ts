@@ -154,6 +154,11 @@ export type PaymentsResult = {
   pollsPerWatch: Record<string, number>;
   /** Provider query time − the poll job's due time, ms (real). */
   lateness: Percentiles & { early: number };
+  /**
+   * The same by the kind of invocation that made the poll ("tick", "start", "hand-off"), and
+   * how many polls of each were more than a second late.
+   */
+  latenessBy: Record<string, Percentiles & { overSecond: number }>;
   outcomes: Record<string, number>;
   /** One watch's start (the route's work: watchStart, then a claim for polls due soon). */
   start: { cmds: number; redisRequests: number; subrequests: number };
@@ -236,6 +241,7 @@ async function runWatches(options: PaymentsOptions): Promise<PaymentsResult> {
   const dueByOrder = new Map<string, number>();
   const pollsByOrder = new Map<string, number>();
   const lateness: number[] = [];
+  const latenessBy = new Map<string, number[]>();
   let polls = 0;
   /** Known once the stack is up; until then nothing is counted. */
   const origins = { redis: "", sandbox: "", qstash: "" };
@@ -253,7 +259,15 @@ async function runWatches(options: PaymentsOptions): Promise<PaymentsResult> {
       polls += 1;
       pollsByOrder.set(order, (pollsByOrder.get(order) ?? 0) + 1);
       const due = dueByOrder.get(order);
-      if (due !== undefined) lateness.push(Date.now() - due);
+      if (due !== undefined) {
+        const ms = Date.now() - due;
+        lateness.push(ms);
+        // The tally's label names the invocation: "tick 3", "start w12", "hand-off 4".
+        const kind = /^[a-z-]+/.exec(fetches.current()?.label ?? "")?.[0] ?? "other";
+        const ofKind = latenessBy.get(kind) ?? [];
+        ofKind.push(ms);
+        latenessBy.set(kind, ofKind);
+      }
       dueByOrder.delete(order);
     },
   );
@@ -514,6 +528,12 @@ async function runWatches(options: PaymentsOptions): Promise<PaymentsResult> {
         return histogram;
       })(),
       lateness: { ...late, early: lateness.filter((ms) => ms < 0).length },
+      latenessBy: Object.fromEntries(
+        [...latenessBy].map(([kind, all]) => [
+          kind,
+          { ...percentiles(all), overSecond: all.filter((ms) => ms > 1000).length },
+        ]),
+      ),
       outcomes,
       start: startCost,
       perPoll,

@@ -39,10 +39,11 @@ export type HandOff = {
   /**
    * Asks for one fresh run for the wave of `due`, to claim `topic`'s jobs due in it: a job `run`
    * cannot claim itself (its window ends first) and the next tick may not claim in time. Asks of
-   * any runs for the same topic and wave are one (QStash's deduplication). Takes one subrequest;
-   * answers whether it asked.
+   * any runs for the same topic and wave are one (QStash's deduplication), and this process asks
+   * once. Takes one subrequest when it asks; answers whether it asked, had asked already, or had
+   * no budget left to ask.
    */
-  cover(run: Run, topic: string, due: number): Promise<boolean>;
+  cover(run: Run, topic: string, due: number): Promise<"asked" | "already" | "no-budget">;
   /**
    * Asks for one fresh run at `at` to claim `topic` again: a topic with flow control still held
    * jobs back when `run` ended. Asks of any runs for the same topic and the same few seconds are
@@ -75,6 +76,8 @@ export function runShare(subrequests: number, jobCost: number): number {
 
 export function qstashHandOff(options: HandOffOptions): HandOff {
   const { scripts, qstash, publicUrl, subrequests, worstJobCost } = options;
+  /** The waves this process asked a run for and that have not ended, by topic. */
+  const covered = new Map<string, Set<number>>();
   return {
     cost: 2,
     async ask(run, { topic, horizon, jobCost = worstJobCost }) {
@@ -104,18 +107,29 @@ export function qstashHandOff(options: HandOffOptions): HandOff {
       return runs;
     },
     async cover(run, topic, due) {
-      if (!run.budget.take(1)) return false;
       const wave = Math.floor(due / HAND_OFF_WAVE_MS);
       const now = run.clock();
-      await qstash.publishRuns({
-        publicUrl,
-        topic,
-        share: 0,
-        waves: [{ wave, runs: 1, notBefore: waveStart(wave, now) }],
-        deduplicationId: `wave-${wave}-${toHex(topic)}`,
-      });
+      const waves = covered.get(topic) ?? new Set<number>();
+      if (waves.has(wave)) return "already";
+      if (!run.budget.take(1)) return "no-budget";
+      // Waves ended are forgotten: a topic keeps the few still ahead.
+      for (const old of waves) if ((old + 1) * HAND_OFF_WAVE_MS < now) waves.delete(old);
+      waves.add(wave);
+      covered.set(topic, waves);
+      try {
+        await qstash.publishRuns({
+          publicUrl,
+          topic,
+          share: 0,
+          waves: [{ wave, runs: 1, notBefore: waveStart(wave, now) }],
+          deduplicationId: `wave-${wave}-${toHex(topic)}`,
+        });
+      } catch (error) {
+        waves.delete(wave); // not asked: the next job of the wave asks again
+        throw error;
+      }
       run.log({ level: "info", event: "wave_asked", topic, due });
-      return true;
+      return "asked";
     },
     async continueAt(run, topic, at) {
       if (!run.budget.take(1)) return false;

@@ -266,8 +266,8 @@ export class RunLoop {
     this.track(
       handOff.cover(this.run, topic, due).then(
         (asked) => {
-          if (asked) this.report.covered += 1;
-          else this.report.more = true;
+          if (asked === "asked") this.report.covered += 1;
+          else if (asked === "no-budget") this.report.more = true;
         },
         (error: unknown) => this.failed("hand_off_failed", error, topic),
       ),
