@@ -23,6 +23,10 @@ type ClaimWork = Work & { kind: "claim" };
  * (CLAIM_AHEAD_MS) leave nothing unclaimed while each starts within 5 s of its time.
  */
 const TICK_LATENESS_MS = 5_000;
+/** Most hand-offs one run asks for (one when its budget is under 100 subrequests). */
+const MAX_ASKS = 4;
+/** How long a run waits after a hand-off before it asks again, ms. */
+const REASK_MS = 5_000;
 
 /**
  * A topic's claims within one run (or every topic's, for a tick): at most one claim is answered
@@ -43,9 +47,16 @@ export class RunLoop {
   private wake: () => void = () => {};
   /** Notices set aside until the claims in flight are answered (see `noticesAfterClaims`). */
   private claimWaiters: (() => void)[] = [];
-  private handedOff = false;
-  /** Subrequests set aside for a hand-off, so that a run its claims spent can still ask. */
-  private readonly handOffReserve: number;
+  /**
+   * Hand-offs: subrequests set aside for asks (so that a run its claims spent can still ask),
+   * when the last ask was made, and the scope of one asked for meanwhile, to be made once
+   * REASK_MS have passed since (a timer is then set).
+   */
+  private readonly asks: {
+    reserve: number;
+    lastAt: number;
+    pending?: { topic?: string; horizon: number; jobCost?: number };
+  } = { reserve: 0, lastAt: Number.NEGATIVE_INFINITY };
   /** The run's settles: the answers that come within a few milliseconds go in one call. */
   private readonly settle: ReturnType<typeof settleBatches>;
   /** Claims of held-back topics (flow control) the run will make, by topic: when. */
@@ -61,7 +72,10 @@ export class RunLoop {
     private readonly run: Run,
     private readonly deps: DispatchDeps,
   ) {
-    this.handOffReserve = deps.handOff ? run.budget.takeUpTo(deps.handOff.cost) : 0;
+    if (deps.handOff) {
+      const asks = run.budget.left() >= 100 ? MAX_ASKS : 1;
+      this.asks.reserve = run.budget.takeUpTo(deps.handOff.cost * asks);
+    }
     this.settle = settleBatches(deps, run);
   }
 
@@ -410,22 +424,52 @@ export class RunLoop {
   }
 
   /**
-   * The budget stopped a claim with jobs left: fresh invocations are asked for (through QStash),
-   * once per run, when the service can (else the next tick takes what is left).
+   * The budget stopped a claim with jobs left: fresh invocations are asked for (through QStash)
+   * when the service can (else the next tick takes what is left). A run asks again when a later
+   * claim of its own is stopped (its polls write polls due soon, after the runs it asked for
+   * claimed): at most MAX_ASKS times, REASK_MS apart (what is stopped meanwhile joins the next
+   * ask). The ledger of the runs asked for keeps asks from asking twice for the same jobs.
    */
   private handOff(item: ClaimWork, claimed: Claimed): void {
     const { handOff } = this.deps;
-    if (!handOff || this.handedOff || this.handOffReserve < handOff.cost) return;
-    this.handedOff = true;
-    this.run.budget.giveBack(this.handOffReserve);
+    if (!handOff || this.asks.reserve < handOff.cost) return;
     // What a job of this burst costs, as its claims found it (jobs due together share a look).
     const jobCost = claimed.claimed > 0 ? claimed.cost / claimed.claimed : undefined;
-    const scope = { topic: item.topic, horizon: item.horizon, jobCost };
+    const pending = this.asks.pending;
+    const scope = {
+      topic: pending && pending.topic !== item.topic ? undefined : item.topic,
+      horizon: Math.max(item.horizon, pending?.horizon ?? 0),
+      jobCost: jobCost ?? pending?.jobCost,
+    };
+    const wait = this.asks.lastAt + REASK_MS - this.run.clock();
+    if (wait <= 0) {
+      this.asks.pending = undefined;
+      this.ask(scope);
+      return;
+    }
+    const timerSet = pending !== undefined;
+    this.asks.pending = scope;
+    if (timerSet) return;
+    this.track(
+      until(this.asks.lastAt + REASK_MS, this.run.clock).then(() => {
+        const again = this.asks.pending;
+        this.asks.pending = undefined;
+        if (again && this.run.clock() < this.run.until) this.ask(again);
+      }),
+    );
+  }
+
+  private ask(scope: { topic?: string; horizon: number; jobCost?: number }): void {
+    const { handOff } = this.deps;
+    if (!handOff || this.asks.reserve < handOff.cost) return;
+    this.asks.reserve -= handOff.cost;
+    this.asks.lastAt = this.run.clock();
+    this.run.budget.giveBack(handOff.cost);
     const asked = handOff.ask(this.run, scope).then(
       (runs) => {
         this.report.handedOff += runs;
       },
-      (error: unknown) => this.failed("hand_off_failed", error, item.topic),
+      (error: unknown) => this.failed("hand_off_failed", error, scope.topic),
     );
     this.track(asked);
   }

@@ -144,19 +144,22 @@ describe("a run stopped by its budget", () => {
     expect(all).toHaveLength(2 * jobs);
     const late = all.filter((r) => r.headers["delayq-id"]?.includes("-late-"));
     expect(late).toHaveLength(jobs);
+    // Never early; and the second group by its wave's runs, not a tick (none comes here).
     for (const delivery of all) {
       const due = delivery.headers["delayq-id"]?.includes("-late-") ? second : first;
       expect(delivery.at).toBeGreaterThanOrEqual(due);
-      expect(delivery.at - due).toBeLessThan(5000);
     }
-    // The second wave's runs came a little (5 s) before it began, not with the first ones.
-    const waves = new Set(
-      continuations(started, topic).map((run) => (JSON.parse(run.body) as { wave?: number }).wave),
-    );
+    // Runs of two waves (20 s each), each run coming no sooner than 5 s before its wave began
+    // (QStash's notBefore is in whole seconds, rounded down), from one ask.
+    const runs = continuations(started, topic);
+    const waves = new Set(runs.map((run) => (JSON.parse(run.body) as { wave?: number }).wave));
     expect(waves.size).toBeGreaterThanOrEqual(2);
-    const lateRuns = continuations(started, topic).filter((run) => run.at > first + 5000);
-    expect(lateRuns.length).toBeGreaterThan(0);
-    for (const run of lateRuns) expect(run.at).toBeGreaterThanOrEqual(second - 26_000);
+    for (const run of runs) {
+      const wave = (JSON.parse(run.body) as { wave: number }).wave;
+      expect(run.at).toBeGreaterThanOrEqual(wave * 20_000 - 6000);
+    }
+    const firstAsk = app.logs.find((line) => line.event === "hand_off");
+    expect(firstAsk?.waves).toBeGreaterThanOrEqual(2);
   }, 60_000);
 
   it("asks no more runs than the jobs left need when two runs are stopped at once", async () => {
@@ -184,6 +187,36 @@ describe("a run stopped by its budget", () => {
     // Timed a little before the jobs were due (5 s), not at once.
     for (const run of continuations(started)) expect(run.at).toBeGreaterThanOrEqual(due - 6000);
   });
+
+  it("asks again when a later claim of its own is stopped, for the jobs written since", async () => {
+    // A run of 150 subrequests (asks up to 4 times): its first claim stops at its budget with
+    // jobs left and asks; jobs written after that ask (as polls write polls) and claimed by the
+    // same run are stopped too, and only a second ask brings runs for them (no tick comes).
+    const topic = `again-${crypto.randomUUID().slice(0, 6)}`;
+    const app = await setup(topic, { subrequests: 150 });
+    const first = Date.now() + 2500;
+    await addDue(app, topic, 100, first);
+    const run = app.newRun(150);
+    const drained = app.push({ run, topic });
+    const hits = () => receiver.received.filter((r) => r.path === `/${topic}`);
+    // The first ask's runs have come and taken what there was: the jobs below are new to all.
+    await waitFor("the first jobs", () => hits().length >= 100);
+    const second = Date.now() + 6000;
+    await app.queue.addBatch(
+      Array.from({ length: 40 }, (_, n) => ({ topic, id: `${topic}-more-${n}`, runAt: second })),
+    );
+    const again = await app.dispatcher.drain(run, [
+      { kind: "claim", topic, horizon: Date.now() + 25_000 },
+    ]);
+    expect(again.more).toBe(true);
+    await drained;
+    await waitFor("every job", () => hits().length >= 140, 30_000);
+    const ids = new Set(hits().map((r) => r.headers["delayq-id"]));
+    expect(ids.size).toBe(140);
+    for (let n = 0; n < 40; n++) expect(ids.has(`${topic}-more-${n}`)).toBe(true);
+    const asks = app.logs.filter((line) => line.event === "hand_off" && line.topic === topic);
+    expect(asks.length).toBeGreaterThanOrEqual(2);
+  }, 60_000);
 
   it("hands off too when its claims' limit stops it before its budget does", async () => {
     // Claims of at most 10 and 16 of them: 160 jobs, far below what 1,000 subrequests pay for.
