@@ -268,7 +268,7 @@ describe("a job due before the next tick that the run cannot wait for", () => {
     for (const delivery of all) expect(delivery.at - due).toBeLessThan(3000);
     // One run for the three, asked for once: the process remembers the waves it asked for (and
     // QStash's deduplication id, one per topic and wave, drops another process's repeats).
-    const runs = continuations(started, topic);
+    const runs = continuations(started, topic).filter((run) => run.body.includes(topic));
     expect(runs).toHaveLength(1);
     expect(runs[0]?.status).toBe(202);
     const asked = app.logs.filter((line) => line.event === "wave_asked" && line.topic === topic);
@@ -286,7 +286,8 @@ describe("a job due before the next tick that the run cannot wait for", () => {
     await app.settled();
     const asked = app.logs.filter((line) => line.event === "wave_asked" && line.topic === topic);
     expect(asked, JSON.stringify(asked)).toHaveLength(0);
-    expect(continuations(started, topic)).toHaveLength(0);
+    const runs = continuations(started, topic).filter((run) => run.body.includes(topic));
+    expect(runs).toHaveLength(0);
   });
 });
 
