@@ -23,7 +23,11 @@ const other = (method: string, path: string, body?: unknown) => two.other(method
 const fireOf = (id: string) => Number(id.slice(id.lastIndexOf("@") + 1));
 
 describe("schedules under npm run dev, two instances ticking", () => {
-  it("a pull topic gets each fire once, at or after its time, none missing", async () => {
+  // The pull and the push case watch their own schedules, topics and receiver path for 24 s and
+  // 20 s of real time: they run side by side (the deletion case waits for both).
+  it.concurrent("a pull topic gets each fire once, at or after its time, none missing", async ({
+    expect,
+  }) => {
     const put = await stack.api("PUT", "/v1/schedules/bb-pull", {
       cron: "*/2 * * * * *",
       timezone: "Asia/Shanghai",
@@ -66,7 +70,7 @@ describe("schedules under npm run dev, two instances ticking", () => {
     expect(got.json.schedule.nextRunAt).toBeGreaterThan(got.json.schedule.lastRunAt);
   }, 60_000);
 
-  it("a push topic gets each fire delivered once, never early", async () => {
+  it.concurrent("a push topic gets each fire delivered once, never early", async ({ expect }) => {
     const url = rx.url("/sched-hook");
     const configured = await stack.api("PUT", "/v1/topics/bb-push", { push: { url } });
     expect(configured.status).toBe(200);
