@@ -4,7 +4,7 @@
 // 2 s: several ticks and two instances at once. Jobs are moved about through both instances
 // while both pop them (a pull topic) or deliver them (a push topic): each is handed out once, never
 // before the due time its last move gave it, none lost.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { type Receiver, type Stack, sleep, startTwoInstances, type TwoInstances } from "./support";
 
 let two: TwoInstances;
@@ -33,8 +33,12 @@ const random = () => {
   return seed / 2 ** 31;
 };
 
-describe("reschedule and promote under npm run dev, two instances ticking", () => {
-  it("a pull topic: every job popped once, never before its last move's due time", async () => {
+// Each case has its own topics (and receiver path), and the pull and push cases mostly wait on
+// due times: the cases of both groups run side by side, on the one stack.
+describe.concurrent("reschedule and promote under npm run dev, two instances ticking", () => {
+  it("a pull topic: every job popped once, never before its last move's due time", async ({
+    expect,
+  }) => {
     const topic = "bb-resched";
     const total = 40;
     const due = new Map<string, number>();
@@ -105,7 +109,9 @@ describe("reschedule and promote under npm run dev, two instances ticking", () =
     expect(stats.json.counts).toEqual({ delayed: 0, ready: 0, reserved: 0, dead: 0 });
   }, 120_000);
 
-  it("a push topic: a job moved sooner is delivered once at its new time, one moved later not at its old", async () => {
+  it("a push topic: a job moved sooner is delivered once at its new time, one moved later not at its old", async ({
+    expect,
+  }) => {
     const topic = "bb-resched-push";
     const put = await stack.api("PUT", `/v1/topics/${topic}`, {
       push: { url: rx.url("/resched"), secret: "bb-resched-secret-0123456789" },
@@ -141,7 +147,9 @@ describe("reschedule and promote under npm run dev, two instances ticking", () =
     }
   }, 90_000);
 
-  it("refuses a bad runAt with 400 naming the field, and a reserved job with 409", async () => {
+  it("refuses a bad runAt with 400 naming the field, and a reserved job with 409", async ({
+    expect,
+  }) => {
     const add = await stack.api("POST", "/v1/jobs", {
       topic: "bb-resched-bad",
       id: "b-1",
@@ -166,8 +174,10 @@ describe("reschedule and promote under npm run dev, two instances ticking", () =
   });
 });
 
-describe("failure reasons under npm run dev", () => {
-  it("release and bury keep their error, and a failed push delivery records its own", async () => {
+describe.concurrent("failure reasons under npm run dev", () => {
+  it("release and bury keep their error, and a failed push delivery records its own", async ({
+    expect,
+  }) => {
     await stack.api("POST", "/v1/jobs", { topic: "bb-errors", id: "e-1", maxAttempts: 3 });
     await stack.api("POST", "/v1/topics/bb-errors/pop", {});
     const released = await other("POST", "/v1/jobs/e-1/release", { error: "bank said 51 | retry" });
