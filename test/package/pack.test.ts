@@ -154,19 +154,21 @@ beforeAll(async () => {
     packages: Record<string, LockEntry>;
   };
   const locked = (name: string) => lock.packages[`node_modules/${name}`]?.version ?? "missing";
-  await installProject(consumer, {
-    delayq: `file:${tarball}`,
-    ioredis: locked("ioredis"),
-    "@upstash/redis": locked("@upstash/redis"),
-  });
-  await installProject(alone, { delayq: `file:${tarball}` });
-
+  // The three projects at once: each npm install mostly waits on its cache and the disk.
   mkdirSync(join(bare, "node_modules", "delayq"), { recursive: true });
-  await succeed(
-    "tar",
-    ["-xzf", tarball, "-C", join(bare, "node_modules", "delayq"), "--strip-components=1"],
-    work,
-  );
+  await Promise.all([
+    installProject(consumer, {
+      delayq: `file:${tarball}`,
+      ioredis: locked("ioredis"),
+      "@upstash/redis": locked("@upstash/redis"),
+    }),
+    installProject(alone, { delayq: `file:${tarball}` }),
+    succeed(
+      "tar",
+      ["-xzf", tarball, "-C", join(bare, "node_modules", "delayq"), "--strip-components=1"],
+      work,
+    ),
+  ]);
 }, 180_000);
 
 afterAll(() => {
@@ -500,8 +502,12 @@ export async function use(url: string): Promise<string> {
 }
 `;
   const typescript = join(root, "node_modules", "typescript", "bin", "tsc");
+  beforeAll(async () => {
+    for (const source of ["check.ts", "check.cts"]) await writeFile(join(consumer, source), check);
+  });
 
-  it.each([
+  // Three tsc processes (about 11 s each), side by side: each has its own tsconfig file.
+  it.concurrent.each([
     ["NodeNext", "check.ts", { module: "NodeNext", moduleResolution: "NodeNext" }, "dist/lib"],
     ["Bundler", "check.ts", { module: "ESNext", moduleResolution: "Bundler" }, "dist/lib"],
     // A CommonJS file: its imports are require()s, which take the package's CommonJS build.
@@ -509,7 +515,6 @@ export async function use(url: string): Promise<string> {
   ])(
     "with moduleResolution %s (%s)",
     async (name, source, resolution, tree) => {
-      await writeFile(join(consumer, source), check);
       const config = {
         compilerOptions: {
           ...resolution,
