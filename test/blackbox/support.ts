@@ -446,10 +446,19 @@ export async function startTwoInstances(name: string, tickEveryMs: number): Prom
     },
   });
   let ticking = true;
+  // The pause between ticks ends early when the suite stops (not up to tickEveryMs later).
+  let wake = () => {};
   const ticker = (async () => {
     while (ticking) {
       await stack.tick().catch(() => {});
-      await sleep(tickEveryMs);
+      if (!ticking) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, tickEveryMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
     }
   })();
   return {
@@ -468,6 +477,7 @@ export async function startTwoInstances(name: string, tickEveryMs: number): Prom
     },
     async stop() {
       ticking = false;
+      wake();
       await ticker;
       await second.stop();
       await rx.close();
