@@ -518,6 +518,18 @@ export function paymentsTable(value: unknown): string {
       "poll lateness ms p50 / p99 / max; early",
       `${[l.p50, l.p99, l.max].map(ms).join(" / ")}; ${fmt(l.early)}`,
     ],
+    ...(w.latenessBy
+      ? [
+          [
+            "poll lateness p99 ms (polls over 1 s) by the invocation that made it",
+            Object.entries(w.latenessBy)
+              .map(
+                ([kind, by]) => `${kind} ${ms(by.p99)} (${fmt(by.overSecond)} of ${fmt(by.count)})`,
+              )
+              .join(", "),
+          ],
+        ]
+      : []),
     [
       "per poll: Redis cmds / Redis requests / provider requests / subrequests",
       `${fmt(w.perPoll.cmds, 1)} / ${fmt(w.perPoll.redisRequests, 2)} / ${fmt(w.perPoll.providerRequests, 2)} / ${fmt(w.perPoll.subrequests, 2)}`,
@@ -559,9 +571,9 @@ export function paymentsTable(value: unknown): string {
     ...(w.handOffs
       ? [
           [
-            "hand-offs through QStash: asks / fresh runs / polls they made / most subrequests in one / QStash messages per poll",
+            "hand-offs through QStash: asks / runs for polls due before the next tick / fresh runs / polls they made / most subrequests in one / QStash messages per poll",
             w.handOffs.enabled
-              ? `${fmt(w.handOffs.asks)} / ${fmt(w.handOffs.runs)} / ${fmt(w.handOffs.polls)} / ${fmt(w.handOffs.maxSubrequests)} / ${fmt(w.handOffs.qstashMessagesPerPoll, 4)}`
+              ? `${fmt(w.handOffs.asks)} / ${fmt(w.handOffs.covers ?? 0)} / ${fmt(w.handOffs.runs)} / ${fmt(w.handOffs.polls)} / ${fmt(w.handOffs.maxSubrequests)} / ${fmt(w.handOffs.qstashMessagesPerPoll, 4)}`
               : "off (no QStash)",
           ],
         ]
