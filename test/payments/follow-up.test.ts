@@ -12,10 +12,9 @@ import { DIRECT_WINDOW_MS } from "../../src/domain/push";
 import { parseWechatPayAccounts } from "../../src/payments/accounts";
 import { createPayments } from "../../src/payments/watches";
 import { PAYMENTS_TOPIC } from "../../src/redis/lua/scripts/payments";
-import { splitRecord } from "../../src/redis/record";
 import { createScriptRunner, REDIS_CLIENT_OPTIONS } from "../../src/redis/runner";
 import { createRun } from "../../src/run/run";
-import { uid } from "./harness";
+import { claimPolls, uid } from "./harness";
 
 const redis = new Redis({
   url: inject("bridgeUrl"),
@@ -62,15 +61,7 @@ describe("a poll's follow-up claim", () => {
     /** Polls the watch's due poll at its due time; answers what followed and the next due time. */
     const poll = async () => {
       t = (await payments.get(order, EVERYONE)).nextPollAt as number;
-      const claimed = await scripts.run("claim", t, [
-        t,
-        10,
-        100,
-        crypto.randomUUID(),
-        PAYMENTS_TOPIC,
-        0,
-      ]);
-      const jobs = claimed.flatMap((group) => group.records.map(splitRecord));
+      const jobs = await claimPolls(scripts, t);
       expect(jobs).toHaveLength(1);
       const handled = await payments.poller.run(jobs[0] as (typeof jobs)[number], run);
       const next = (await payments.get(order, EVERYONE)).nextPollAt as number;
@@ -91,15 +82,7 @@ describe("a poll's follow-up claim", () => {
     // A transient answer (a 5xx) is retried 5 s on: within the window again.
     t += 60_000;
     wechat.inject("5xx");
-    const claimed = await scripts.run("claim", t, [
-      t,
-      10,
-      100,
-      crypto.randomUUID(),
-      PAYMENTS_TOPIC,
-      0,
-    ]);
-    const jobs = claimed.flatMap((group) => group.records.map(splitRecord));
+    const jobs = await claimPolls(scripts, t);
     expect(jobs).toHaveLength(1);
     const retried = await payments.poller.run(jobs[0] as (typeof jobs)[number], run);
     expect((await payments.get(order, EVERYONE)).nextPollAt).toBe(t + 5000);
@@ -143,16 +126,14 @@ describe("a poll's follow-up claim", () => {
       EVERYONE,
     );
     t = (await payments.get(order, EVERYONE)).nextPollAt as number; // 5 s before the deadline
-    const claim = () =>
-      scripts.run("claim", t, [t, 10, 100, crypto.randomUUID(), PAYMENTS_TOPIC, 0]);
-    const jobs = (await claim()).flatMap((group) => group.records.map(splitRecord));
+    const jobs = await claimPolls(scripts, t);
     expect(jobs).toHaveLength(1);
     await payments.poller.run(jobs[0] as (typeof jobs)[number], run);
     const after = await payments.get(order, EVERYONE);
     expect(after).toMatchObject({ state: "polling", polls: 1 });
     // Due now (5 s past the deadline), not the step's 300 s on; that poll ends the watch.
     expect(after.nextPollAt).toBe(deadline + 5000);
-    const next = (await claim()).flatMap((group) => group.records.map(splitRecord));
+    const next = await claimPolls(scripts, t);
     expect(next).toHaveLength(1);
     await payments.poller.run(next[0] as (typeof next)[number], run);
     expect(await payments.get(order, EVERYONE)).toMatchObject({ state: "expired", polls: 2 });

@@ -17,6 +17,9 @@ import {
 } from "../../dev/wechatpay-sandbox";
 import type { LogEntry } from "../../src/log";
 import { keys } from "../../src/redis/keys";
+import { PAYMENTS_TOPIC } from "../../src/redis/lua/scripts/payments";
+import { splitRecord } from "../../src/redis/record";
+import type { ScriptRunner } from "../../src/redis/runner";
 import type { Service } from "../../src/service";
 import { bridgeService } from "../support/service";
 
@@ -171,4 +174,13 @@ export function publicWatchId(provider: string, outTradeNo: string, account = "s
 }
 
 export const uid = () => crypto.randomUUID().slice(0, 8);
+
+/**
+ * Claims the poll jobs due by `at` (unix ms, also the claim's clock) as a run would, up to 10,
+ * and answers them split into meta and body, for a test to hand to the poller itself.
+ */
+export async function claimPolls(scripts: ScriptRunner, at: number, topic = PAYMENTS_TOPIC) {
+  const claimed = await scripts.run("claim", at, [at, 10, 100, crypto.randomUUID(), topic, 0]);
+  return claimed.flatMap((group) => group.records.map(splitRecord));
+}
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -10,10 +10,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startWechatPaySandbox, type WechatPaySandbox } from "../../dev/wechatpay-sandbox";
 import { parseWechatPayAccounts } from "../../src/payments/accounts";
 import { createPayments } from "../../src/payments/watches";
-import { splitRecord } from "../../src/redis/record";
 import { createScriptRunner, REDIS_CLIENT_OPTIONS } from "../../src/redis/runner";
 import { createRun } from "../../src/run/run";
-import { type Harness, startHarness, uid } from "./harness";
+import { claimPolls, type Harness, startHarness, uid } from "./harness";
 
 const redis = new Redis({
   url: inject("bridgeUrl"),
@@ -65,11 +64,9 @@ async function waits(schedule: string, count: number): Promise<number[]> {
   for (let n = 0; n < count; n++) {
     const due = (await payments.get(order, EVERYONE)).nextPollAt as number;
     out.push((due - from) / 1000);
-    const claim = (at: number) =>
-      scripts.run("claim", at, [at, 10, 100, crypto.randomUUID(), "__payments", 0]);
-    expect([...(await claim(due - 1))], `poll ${n + 1} not before its time`).toEqual([]);
+    expect(await claimPolls(scripts, due - 1), `poll ${n + 1} not before its time`).toEqual([]);
     t = due;
-    const records = (await claim(due)).flatMap((group) => group.records.map(splitRecord));
+    const records = await claimPolls(scripts, due);
     expect(records).toHaveLength(1);
     for (const job of records) await payments.poller.run(job, run);
     from = due;
