@@ -186,10 +186,50 @@ export const OutcomeEvent = z.enum([
 ]);
 export type OutcomeEvent = z.output<typeof OutcomeEvent>;
 
+/**
+ * The fields a payment watch's and a refund watch's view share, with each kind's examples: its
+ * account, polls, next poll, start, deadline, notify topics and metadata.
+ */
+export function watchViewFields(examples: {
+  polls: number;
+  nextPollAt: number;
+  deadline: number;
+  notify: string;
+}) {
+  return {
+    account: z.string().meta({ description: "The account.", example: "shop" }),
+    polls: z.number().meta({ description: "Queries made so far.", example: examples.polls }),
+    nextPollAt: z
+      .number()
+      .optional()
+      .meta({ description: "When the next query is due, unix ms.", example: examples.nextPollAt }),
+    createdAt: z
+      .number()
+      .meta({ description: "When the watch started, unix ms.", example: 1_800_000_000_000 }),
+    deadline: z
+      .number()
+      .meta({ description: "When polling stops, unix ms.", example: examples.deadline }),
+    notify: z
+      .array(z.string())
+      .meta({ description: "The topics told of the outcome.", example: [examples.notify] }),
+    metadata: z
+      .unknown()
+      .optional()
+      .meta({ description: "As given at the start, byte for byte.", example: { orderId: 1042 } }),
+  };
+}
+
+const PAYMENT_VIEW = watchViewFields({
+  polls: 3,
+  nextPollAt: 1_800_000_030_000,
+  deadline: 1_800_086_400_000,
+  notify: "payment-results",
+});
+
 export const Payment = z
   .object({
     provider: ProviderField,
-    account: z.string().meta({ description: "The account.", example: "shop" }),
+    account: PAYMENT_VIEW.account,
     outTradeNo: z
       .string()
       .meta({ description: "The merchant's order number.", example: "order-1042" }),
@@ -200,11 +240,8 @@ export const Payment = z
         "failed or stopped makes it paid (or mismatch): its late outcome is `outcome`.",
       example: "polling",
     }),
-    polls: z.number().meta({ description: "Queries made so far.", example: 3 }),
-    nextPollAt: z
-      .number()
-      .optional()
-      .meta({ description: "When the next query is due, unix ms.", example: 1_800_000_030_000 }),
+    polls: PAYMENT_VIEW.polls,
+    nextPollAt: PAYMENT_VIEW.nextPollAt,
     lastAnswer: z
       .object({
         tradeState: z
@@ -251,19 +288,10 @@ export const Payment = z
           "it (expired, closed or failed; none when it was stopped).",
         example: { event: "payment.expired", tradeState: "WAIT_BUYER_PAY" },
       }),
-    createdAt: z
-      .number()
-      .meta({ description: "When the watch started, unix ms.", example: 1_800_000_000_000 }),
-    deadline: z
-      .number()
-      .meta({ description: "When polling stops, unix ms.", example: 1_800_086_400_000 }),
-    notify: z
-      .array(z.string())
-      .meta({ description: "The topics told of the outcome.", example: ["payment-results"] }),
-    metadata: z
-      .unknown()
-      .optional()
-      .meta({ description: "As given at the start, byte for byte.", example: { orderId: 1042 } }),
+    createdAt: PAYMENT_VIEW.createdAt,
+    deadline: PAYMENT_VIEW.deadline,
+    notify: PAYMENT_VIEW.notify,
+    metadata: PAYMENT_VIEW.metadata,
   })
   .meta({
     id: "Payment",

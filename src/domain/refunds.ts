@@ -1,7 +1,7 @@
 // Refund watches (DESIGN §4, "Refund watches"): what starts one, what it reads as, and the
 // outcome it fans out. They share the payment watches' accounts, notify topics and metadata.
 import { z } from "zod";
-import { AccountName, OutTradeNo, ProviderField, WatchInput } from "./payments";
+import { AccountName, OutTradeNo, ProviderField, WatchInput, watchViewFields } from "./payments";
 import { Backoff, Timestamp } from "./schemas";
 
 /** The default schedule of a refund watch: the `refund` preset (1 min, 5, 10, 20, 30 min). */
@@ -89,10 +89,17 @@ export const RefundEvent = z.enum([
 ]);
 export type RefundEvent = z.output<typeof RefundEvent>;
 
+const REFUND_VIEW = watchViewFields({
+  polls: 2,
+  nextPollAt: 1_800_000_360_000,
+  deadline: 1_800_604_800_000,
+  notify: "refund-results",
+});
+
 export const Refund = z
   .object({
     provider: ProviderField,
-    account: z.string().meta({ description: "The account.", example: "shop" }),
+    account: REFUND_VIEW.account,
     outRefundNo: z
       .string()
       .meta({ description: "The merchant's refund number.", example: "refund-1042-1" }),
@@ -107,11 +114,8 @@ export const Refund = z
         "abnormal or stopped makes it succeeded: its late outcome is `outcome`.",
       example: "polling",
     }),
-    polls: z.number().meta({ description: "Queries made so far.", example: 2 }),
-    nextPollAt: z
-      .number()
-      .optional()
-      .meta({ description: "When the next query is due, unix ms.", example: 1_800_000_360_000 }),
+    polls: REFUND_VIEW.polls,
+    nextPollAt: REFUND_VIEW.nextPollAt,
     lastAnswer: z
       .object({
         status: z.string().meta({
@@ -149,19 +153,10 @@ export const Refund = z
           "it (none when it was stopped).",
         example: { event: "refund.expired", status: "PROCESSING" },
       }),
-    createdAt: z
-      .number()
-      .meta({ description: "When the watch started, unix ms.", example: 1_800_000_000_000 }),
-    deadline: z
-      .number()
-      .meta({ description: "When polling stops, unix ms.", example: 1_800_604_800_000 }),
-    notify: z
-      .array(z.string())
-      .meta({ description: "The topics told of the outcome.", example: ["refund-results"] }),
-    metadata: z
-      .unknown()
-      .optional()
-      .meta({ description: "As given at the start, byte for byte.", example: { orderId: 1042 } }),
+    createdAt: REFUND_VIEW.createdAt,
+    deadline: REFUND_VIEW.deadline,
+    notify: REFUND_VIEW.notify,
+    metadata: REFUND_VIEW.metadata,
   })
   .meta({
     id: "Refund",
