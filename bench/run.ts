@@ -3,7 +3,7 @@
 // single-job shape, the herd and idle consumers (with ouqiang/delay-queue when
 // OUQIANG_DELAY_QUEUE_BIN names a built binary); push topics (P); payment watches (W); and the
 // payment providers' signing cost; a burst past one invocation's subrequests, handed off through
-// QStash, and failure notices (burst). `npm run bench` (about 35 min) or `npm run bench -- --quick`
+// QStash, and failure notices (burst). `npm run bench` (about 45 min) or `npm run bench -- --quick`
 // (about 5 min); `--only delayq,single,push` picks parts; `--out FILE` writes the results there
 // instead of bench/results/latest.json (the docs' run); `--readme` rewrites docs' tables.
 // W's own: `--watches N`, `--speedup N`, `--subrequests N` (DQ_SUBREQUESTS, 10,000 by default),
