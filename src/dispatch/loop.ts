@@ -9,7 +9,7 @@ import { type Claimed, claimDue } from "./claims";
 import type { Parcel } from "./delivery";
 import { type DispatchDeps, type DrainReport, emptyReport, type JobHandler } from "./deps";
 import { byDue, deliverOne, stillToSend } from "./direct";
-import { HAND_OFF_LEAD_MS, HAND_OFF_WAVE_MS } from "./hand-off";
+import { HAND_OFF_LEAD_MS } from "./hand-off";
 import { NOTICES_PER_ROUND } from "./notice-rounds";
 import { sendNotices } from "./notices";
 import { publishParcels } from "./publish";
@@ -63,8 +63,6 @@ export class RunLoop {
   private readonly comeBack = new Map<string, number>();
   /** Held-back topics the run asked a fresh run for, as it could not come back itself. */
   private readonly continued = new Set<string>();
-  /** Waves (`<topic>\n<wave>`) the run asked a fresh run for, for jobs due before the next tick. */
-  private readonly covered = new Set<string>();
   /** Topics with `rate`: the run's sends in claim order, and when its latest ones went. */
   private readonly pacers = new Map<string, { recent: number[]; chain: Promise<void> }>();
 
@@ -268,15 +266,12 @@ export class RunLoop {
 
   /**
    * A job of `topic` due at `due`, before the next tick may come, that the run cannot wait for: a
-   * fresh run is asked for its wave through QStash (one per topic and wave, however many runs
-   * ask). Without QStash it waits for the tick.
+   * fresh run is asked for its wave through QStash (once per topic and wave: the hand-off
+   * remembers the waves it asked for). Without QStash it waits for the tick.
    */
   private cover(topic: string | undefined, due: number): void {
     const { handOff } = this.deps;
     if (!handOff || topic === undefined) return;
-    const key = `${topic}\n${Math.floor(due / HAND_OFF_WAVE_MS)}`;
-    if (this.covered.has(key)) return;
-    this.covered.add(key);
     this.track(
       handOff.cover(this.run, topic, due).then(
         (asked) => {
