@@ -354,5 +354,14 @@ describe("POST /v1/qstash/continue", () => {
     await raw.publish({ url: `${publicUrl}/v1/qstash/continue`, body: '{"topic":7}', retries: 0 });
     await waitFor("the bad hand-off", () => continuations(sent).length >= 1);
     expect(continuations(sent)[0]?.status).toBe(400);
+    // A wave that is not a whole number of 20 s waves is refused the same way.
+    const badWave = Date.now();
+    await raw.publish({
+      url: `${publicUrl}/v1/qstash/continue`,
+      body: '{"topic":null,"wave":-1.5}',
+      retries: 0,
+    });
+    await waitFor("the bad wave", () => continuations(badWave).length >= 1);
+    expect(continuations(badWave)[0]?.status).toBe(400);
   });
 });

@@ -9,12 +9,9 @@ import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startWechatPaySandbox, type WechatPaySandbox } from "../../dev/wechatpay-sandbox";
 import { DIRECT_WINDOW_MS } from "../../src/domain/push";
-import { parseWechatPayAccounts } from "../../src/payments/accounts";
-import { createPayments } from "../../src/payments/watches";
 import { PAYMENTS_TOPIC } from "../../src/redis/lua/scripts/payments";
-import { createScriptRunner, REDIS_CLIENT_OPTIONS } from "../../src/redis/runner";
-import { createRun } from "../../src/run/run";
-import { claimPolls, uid } from "./harness";
+import { REDIS_CLIENT_OPTIONS } from "../../src/redis/runner";
+import { claimPolls, clockedPayments, uid } from "./harness";
 
 const redis = new Redis({
   url: inject("bridgeUrl"),
@@ -33,25 +30,12 @@ afterAll(async () => {
 
 describe("a poll's follow-up claim", () => {
   it("names the next poll's due time: a step, a retry, the deadline", async () => {
-    const scripts = createScriptRunner(redis, `follow${uid()}`, 60_000);
     let t = Math.floor(Date.now() / 1000) * 1000;
-    const run = createRun({
-      clock: () => t,
-      subrequests: 1000,
-      lifetimeMs: 3_600_000,
-      log: () => {},
-    });
-    const payments = createPayments({
-      scripts,
-      clock: () => t,
-      alipay: new Map(),
-      wechatpay: parseWechatPayAccounts({ sandbox: wechat.account }),
-      defaults: { ttrMs: 60_000, maxAttempts: 10 },
-    });
+    const { scripts, run, payments } = clockedPayments(redis, wechat, () => t);
     const order = { provider: "wechatpay" as const, account: "sandbox", outTradeNo: `f${uid()}` };
     wechat.createTrade(order.outTradeNo);
-    // Polls at +5 s, +15 s (10 s on: within the window), +75 s (60 s on: past it), then the
-    // deadline at +90 s (15 s on: within it, though the step is 60 s).
+    // Polls at +5 s, +15 s (10 s on), +75 s (60 s on), then the deadline at +90 s (15 s on,
+    // though the step is 60 s).
     const started = await payments.start(
       run,
       { ...order, schedule: [5, 10, 60], deadline: t + 90_000, notify: ["results"] },
@@ -94,28 +78,14 @@ describe("a poll's follow-up claim", () => {
   }, 30_000);
 
   it("a pending answer asked before the deadline and applied past it brings the deadline's question at once, not a step later", async () => {
-    const scripts = createScriptRunner(redis, `follow${uid()}`, 60_000);
     let t = Math.floor(Date.now() / 1000) * 1000;
     const deadline = t + 60_000;
-    const run = createRun({
-      clock: () => t,
-      subrequests: 1000,
-      lifetimeMs: 3_600_000,
-      log: () => {},
-    });
-    const payments = createPayments({
-      scripts,
-      clock: () => t,
-      alipay: new Map(),
-      wechatpay: parseWechatPayAccounts({ sandbox: wechat.account }),
-      defaults: { ttrMs: 60_000, maxAttempts: 10 },
-      // The query is asked at t; its answer comes back 5 s past the deadline (a slow network).
-      providerOptions: {
-        fetch: async (input, init) => {
-          const res = await fetch(input, init);
-          if (t < deadline) t = deadline + 5000;
-          return res;
-        },
+    // The query is asked at t; its answer comes back 5 s past the deadline (a slow network).
+    const { scripts, run, payments } = clockedPayments(redis, wechat, () => t, {
+      fetch: async (input, init) => {
+        const res = await fetch(input, init);
+        if (t < deadline) t = deadline + 5000;
+        return res;
       },
     });
     const order = { provider: "wechatpay" as const, account: "sandbox", outTradeNo: `d${uid()}` };

@@ -16,10 +16,14 @@ import {
   type WechatPaySandboxOptions,
 } from "../../dev/wechatpay-sandbox";
 import type { LogEntry } from "../../src/log";
+import { parseWechatPayAccounts } from "../../src/payments/accounts";
+import type { PaymentsOptions } from "../../src/payments/watch-types";
+import { createPayments } from "../../src/payments/watches";
 import { keys } from "../../src/redis/keys";
 import { PAYMENTS_TOPIC } from "../../src/redis/lua/scripts/payments";
 import { splitRecord } from "../../src/redis/record";
-import type { ScriptRunner } from "../../src/redis/runner";
+import { createScriptRunner, type RedisClient, type ScriptRunner } from "../../src/redis/runner";
+import { createRun } from "../../src/run/run";
 import type { Service } from "../../src/service";
 import { bridgeService } from "../support/service";
 
@@ -174,6 +178,30 @@ export function publicWatchId(provider: string, outTradeNo: string, account = "s
 }
 
 export const uid = () => crypto.randomUUID().slice(0, 8);
+
+/**
+ * Payments as the service builds them, on `redis` under a key prefix of its own, with the WeChat
+ * Pay sandbox's account as "sandbox" and the test's `clock` (also its run's, which lasts an
+ * hour), for suites that claim and poll themselves (claimPolls).
+ */
+export function clockedPayments(
+  redis: RedisClient,
+  wechat: WechatPaySandbox,
+  clock: () => number,
+  providerOptions?: PaymentsOptions["providerOptions"],
+) {
+  const scripts = createScriptRunner(redis, `clocked${uid()}`, 60_000);
+  const run = createRun({ clock, subrequests: 10_000, lifetimeMs: 3_600_000, log: () => {} });
+  const payments = createPayments({
+    scripts,
+    clock,
+    alipay: new Map(),
+    wechatpay: parseWechatPayAccounts({ sandbox: wechat.account }),
+    defaults: { ttrMs: 60_000, maxAttempts: 10 },
+    ...(providerOptions ? { providerOptions } : {}),
+  });
+  return { scripts, run, payments };
+}
 
 /**
  * Claims the poll jobs due by `at` (unix ms, also the claim's clock) as a run would, up to 10,

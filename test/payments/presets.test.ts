@@ -8,11 +8,8 @@
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startWechatPaySandbox, type WechatPaySandbox } from "../../dev/wechatpay-sandbox";
-import { parseWechatPayAccounts } from "../../src/payments/accounts";
-import { createPayments } from "../../src/payments/watches";
-import { createScriptRunner, REDIS_CLIENT_OPTIONS } from "../../src/redis/runner";
-import { createRun } from "../../src/run/run";
-import { claimPolls, type Harness, startHarness, uid } from "./harness";
+import { REDIS_CLIENT_OPTIONS } from "../../src/redis/runner";
+import { claimPolls, clockedPayments, type Harness, startHarness, uid } from "./harness";
 
 const redis = new Redis({
   url: inject("bridgeUrl"),
@@ -35,22 +32,8 @@ afterAll(async () => {
  * before: a claim 1 ms earlier finds nothing) and answered NOTPAY.
  */
 async function waits(schedule: string, count: number): Promise<number[]> {
-  const prefix = `presets${uid()}`;
-  const scripts = createScriptRunner(redis, prefix, 60_000);
   let t = Math.floor(Date.now() / 1000) * 1000;
-  const run = createRun({
-    clock: () => t,
-    subrequests: 10_000,
-    lifetimeMs: 3_600_000,
-    log: () => {},
-  });
-  const payments = createPayments({
-    scripts,
-    clock: () => t,
-    alipay: new Map(),
-    wechatpay: parseWechatPayAccounts({ sandbox: wechat.account }),
-    defaults: { ttrMs: 60_000, maxAttempts: 10 },
-  });
+  const { scripts, run, payments } = clockedPayments(redis, wechat, () => t);
   const order = { provider: "wechatpay" as const, account: "sandbox", outTradeNo: `p${uid()}` };
   wechat.createTrade(order.outTradeNo);
   const started = await payments.start(
