@@ -12,6 +12,7 @@ import {
   DEFAULT_RETENTION_SECONDS,
   DEFAULT_TTR_SECONDS,
 } from "./queue/options";
+import { MAX_PARTITIONS } from "./redis/partitions";
 import { parseClusterNodes, redisUrlProblem, restUrlProblem } from "./redis/urls";
 
 /** A whole-number setting; an empty value (a compose file's `NAME=`) is no value: the default. */
@@ -170,6 +171,9 @@ export const NodeEnvSchema = z
     PORT: whole("PORT", 1, 65_535, 8787),
     HOST: z.string().min(1, "HOST is empty").default("127.0.0.1"),
     DQ_TICK_INTERVAL_MS: whole("DQ_TICK_INTERVAL_MS", 100, 3_600_000, 60_000),
+    // How many keyspaces the topics are spread over (redis/partitions.ts); 0: 16 on a Redis
+    // Cluster, else 1 (one keyspace, the layout of one Redis).
+    DQ_CLUSTER_PARTITIONS: whole("DQ_CLUSTER_PARTITIONS", 0, MAX_PARTITIONS, 0),
     // Node has no subrequest limit: a tick is held only to this bound unless one is set.
     DQ_SUBREQUESTS: whole("DQ_SUBREQUESTS", 10, 100_000, 100_000),
   })

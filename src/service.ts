@@ -133,7 +133,12 @@ export function buildService(
   const tokens = parseTokens(config.DQ_TOKENS);
   const destinations = destinationPolicy(config.DQ_PRIVATE_PUSH, tokens.limitedScopes);
   const redis = redisOf(config, makeRedis, options, log);
-  const scripts = createScriptRunner(redis, config.DQ_PREFIX, config.DQ_RETENTION_SECONDS * 1000);
+  const scripts = createScriptRunner(
+    redis,
+    config.DQ_PREFIX,
+    config.DQ_RETENTION_SECONDS * 1000,
+    partitionCount(config),
+  );
   const counters = createCounters();
   const accounts = accountsOf(config, env);
   const ready = accountsChecked(accounts);
@@ -459,3 +464,16 @@ function misconfiguredIfThrows<T>(make: () => T): T {
     );
   }
 }
+
+/**
+ * DQ_CLUSTER_PARTITIONS (Node only): 0, its default, is 16 on a Redis Cluster and 1 (one
+ * keyspace) on one Redis; the Worker always has one.
+ */
+export function partitionCount(config: ServiceConfig): number {
+  if (!("DQ_CLUSTER_PARTITIONS" in config)) return 1;
+  if (config.DQ_CLUSTER_PARTITIONS > 0) return config.DQ_CLUSTER_PARTITIONS;
+  return config.REDIS_CLUSTER_NODES ? DEFAULT_CLUSTER_PARTITIONS : 1;
+}
+
+/** Partitions of a deployment on a Redis Cluster unless DQ_CLUSTER_PARTITIONS says otherwise. */
+export const DEFAULT_CLUSTER_PARTITIONS = 16;

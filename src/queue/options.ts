@@ -25,6 +25,12 @@ export type DelayQueueOptions = {
   /** Key prefix; every key lives under the Redis Cluster hash tag `{prefix}`. @default "dq" */
   prefix?: string;
   /**
+   * How many keyspaces the topics are spread over (docs/cluster.md): 1 keeps every key under
+   * `{prefix}`; more spreads the topics over a Redis Cluster's masters. Fixed for a deployment's
+   * life. Ignored when `scripts` is given. @default 1
+   */
+  partitions?: number;
+  /**
    * A clock of the caller's, unix ms, for tests: every script then gets `now` from it. Without
    * one, scripts compare and write times on Redis's clock (TIME), the one clock of all callers,
    * so that callers' clocks that disagree cannot hand a job out twice or early, and the queue's
@@ -109,7 +115,13 @@ export function share(options: DelayQueueOptions): Shared {
   return {
     redis: options.redis,
     scripts:
-      options.scripts ?? createScriptRunner(options.redis, prefix, Math.round(retention * 1000)),
+      options.scripts ??
+      createScriptRunner(
+        options.redis,
+        prefix,
+        Math.round(retention * 1000),
+        options.partitions ?? 1,
+      ),
     keys: keys(prefix),
     clock: options.clock ?? Date.now,
     scriptNow: options.clock ?? (() => undefined),

@@ -43,7 +43,12 @@ export async function popJobs(
     if (
       known &&
       (known.pending ||
-        (await wakeups.confirm(shared.redis, topic, shared.keys.seq(topic), known.drained)))
+        (await wakeups.confirm(
+          shared.redis,
+          topic,
+          shared.scripts.topicKeys(topic).seq(topic),
+          known.drained,
+        )))
     ) {
       drained = known.drained;
     } else {
@@ -75,7 +80,7 @@ export async function popJobs(
     const woke = await wakeups.wait({
       redis: shared.redis,
       topic,
-      seqKey: shared.keys.seq(topic),
+      seqKey: shared.scripts.topicKeys(topic).seq(topic),
       nextAt: drained.nextAt,
       seq: drained.seq,
       giveUpAt,

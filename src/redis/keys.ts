@@ -155,6 +155,20 @@ export const KEY_LAYOUT = {
    * lowest score, so that an idle tick finds schedules to make without a command of its own.
    */
   schedulesDue: "scheds:due",
+  /**
+   * string: on a partitioned deployment (partitions.ts), where a job lives whose topic is another
+   * partition's than its id's: that partition's number. Kept in the id's partition; absent when
+   * the job lives there (scripts/partitions.ts: idClaim). Expires with the job's record.
+   */
+  jobIndex: "i:<id>",
+  /**
+   * list: jobs a script of this partition wrote for another partition's topic (a payment's
+   * outcome, a schedule's fire), or an index entry it needs, as JSON; the service adds them there
+   * right after the script, and the tick finishes what a crashed caller left (lib/jobs.ts).
+   */
+  outbox: "outbox",
+  /** list: ids of jobs of this partition that ended, whose index entries are to expire too. */
+  ended: "ended",
 } as const;
 
 export type KeyName = keyof typeof KEY_LAYOUT;

@@ -184,11 +184,13 @@ local function load(id)
   return decode(raw)
 end
 
--- Writes a record and returns it; finished and deleted records expire after RETENTION.
+-- Writes a record and returns it; finished and deleted records expire after RETENTION (and so,
+-- on a partitioned deployment, does the id's index entry in its own partition: key.ended).
 local function save(id, meta, body)
   local raw = encode(meta) .. "\\n" .. body
   if meta.state == "finished" or meta.state == "deleted" then
     rcall("SET", key.job(id), raw, "PX", RETENTION)
+    if idPartition(id) ~= PART then rcall("RPUSH", key.ended, id) end
   else
     rcall("SET", key.job(id), raw)
   end

@@ -1,10 +1,12 @@
 // Runs the Lua scripts through @upstash/redis (EVALSHA, EVAL on NOSCRIPT) with the common args, or
 // as Redis Functions (FCALL) with a client that has them.
 import { DelayqError } from "../domain/errors";
-import { keys } from "./keys";
+import { type Keys, keys } from "./keys";
 import type { Script } from "./lua/script";
 import { SCRIPTS, type ScriptName, scriptText, TIMED } from "./lua/scripts";
 import { type FunctionLibrary, functionLibrary } from "./lua/scripts/functions";
+import { type Partitions, partitions } from "./partitions";
+import { router } from "./routing";
 
 /**
  * The narrow part of a Redis client delayq needs: scripts (`exec`: EVALSHA, EVAL on NOSCRIPT) and
@@ -76,14 +78,37 @@ export type ScriptRunner = {
     now: number | undefined,
     args: readonly (string | number)[],
   ): Promise<{ reply: ReplyOf<N>; now: number }>;
+  /** The keys of a topic's keyspace (its partition's): a long-polling pop watches its counter. */
+  topicKeys(topic: string): Keys;
 };
 
+/**
+ * Runs one script in one partition (partition 0 on a deployment of one keyspace): what the
+ * router (routing.ts) composes the calls of a partitioned deployment from.
+ */
+export type PartitionCall = <N extends ScriptName>(
+  partition: number,
+  name: N,
+  now: number | undefined,
+  args: readonly (string | number)[],
+) => Promise<{ reply: ReplyOf<N>; now: number }>;
+
+/**
+ * The runner of a deployment. `partitionCount` (DQ_CLUSTER_PARTITIONS, redis/partitions.ts): 1
+ * for one keyspace, the layout of one Redis; more spreads the topics over that many keyspaces,
+ * and every call is routed to its partitions (routing.ts).
+ */
 export function createScriptRunner(
   redis: RedisClient,
   prefix: string,
   retentionMs: number,
-): ScriptRunner {
-  const k = keys(prefix);
+  partitionCount = 1,
+): ScriptRunner & { layout: Partitions } {
+  const layout = partitions(prefix, partitionCount);
+  const spaces = layout.prefixes.map((each, k) => ({
+    keys: keys(each),
+    retention: layout.count === 1 ? String(retentionMs) : `${retentionMs} ${k} ${layout.count}`,
+  }));
   const loaded = Object.fromEntries(
     Object.entries(SCRIPTS).map(([name, script]) => [name, redis.createScript(scriptText(script))]),
   ) as Record<ScriptName, ReturnType<RedisClient["createScript"]>>;
@@ -96,11 +121,12 @@ export function createScriptRunner(
     fns: NonNullable<RedisClient["delayqFunctions"]>,
     lib: FunctionLibrary,
     name: ScriptName,
+    route: string,
     argv: string[],
   ): Promise<unknown> => {
     const fn = lib.functionName(name);
     try {
-      return await fns.call(fn, [k.schedule], argv);
+      return await fns.call(fn, [route], argv);
     } catch (error) {
       if (!(error instanceof MissingFunction)) throw error;
     }
@@ -109,32 +135,15 @@ export function createScriptRunner(
       loading = undefined;
     });
     await loading;
-    return fns.call(fn, [k.schedule], argv);
+    return fns.call(fn, [route], argv);
   };
-  const runTimed = async <N extends ScriptName>(
-    name: N,
-    now: number | undefined,
-    args: readonly (string | number)[],
-  ): Promise<{ reply: ReplyOf<N>; now: number }> => {
-    const argv = [k.base, now === undefined ? "" : String(now), String(retentionMs)];
-    for (const arg of args) argv.push(String(arg));
-    let reply = await call(name, argv);
-    let at = now ?? Date.now();
-    if (now === undefined && TIMED.has(name)) {
-      // On Redis's clock a timed script answers {NOW, reply} (lua/scripts/index.ts: timed).
-      const [serverNow, inner] = Array.isArray(reply) ? reply : [];
-      at = Number(serverNow);
-      reply = inner;
-    }
-    return { reply: SCRIPTS[name].parse(reply) as ReplyOf<N>, now: at };
-  };
-  const call = async (name: ScriptName, argv: string[]): Promise<unknown> => {
+  const call = async (name: ScriptName, route: string, argv: string[]): Promise<unknown> => {
     let reply: unknown;
     let ran = false;
     try {
       if (functions && library) {
         try {
-          reply = await viaFunction(functions, library, name, argv);
+          reply = await viaFunction(functions, library, name, route, argv);
           ran = true;
         } catch (error) {
           if (!(error instanceof FunctionsRefused)) throw error;
@@ -142,18 +151,36 @@ export function createScriptRunner(
           functions = undefined;
         }
       }
-      if (!ran)
-        reply = await (loaded[name] as (typeof loaded)[ScriptName]).exec([k.schedule], argv);
+      if (!ran) reply = await (loaded[name] as (typeof loaded)[ScriptName]).exec([route], argv);
     } catch (error) {
       throw redisError(error);
     }
     return reply;
   };
+  const callIn: PartitionCall = async (partition, name, now, args) => {
+    const space = spaces[partition];
+    if (!space) throw new Error(`No partition ${partition} of ${layout.count}`);
+    const argv = [space.keys.base, now === undefined ? "" : String(now), space.retention];
+    for (const arg of args) argv.push(String(arg));
+    let reply = await call(name, space.keys.schedule, argv);
+    let at = now ?? Date.now();
+    if (now === undefined && TIMED.has(name)) {
+      // On Redis's clock a timed script answers {NOW, reply} (lua/scripts/index.ts: timed).
+      const [serverNow, inner] = Array.isArray(reply) ? reply : [];
+      at = Number(serverNow);
+      reply = inner;
+    }
+    return { reply: SCRIPTS[name].parse(reply) as ReplyOf<typeof name>, now: at };
+  };
+  const runTimed: ScriptRunner["runTimed"] =
+    layout.count === 1 ? (name, now, args) => callIn(0, name, now, args) : router(layout, callIn);
   return {
+    layout,
     runTimed,
     async run(name, now, args) {
       return (await runTimed(name, now, args)).reply;
     },
+    topicKeys: (topic) => (spaces[layout.ofTopic(topic)] ?? (spaces[0] as (typeof spaces)[0])).keys,
   };
 }
 

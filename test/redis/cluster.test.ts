@@ -3,20 +3,18 @@
 // never shows the password, `npm start` serves the API on a local three-master cluster, and a
 // master killed mid-run makes its slot's calls 503 redis_unavailable until it is restarted from
 // its AOF, with nothing lost.
-import { type ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { type RedisCluster, slotRanges, startRedisCluster } from "../../dev/redis-cluster";
+import { type RedisCluster, startRedisCluster } from "../../dev/redis-cluster";
 import { freePort } from "../../dev/redis-server";
 import { RespConnection } from "../../dev/resp";
 import { NodeEnvSchema, parseConfig } from "../../src/config";
 import { DelayQueue, DelayqError } from "../../src/index";
 import { type ClusterRedis, connectCluster } from "../../src/redis/cluster";
 import { parseClusterNodes } from "../../src/redis/urls";
+import { keysOn, librariesOn, npmStart, prefixOn, type Started } from "../support/cluster";
 import { spawnNodeEntry } from "../support/service";
 
 const PASSWORD = "Pw-cl-5e4d3c2b";
-const root = join(import.meta.dirname, "..", "..");
 
 function failure(env: Record<string, unknown>): DelayqError {
   try {
@@ -114,74 +112,6 @@ describe("functions/node.ts refuses to start", () => {
   });
 });
 
-/** `npm start` (package.json: tsx functions/node.ts) as a process group of its own. */
-type Started = { child: ChildProcess; output(): string; stop(): Promise<void> };
-
-async function npmStart(env: Record<string, string>): Promise<Started> {
-  const child = spawn("npm", ["start"], {
-    cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => (output += chunk));
-  child.stderr?.on("data", (chunk: Buffer) => (output += chunk));
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  const deadline = Date.now() + 15_000;
-  while (!/"event":"listening"/.test(output)) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      throw new Error(`npm start did not listen: ${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return {
-    child,
-    output: () => output,
-    async stop() {
-      if (child.exitCode === null) process.kill(-(child.pid as number), "SIGTERM");
-      await exited;
-    },
-  };
-}
-
-/** The index (in slotRanges) of the master that holds `{prefix}`'s slot. */
-async function masterOf(cluster: RedisCluster, prefix: string): Promise<number> {
-  const connection = await RespConnection.open(cluster.nodes[0]?.port as number);
-  const reply = await connection.call("CLUSTER", "KEYSLOT", `{${prefix}}`);
-  connection.close();
-  const slot = reply.type === "integer" ? reply.value : -1;
-  return slotRanges(cluster.nodes.length).findIndex(([from, to]) => slot >= from && slot <= to);
-}
-
-/** A prefix whose slot is on master `index` (or on any other master, with `not`). */
-async function prefixOn(cluster: RedisCluster, index: number, not = false): Promise<string> {
-  for (let i = 0; ; i++) {
-    const prefix = `cl${i}${crypto.randomUUID().slice(0, 4)}`;
-    if (((await masterOf(cluster, prefix)) === index) !== not) return prefix;
-  }
-}
-
-/** The names of the function libraries on the node at `port`. */
-async function librariesOn(port: number, flush = false): Promise<string[]> {
-  const connection = await RespConnection.open(port);
-  if (flush) await connection.call("FUNCTION", "FLUSH");
-  const reply = await connection.call("FUNCTION", "LIST");
-  connection.close();
-  return (reply.type === "array" ? (reply.value ?? []) : []).map((library) => {
-    const fields = library.type === "array" ? (library.value ?? []) : [];
-    const name = fields[1];
-    return name?.type === "bulk" ? String(name.value) : "";
-  });
-}
-
-async function keysOn(port: number): Promise<number> {
-  const connection = await RespConnection.open(port);
-  const reply = await connection.call("DBSIZE");
-  connection.close();
-  return reply.type === "integer" ? reply.value : -1;
-}
-
 describe("npm start with REDIS_CLUSTER_NODES", () => {
   let cluster: RedisCluster;
   let service: Started;
@@ -200,6 +130,8 @@ describe("npm start with REDIS_CLUSTER_NODES", () => {
       REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
       DQ_TOKENS: token,
       DQ_PREFIX: prefix,
+      // One keyspace: every key on the master of {prefix}'s slot (partitions.test.ts spreads).
+      DQ_CLUSTER_PARTITIONS: "1",
       DQ_REDIS_TIMEOUT_MS: "1000",
       PORT: String(port),
     });

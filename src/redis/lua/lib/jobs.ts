@@ -2,11 +2,9 @@
 
 /** Needs the record codec, `config`, `enqueue`, `bump` and `key` in scope. */
 export const LUA_JOBS = `
--- Adds one job as the add script would: ttr, max attempts and backoff from the arguments, else
--- from the topic's config, else from \`defaults\` ({ttr = ms, maxAttempts = n}); indexed by its due
--- time (claimable when the topic is pushed). An id that exists is left alone: returns false.
--- Cost: SET NX, MGET (the topic's keys: its config), enqueue's, ZADD NX (topics), INCR (seq).
-local function addJob(id, topic, due, body, ttr, maxAttempts, backoffSpec, defaults)
+-- addJob in this partition, whatever the topic's and the id's partitions (scripts/partitions.ts:
+-- outboxApply, once the id's index entry is written).
+local function addHere(id, topic, due, body, ttr, maxAttempts, backoffSpec, defaults)
   local cfg = config(topic)
   local meta = {
     id = id, topic = topic, state = "waiting", due = due, attempts = 0, createdAt = NOW,
@@ -24,5 +22,22 @@ local function addJob(id, topic, due, body, ttr, maxAttempts, backoffSpec, defau
   if string.sub(topic, 1, 2) ~= "__" then rcall("ZADD", key.topics, "NX", 0, topic) end
   bump(topic)
   return true
+end
+
+-- Adds one job as the add script would: ttr, max attempts and backoff from the arguments, else
+-- from the topic's config, else from \`defaults\` ({ttr = ms, maxAttempts = n}); indexed by its due
+-- time (claimable when the topic is pushed). An id that exists is left alone: returns false.
+-- Cost: SET NX, MGET (the topic's keys: its config), enqueue's, ZADD NX (topics), INCR (seq).
+-- On a partitioned deployment a job of another partition's topic, or one whose id needs an index
+-- entry in another partition, goes to the outbox instead (one RPUSH; returns true): the service
+-- adds it there with its index entry (scripts/partitions.ts: outboxApply).
+local function addJob(id, topic, due, body, ttr, maxAttempts, backoffSpec, defaults)
+  if topicPartition(topic) ~= PART or idPartition(id) ~= PART then
+    rcall("RPUSH", key.outbox, cjson.encode({op = "add", id = id, topic = topic, due = due,
+      body = body, ttr = ttr or false, maxAttempts = maxAttempts or false,
+      backoff = backoffSpec or false, defTtr = defaults.ttr, defMax = defaults.maxAttempts}))
+    return true
+  end
+  return addHere(id, topic, due, body, ttr, maxAttempts, backoffSpec, defaults)
 end
 `;

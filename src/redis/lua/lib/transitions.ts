@@ -61,19 +61,6 @@ local function base36(n)
   if n >= 36 then return string.sub(B36_PAIRS, 2 * n + 1, 2 * n + 2) .. out end
   return string.sub(B36, n + 1, n + 1) .. out
 end
--- djb2 over the id's bytes, modulo 2^32 (exact in Lua's doubles; no bit library needed). Four
--- bytes a step: below 2^32 * 33^4 + 255 * 33^4 < 2^53, so one modulo per four bytes gives what
--- one per byte would, at half the time.
-local function idHash(id)
-  local h, n, i = 5381, #id, 1
-  while i + 3 <= n do
-    local a, b, c, d = string.byte(id, i, i + 3)
-    h = ((((h * 33 + a) * 33 + b) * 33 + c) * 33 + d) % 4294967296
-    i = i + 4
-  end
-  for j = i, n do h = (h * 33 + string.byte(id, j)) % 4294967296 end
-  return h
-end
 local function popReceipt(meta)
   return "p" .. (meta.attempts + 1) .. "." .. base36(meta.due) .. "." .. base36(meta.createdAt)
     .. "." .. base36(idHash(meta.id))

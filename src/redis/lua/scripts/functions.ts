@@ -9,13 +9,13 @@ import { SCRIPTS, type ScriptName, TIMED, timed } from "./index";
 /**
  * Library statements that read the call or hold its state, so run again on entry to every
  * function: `redis.call` (not reachable while Redis loads a library), the common arguments
- * (`P`, `NOW`, `RETENTION`), the keys built from the key base, and the tables a call fills as it
+ * (`P`, `NOW`, `RETENTION`, `PART`, `PARTS`), the keys built from the key base, and the tables a call fills as it
  * goes (`local x = {}`; `key` is the table of key builders, filled once). Everything else defines
  * a helper or a constant and stays at the library's top level, defined once.
  */
 export function perCall(statement: string): boolean {
   return (
-    /^local (rcall|P|NOW|RETENTION) =/.test(statement) ||
+    /^local (rcall|P|NOW|RETENTION|PART|PARTS) =/.test(statement) ||
     /^key\.\w+ = P \.\./.test(statement) ||
     (/^local \w+ = \{\}\s*(--.*)?$/.test(statement) && !statement.startsWith("local key "))
   );

@@ -9,6 +9,15 @@ import { getJob } from "./get";
 import { bury, finish, release, touch } from "./held";
 import { list } from "./list";
 import {
+  endedTake,
+  idClaim,
+  idForget,
+  idWhere,
+  outboxApply,
+  outboxDone,
+  outboxRead,
+} from "./partitions";
+import {
   tokenWatchCounts,
   watchList,
   watchPolled,
@@ -72,6 +81,13 @@ export const SCRIPTS = {
   scheduleList,
   schedulesDue,
   scheduleFire,
+  idClaim,
+  idWhere,
+  idForget,
+  endedTake,
+  outboxRead,
+  outboxApply,
+  outboxDone,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -39,6 +39,15 @@ local function writeSchedule(name, state, spec, body)
   return raw
 end
 
+-- Takes back a fire made ahead if it still waits as made.
+local function takeBackFire(id, topic, at)
+  local meta = load(id)
+  if meta and meta.topic == topic and meta.state == "waiting" and meta.due == at then
+    unindex(id, meta)
+    rcall("DEL", key.job(id))
+  end
+end
+
 -- Takes back the fires made ahead that are not due yet and still wait (a push claim holds the
 -- ones due within its lookahead: those are delivered). Returns the last made fire already due.
 local function takeBack(name, topic, state)
@@ -48,10 +57,11 @@ local function takeBack(name, topic, state)
       if last == nil or at > last then last = at end
     else
       local id = name .. "@" .. string.format("%d", at)
-      local meta = load(id)
-      if meta and meta.topic == topic and meta.state == "waiting" and meta.due == at then
-        unindex(id, meta)
-        rcall("DEL", key.job(id))
+      if topicPartition(topic) ~= PART or idPartition(id) ~= PART then
+        -- Another partition's (lib/jobs.ts: addJob): taken back there, on the same terms.
+        rcall("RPUSH", key.outbox, cjson.encode({op = "del", id = id, topic = topic, due = at}))
+      else
+        takeBackFire(id, topic, at)
       end
     end
   end

@@ -1,0 +1,162 @@
+// A partitioned deployment's bookkeeping (redis/partitions.ts, redis/routing.ts): where a job id
+// lives, the jobs scripts wrote for other partitions (the outbox), the index entries to expire.
+import { asArray, defineScript } from "../script";
+
+/**
+ * Where each id lives, or will: its partition's number as text. Called in the ids' partition
+ * before an add writes them.
+ */
+export const idClaim = defineScript<string[]>({
+  name: "idClaim",
+  lua: `
+--[[ idClaim: claims job ids for the partition of the topic an add writes them to.
+  ARGV[4..] triples: id, the partition its topic is in, and a partition the caller found holds
+            no record of it ("" for none): an index entry naming that one is stale (its job
+            ended and expired, or an add stopped between its two steps) and is taken over.
+  An id with neither an index entry nor a record here is free: it is claimed (an index entry
+  naming the topic's partition, none when that is this one). Otherwise it lives where its entry
+  or its record says, which the caller's add then meets as the id taken (or, the same
+  partition, as a retry of its own add).
+  Returns per id the partition it lives in.
+  Cost: per id GET, EXISTS when no entry, SET (or DEL) when claimed.
+]]
+local out = {}
+for i = 4, #ARGV, 3 do
+  local id, target, stale = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local at = rcall("GET", key.jobIndex(id))
+  if not at and rcall("EXISTS", key.job(id)) == 1 then
+    out[#out + 1] = tostring(PART)
+  elseif at and at ~= stale then
+    out[#out + 1] = at
+  else
+    if tonumber(target) == PART then
+      rcall("DEL", key.jobIndex(id))
+    else
+      rcall("SET", key.jobIndex(id), target)
+    end
+    out[#out + 1] = target
+  end
+end
+return out
+`,
+  parse: (reply) => asArray(reply, "idClaim").map(String),
+});
+
+/** The partition each id lives in, by its index entry (this partition when it has none). */
+export const idWhere = defineScript<string[]>({
+  name: "idWhere",
+  lua: `
+--[[ idWhere: where job ids live.
+  ARGV[4..] ids (of this partition: redis/partitions.ts ofId)
+  Returns per id its index entry, or this partition's number when it has none (its job, if any,
+  is here). Changes nothing.
+  Cost: MGET.
+]]
+local names, out = {}, {}
+for i = 4, #ARGV do names[#names + 1] = key.jobIndex(ARGV[i]) end
+local found = rcall("MGET", unpack(names))
+for i = 1, #names do out[i] = found[i] or tostring(PART) end
+return out
+`,
+  parse: (reply) => asArray(reply, "idWhere").map(String),
+});
+
+/** Gives ended jobs' index entries the records' retention; answers how many it took. */
+export const idForget = defineScript<number>({
+  name: "idForget",
+  lua: `
+--[[ idForget: index entries of jobs that ended expire when their records do.
+  ARGV[4..] ids   Cost: PEXPIRE per id.   Returns how many had an entry.
+]]
+local n = 0
+for i = 4, #ARGV do n = n + rcall("PEXPIRE", key.jobIndex(ARGV[i]), RETENTION) end
+return n
+`,
+  parse: Number,
+});
+
+/** Takes up to ARGV[4] ids from the list of jobs that ended (key.ended). */
+export const endedTake = defineScript<string[]>({
+  name: "endedTake",
+  lua: `
+--[[ endedTake: ARGV[4] most ids.   Returns the ids taken off key.ended (LPOP).   Cost: LPOP. ]]
+return rcall("LPOP", key.ended, tonumber(ARGV[4])) or {}
+`,
+  parse: (reply) => (reply === null ? [] : asArray(reply, "endedTake").map(String)),
+});
+
+/** The outbox's first ARGV[4] entries, left in place until outboxDone. */
+export const outboxRead = defineScript<string[]>({
+  name: "outboxRead",
+  lua: `
+--[[ outboxRead: ARGV[4] most.   Returns the outbox's first entries (JSON).   Cost: LRANGE. ]]
+return rcall("LRANGE", key.outbox, 0, tonumber(ARGV[4]) - 1)
+`,
+  parse: (reply) => asArray(reply, "outboxRead").map(String),
+});
+
+/** Removes entries applied (one each: a copy another caller applied too is gone either way). */
+export const outboxDone = defineScript<number>({
+  name: "outboxDone",
+  lua: `
+--[[ outboxDone: ARGV[4..] entries.   Cost: LREM per entry.   Returns how many were removed. ]]
+local n = 0
+for i = 4, #ARGV do n = n + rcall("LREM", key.outbox, 1, ARGV[i]) end
+return n
+`,
+  parse: Number,
+});
+
+export type OutboxPushed = { topic: string; via: "direct" | "qstash"; dueAt: number };
+
+/**
+ * Applies outbox entries in the partition of their topic: adds a job (lib/jobs.ts: addHere; an
+ * id that exists is left alone) or takes a schedule's fire back. Answers the push topics written.
+ */
+export const outboxApply = defineScript<OutboxPushed[]>({
+  name: "outboxApply",
+  lua: `
+--[[ outboxApply: applies outbox entries here, their topics' partition (their ids' index
+  entries claimed first, scripts/partitions.ts: idClaim).
+  ARGV[4..] entries (JSON): {op = "add", id, topic, due, body, ttr, maxAttempts, backoff,
+            defTtr, defMax}, as lib/jobs.ts addJob takes them; or {op = "del", id, topic, due}: a
+            schedule's fire taken back if it still waits as made (scripts/schedules.ts).
+  Returns three values per push topic a job was added to: topic, via, due (ms).
+  Cost: per add addJob's; per del GET and unindex's, DEL.
+]]
+local out = {}
+for i = 4, #ARGV do
+  local e = cjson.decode(ARGV[i])
+  if e.op == "add" then
+    local added = addHere(e.id, e.topic, e.due, e.body, e.ttr or nil, e.maxAttempts or nil,
+      e.backoff or nil, {ttr = e.defTtr, maxAttempts = e.defMax})
+    local push = config(e.topic).push
+    if added and type(push) == "table" then
+      out[#out + 1] = e.topic
+      out[#out + 1] = push.via or "direct"
+      out[#out + 1] = e.due
+    end
+  else
+    local meta = load(e.id)
+    if meta and meta.topic == e.topic and meta.state == "waiting" and meta.due == e.due then
+      unindex(e.id, meta)
+      rcall("DEL", key.job(e.id))
+      if idPartition(e.id) ~= PART then rcall("RPUSH", key.ended, e.id) end
+    end
+  end
+end
+return out
+`,
+  parse(reply) {
+    const flat = asArray(reply, "outboxApply");
+    const out: OutboxPushed[] = [];
+    for (let i = 0; i < flat.length; i += 3) {
+      out.push({
+        topic: String(flat[i]),
+        via: flat[i + 1] === "qstash" ? "qstash" : "direct",
+        dueAt: Number(flat[i + 2]),
+      });
+    }
+    return out;
+  },
+});

@@ -1,0 +1,502 @@
+// The calls of a partitioned deployment (partitions.ts): each script is sent to the partition
+// that holds what it touches, split by partition when it names jobs or topics of several, or run
+// in every partition and its answers merged when it looks across topics. docs/cluster.md has the
+// layout and each operation's cost.
+import type { ScriptName } from "./lua/scripts";
+import type { AddReply } from "./lua/scripts/add";
+import type { OutboxPushed } from "./lua/scripts/partitions";
+import type { ClaimReply } from "./lua/scripts/push";
+import type { Partitions } from "./partitions";
+import type { PartitionCall, ReplyOf, ScriptRunner } from "./runner";
+
+type Args = readonly (string | number)[];
+type Timed<R> = Promise<{ reply: R; now: number }>;
+
+/** Scripts of what is not a topic's, or of delayq's own topics: the home partition's. */
+const HOME = new Set<ScriptName>([
+  "cursorSecret",
+  "sessionStart",
+  "sessionRead",
+  "sessionEnd",
+  "watchStart",
+  "watchRead",
+  "watchPolled",
+  "watchStop",
+  "watchList",
+  "tokenWatchCounts",
+  "scheduleSave",
+  "scheduleGet",
+  "scheduleDelete",
+  "scheduleList",
+  "schedulesDue",
+  "scheduleFire",
+]);
+
+/** Home scripts that may leave jobs for other partitions in the outbox (lib/jobs.ts: addJob). */
+const WRITES_OUTBOX = new Set<ScriptName>([
+  "watchStart",
+  "watchPolled",
+  "scheduleSave",
+  "scheduleDelete",
+  "scheduleFire",
+]);
+
+/** Scripts whose first argument is the topic they work on. */
+const BY_TOPIC = new Set<ScriptName>(["kick", "deleteDead", "list", "configure"]);
+
+/** Scripts whose first argument is the one job they work on. */
+const BY_ID = new Set<ScriptName>([
+  "get",
+  "delete",
+  "touch",
+  "release",
+  "bury",
+  "reschedule",
+  "promote",
+]);
+
+/**
+ * Scripts of many jobs, each a group of `width` arguments starting with its id after `header`
+ * arguments, answering one value per group (published: a list of its own, concatenated).
+ */
+const PER_JOB: Partial<Record<ScriptName, { header: number; width: number }>> = {
+  finish: { header: 1, width: 2 },
+  settle: { header: 0, width: 6 },
+  stillHeld: { header: 0, width: 2 },
+  published: { header: 0, width: 3 },
+};
+
+/** Outbox entries applied a call, and ended ids forgotten a tick per partition. */
+const OUTBOX_PAGE = 100;
+const ENDED_PAGE = 1000;
+
+export function router(layout: Partitions, callIn: PartitionCall): ScriptRunner["runTimed"] {
+  const r = new Router(layout, callIn);
+  return (name, now, args) => r.run(name, now, args);
+}
+
+class Router {
+  /** Where the sequential fan-outs (claim, notices) start, so no partition always comes last. */
+  private turn = 0;
+
+  constructor(
+    private readonly layout: Partitions,
+    private readonly callIn: PartitionCall,
+  ) {}
+
+  async run<N extends ScriptName>(name: N, now: number | undefined, args: Args): Timed<ReplyOf<N>> {
+    const any = this as Router;
+    if (HOME.has(name)) {
+      // A watch read as concluded has its outcome jobs in their topics: what its conclusion left
+      // in the outbox is applied first (by this call, if the concluding one has not yet).
+      if (name === "watchRead") await this.drainOutbox(now);
+      const result = await this.callIn(0, name, now, args);
+      if (WRITES_OUTBOX.has(name)) {
+        // Push topics the outbox's jobs went to are told as the script's own would be.
+        const pushed = await this.drainOutbox(now);
+        const reply = result.reply as { pushed?: OutboxPushed[] } | undefined;
+        if (pushed.length > 0 && Array.isArray(reply?.pushed)) reply.pushed.push(...pushed);
+      }
+      return result;
+    }
+    if (BY_TOPIC.has(name))
+      return this.callIn(this.layout.ofTopic(String(args[0])), name, now, args);
+    if (BY_ID.has(name)) {
+      const [at] = await this.where([String(args[0])], now);
+      return this.callIn(at ?? 0, name, now, args);
+    }
+    const perJob = PER_JOB[name];
+    if (perJob) return this.perJob(name, now, args, perJob.header, perJob.width);
+    switch (name) {
+      case "add":
+        return any.add(now, args) as Timed<ReplyOf<N>>;
+      case "pop":
+        return any.pop(now, args) as Timed<ReplyOf<N>>;
+      case "topicStats":
+        return this.perJob(name, now, args, 0, 1, (topic) => this.layout.ofTopic(topic));
+      case "renotice":
+        return any.renotice(now, args) as Timed<ReplyOf<N>>;
+      case "tick":
+        return any.tick(now, args) as Timed<ReplyOf<N>>;
+      case "claim":
+        return any.claim(now, args) as Timed<ReplyOf<N>>;
+      case "handOff":
+        return any.handOff(now, args) as Timed<ReplyOf<N>>;
+      case "notices":
+        return any.notices(now, args) as Timed<ReplyOf<N>>;
+      case "listTopics":
+        return any.listTopics(now, args) as Timed<ReplyOf<N>>;
+      default:
+        throw new Error(`The ${name} script has no route on a partitioned deployment`);
+    }
+  }
+
+  /** The partition each id's job lives in (its index entry's, else its own partition). */
+  async where(ids: readonly string[], now: number | undefined): Promise<number[]> {
+    const out = new Array<number>(ids.length).fill(0);
+    await Promise.all(
+      groups(ids, (id) => this.layout.ofId(id)).map(async ([k, places]) => {
+        const { reply } = await this.callIn(
+          k,
+          "idWhere",
+          now,
+          places.map((i) => ids[i] as string),
+        );
+        places.forEach((i, j) => {
+          out[i] = Number(reply[j]);
+        });
+      }),
+    );
+    return out;
+  }
+
+  /**
+   * A script of many jobs (or topics), split by the partition each group's first argument lives
+   * in, one call per partition; the answers put back in the groups' order.
+   */
+  async perJob<N extends ScriptName>(
+    name: N,
+    now: number | undefined,
+    args: Args,
+    header: number,
+    width: number,
+    placeOf?: (first: string) => number,
+  ): Timed<ReplyOf<N>> {
+    const head = args.slice(0, header);
+    const items: Args[] = [];
+    for (let i = header; i < args.length; i += width) items.push(args.slice(i, i + width));
+    const firsts = items.map((item) => String(item[0]));
+    const places = placeOf ? firsts.map(placeOf) : await this.where(firsts, now);
+    const replies = new Array<unknown>(items.length);
+    const concat: unknown[] = [];
+    let at = now ?? 0;
+    await Promise.all(
+      groups(items, (_, i) => places[i] as number).map(async ([k, indexes]) => {
+        const part = await this.callIn(k, name, now, [
+          ...head,
+          ...indexes.flatMap((i) => items[i] as Args),
+        ]);
+        at = Math.max(at, part.now);
+        const list = part.reply as unknown[];
+        if (name === "published") concat.push(...list);
+        else
+          indexes.forEach((i, j) => {
+            replies[i] = list[j];
+          });
+      }),
+    );
+    const reply = (name === "published" ? concat : replies) as ReplyOf<N>;
+    return { reply, now: at || Date.now() };
+  }
+
+  /**
+   * add: each id claimed in its own partition for its topic's (idClaim), then one add per
+   * partition of the topics written. An id another topic's job holds answers idTaken with that
+   * job's record, as on one keyspace; an index entry whose job is gone is taken over.
+   */
+  async add(now: number | undefined, args: Args): Timed<AddReply> {
+    const head = args.slice(0, 3);
+    const jobs: Args[] = [];
+    for (let i = 3; i < args.length; i += 9) jobs.push(args.slice(i, i + 9));
+    const ids = jobs.map((job) => String(job[0]));
+    const targets = jobs.map((job) => this.layout.ofTopic(String(job[1])));
+    const homes = await this.claim_(ids, targets, new Array(ids.length).fill(""), now);
+    const taken = new Map<number, string>();
+    for (const [i, home] of homes.entries()) {
+      if (home === targets[i]) continue;
+      const { reply: stored } = await this.callIn(home, "get", now, [ids[i] as string]);
+      if (stored !== undefined) {
+        taken.set(i, stored);
+        continue;
+      }
+      // The entry outlived its job: the id is free again.
+      const [again] = await this.claim_(
+        [ids[i] as string],
+        [targets[i] as number],
+        [String(home)],
+        now,
+      );
+      if (again !== targets[i]) taken.set(i, "");
+    }
+    const out: AddReply = { jobs: new Array(jobs.length), pushed: [] };
+    let at = now ?? 0;
+    const writes = jobs.map((_, i) => i).filter((i) => !taken.has(i));
+    await Promise.all(
+      groups(writes, (i) => targets[i] as number).map(async ([k, places]) => {
+        const indexes = places.map((p) => writes[p] as number);
+        const part = await this.callIn(k, "add", now, [
+          ...head,
+          ...indexes.flatMap((i) => jobs[i] as Args),
+        ]);
+        at = Math.max(at, part.now);
+        out.pushed.push(...part.reply.pushed);
+        indexes.forEach((i, j) => {
+          out.jobs[i] = part.reply.jobs[j] as AddReply["jobs"][number];
+        });
+      }),
+    );
+    for (const [i, record] of taken) out.jobs[i] = { code: "idTaken", record };
+    return { reply: out, now: at || Date.now() };
+  }
+
+  /** idClaim, each id in its own partition. */
+  private async claim_(
+    ids: readonly string[],
+    targets: readonly number[],
+    stale: readonly string[],
+    now: number | undefined,
+  ): Promise<number[]> {
+    const out = new Array<number>(ids.length).fill(0);
+    await Promise.all(
+      groups(ids, (id) => this.layout.ofId(id)).map(async ([k, places]) => {
+        const { reply } = await this.callIn(
+          k,
+          "idClaim",
+          now,
+          places.flatMap((i) => [ids[i] as string, targets[i] as number, stale[i] as string]),
+        );
+        places.forEach((i, j) => {
+          out[i] = Number(reply[j]);
+        });
+      }),
+    );
+    return out;
+  }
+
+  /**
+   * pop, in its topic's partition, with the jobs it finishes (ARGV[9..], pairs): a job whose
+   * record is not there (another topic's, finished through this pop) is finished in its own.
+   */
+  async pop(now: number | undefined, args: Args): Timed<ReplyOf<"pop">> {
+    const topic = String(args[0]);
+    const result = await this.callIn(this.layout.ofTopic(topic), "pop", now, args);
+    const lost = result.reply.finished
+      .map((reply, i) => ({ reply, i }))
+      .filter(({ reply }) => reply.code === "notFound");
+    if (lost.length === 0) return result;
+    const pairs = lost.flatMap(({ i }) => args.slice(5 + 2 * i, 7 + 2 * i));
+    const again = await this.perJob("finish", now, [args[4] as string, ...pairs], 1, 2);
+    lost.forEach(({ i }, j) => {
+      const reply = again.reply[j];
+      if (reply) result.reply.finished[i] = reply;
+    });
+    return result;
+  }
+
+  /** renotice: per topic, the topic, how many entries, then the entries. */
+  async renotice(now: number | undefined, args: Args): Timed<undefined> {
+    const byPart = new Map<number, (string | number)[]>();
+    for (let i = 0; i < args.length; ) {
+      const n = Number(args[i + 1]);
+      const k = this.layout.ofTopic(String(args[i]));
+      const list = byPart.get(k) ?? [];
+      list.push(...args.slice(i, i + 2 + n));
+      byPart.set(k, list);
+      i += 2 + n;
+    }
+    await Promise.all([...byPart].map(([k, part]) => this.callIn(k, "renotice", now, part)));
+    return { reply: undefined, now: now ?? Date.now() };
+  }
+
+  /**
+   * tick: every partition's slice, added up; then the upkeep a partitioned deployment needs:
+   * the ended jobs' index entries given their records' expiry, the outbox's jobs a crashed
+   * caller left.
+   */
+  async tick(now: number | undefined, args: Args): Timed<ReplyOf<"tick">> {
+    const slices = await Promise.all(
+      this.partitions().map((k) => this.callIn(k, "tick", now, args)),
+    );
+    const sum = { ...(slices[0] as (typeof slices)[0]).reply };
+    for (const { reply } of slices.slice(1)) {
+      sum.promoted += reply.promoted;
+      sum.expired += reply.expired;
+      sum.died += reply.died;
+      sum.topics += reply.topics;
+      sum.more ||= reply.more;
+      sum.pushDue ||= reply.pushDue;
+      sum.noticesDue ||= reply.noticesDue;
+      sum.schedulesDue ||= reply.schedulesDue;
+    }
+    await Promise.all([this.forgetEnded(now), this.drainOutbox(now)]);
+    return { reply: sum, now: Math.max(...slices.map((s) => s.now)) };
+  }
+
+  /** Each partition's ended jobs whose index entries live elsewhere: those expire with them. */
+  async forgetEnded(now: number | undefined): Promise<void> {
+    await Promise.all(
+      this.partitions().map(async (k) => {
+        const { reply: ids } = await this.callIn(k, "endedTake", now, [ENDED_PAGE]);
+        await Promise.all(
+          groups(ids, (id) => this.layout.ofId(id)).map(([p, places]) =>
+            this.callIn(
+              p,
+              "idForget",
+              now,
+              places.map((i) => ids[i] as string),
+            ),
+          ),
+        );
+      }),
+    );
+  }
+
+  /**
+   * Applies the home partition's outbox (lib/jobs.ts: addJob): each job's id claimed, then the
+   * jobs added (or fires taken back) in their topics' partitions, then the entries removed. At
+   * least once: an entry applied twice meets its own job (an id that exists is left alone).
+   */
+  async drainOutbox(now: number | undefined): Promise<OutboxPushed[]> {
+    const { reply: entries } = await this.callIn(0, "outboxRead", now, [OUTBOX_PAGE]);
+    if (entries.length === 0) return [];
+    const parsed = entries.map(
+      (text) => JSON.parse(text) as { op: string; id: string; topic: string },
+    );
+    const targets = parsed.map((e) => this.layout.ofTopic(e.topic));
+    const adds = parsed.map((_, i) => i).filter((i) => parsed[i]?.op === "add");
+    const homes = await this.claim_(
+      adds.map((i) => (parsed[i] as { id: string }).id),
+      adds.map((i) => targets[i] as number),
+      adds.map(() => ""),
+      now,
+    );
+    // An id another topic's job holds is left alone, as addJob leaves an id that exists.
+    const skip = new Set(adds.filter((i, j) => homes[j] !== targets[i]));
+    const apply = parsed.map((_, i) => i).filter((i) => !skip.has(i));
+    const applied = await Promise.all(
+      groups(apply, (i) => targets[i] as number).map(([k, places]) =>
+        this.callIn(
+          k,
+          "outboxApply",
+          now,
+          places.map((p) => entries[apply[p] as number] as string),
+        ),
+      ),
+    );
+    await this.callIn(0, "outboxDone", now, entries);
+    return applied.flatMap((part) => part.reply);
+  }
+
+  /**
+   * claim: one topic's partition when the call names a topic; else the partitions in turn, each
+   * taking what the others left of the call's most jobs. A hand-off's share (ARGV[9], [10])
+   * is home's, where handOff keeps its ledger.
+   */
+  async claim(now: number | undefined, args: Args): Timed<ClaimReply> {
+    const only = String(args[4] ?? "");
+    if (only !== "") return this.callIn(this.layout.ofTopic(only), "claim", now, args);
+    let most = Number(args[1]);
+    const topics = [] as ClaimedTopic[];
+    const held: ClaimReply["held"] = [];
+    let at = now ?? 0;
+    for (const k of this.inTurn()) {
+      if (most <= 0) break;
+      const rest = k === 0 ? args.slice(5) : [0, ""];
+      const part = await this.callIn(k, "claim", now, [
+        ...args.slice(0, 1),
+        most,
+        ...args.slice(2, 4),
+        "",
+        ...rest,
+      ]);
+      at = Math.max(at, part.now);
+      for (const topic of part.reply) {
+        topics.push(topic);
+        most -= topic.records.length;
+      }
+      held.push(...part.reply.held);
+    }
+    return { reply: Object.assign(topics, { held }), now: at || Date.now() };
+  }
+
+  /** handOff: one topic's partition when the call names one; else each's waves, added up. */
+  async handOff(now: number | undefined, args: Args): Timed<ReplyOf<"handOff">> {
+    const only = String(args[3] ?? "");
+    if (only !== "") return this.callIn(this.layout.ofTopic(only), "handOff", now, args);
+    const parts = await Promise.all(
+      this.partitions().map((k) => this.callIn(k, "handOff", now, args)),
+    );
+    const runs = new Map<number, number>();
+    for (const { reply } of parts) {
+      for (const wave of reply) runs.set(wave.wave, (runs.get(wave.wave) ?? 0) + wave.runs);
+    }
+    const reply = [...runs].sort(([a], [b]) => a - b).map(([wave, n]) => ({ wave, runs: n }));
+    return { reply, now: Math.max(...parts.map((p) => p.now)) };
+  }
+
+  /** notices: the partitions in turn, each taking what the others left of the most. */
+  async notices(now: number | undefined, args: Args): Timed<ReplyOf<"notices">> {
+    let most = Number(args[0]);
+    const out: ReplyOf<"notices"> = [];
+    let at = now ?? 0;
+    for (const k of this.inTurn()) {
+      if (most <= 0) break;
+      const part = await this.callIn(k, "notices", now, [most, ...args.slice(1)]);
+      at = Math.max(at, part.now);
+      out.push(...part.reply);
+      most -= part.reply.length;
+    }
+    return { reply: out, now: at || Date.now() };
+  }
+
+  /**
+   * listTopics: every partition's page after the same name, merged by name. The page ends where
+   * the first partition with more to read stopped (past it that partition's names are not
+   * known), or at the page's size.
+   */
+  async listTopics(now: number | undefined, args: Args): Timed<ReplyOf<"listTopics">> {
+    const size = Number(args[1]);
+    const parts = await Promise.all(
+      this.partitions().map((k) => this.callIn(k, "listTopics", now, args)),
+    );
+    const stops = parts.filter((p) => p.reply.more).map((p) => p.reply.last);
+    let cut = stops.length > 0 ? stops.sort()[0] : undefined;
+    let rows = parts
+      .flatMap((p) => p.reply.topics)
+      .filter((row) => cut === undefined || row.topic <= cut)
+      .sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0));
+    let more = cut !== undefined;
+    if (rows.length > size) {
+      rows = rows.slice(0, size);
+      cut = (rows[rows.length - 1] as (typeof rows)[0]).topic;
+      more = true;
+    }
+    const last =
+      cut ??
+      parts
+        .map((p) => p.reply.last)
+        .sort()
+        .pop() ??
+      "";
+    return {
+      reply: { topics: rows, more, last },
+      now: Math.max(...parts.map((p) => p.now)),
+    };
+  }
+
+  private partitions(): number[] {
+    return Array.from({ length: this.layout.count }, (_, k) => k);
+  }
+
+  private inTurn(): number[] {
+    const start = this.turn++ % this.layout.count;
+    return this.partitions().map((k) => (start + k) % this.layout.count);
+  }
+}
+
+type ClaimedTopic = ClaimReply[number];
+
+/** Items' places grouped by the partition `place` gives each: [partition, places in order]. */
+function groups<T>(
+  items: readonly T[],
+  place: (item: T, i: number) => number,
+): [number, number[]][] {
+  const byPart = new Map<number, number[]>();
+  items.forEach((item, i) => {
+    const k = place(item, i);
+    const list = byPart.get(k);
+    if (list) list.push(i);
+    else byPart.set(k, [i]);
+  });
+  return [...byPart];
+}
