@@ -88,6 +88,8 @@ try {
   await cluster?.ready();
   // The checks that take WebCrypto (a certificate-mode account's chain), before serving.
   await service.ready;
+  // Keys spread over another number of partitions than configured would be out of reach.
+  await service.layoutChecked();
 } catch (error) {
   console.error(error instanceof DelayqError ? error.message : error);
   // The cluster's connections would keep retrying (and the process alive) while it exits.

@@ -85,6 +85,12 @@ export type Service = {
    * serving anything, so such an account is refused at start-up like any other bad value.
    */
   ready: Promise<void>;
+  /**
+   * Checks that Redis holds the deployment's keys in as many partitions as DQ_CLUSTER_PARTITIONS
+   * says (marking them at a first start with more than one): rejects with the line to stop on
+   * when not. Node awaits it before serving; a Redis that cannot answer yet is not a refusal.
+   */
+  layoutChecked(): Promise<void>;
 };
 
 /** The runs of one service: one per request, one per tick, each with DQ_SUBREQUESTS. */
@@ -218,7 +224,29 @@ export function buildService(
     dispatcher,
     runs,
     ready,
+    layoutChecked: () => layoutChecked(scripts, partitionCount(config), config.DQ_PREFIX, log),
   };
+}
+
+async function layoutChecked(
+  scripts: ScriptRunner,
+  count: number,
+  prefix: string,
+  log: Logger,
+): Promise<void> {
+  let stored: number;
+  try {
+    stored = await scripts.run("layoutMark", undefined, [count]);
+  } catch (error) {
+    log({ level: "warn", event: "layout_unchecked", message: messageOf(error) });
+    return;
+  }
+  if (stored === count) return;
+  const why =
+    stored === 1
+      ? `DQ_CLUSTER_PARTITIONS is ${count}, but Redis holds DQ_PREFIX "${prefix}" in one keyspace (written with 1): set DQ_CLUSTER_PARTITIONS=1, or move its keys first with \`npm run migrate-cluster\` (docs/cluster.md)`
+      : `DQ_CLUSTER_PARTITIONS is ${count}, but Redis holds DQ_PREFIX "${prefix}" spread over ${stored} partitions: set DQ_CLUSTER_PARTITIONS=${stored} (it is fixed for a deployment's life)`;
+  throw new DelayqError("internal_error", `delayq is misconfigured: ${why}`);
 }
 
 /** Each tick: drain the buckets, make the schedules' fires, claim push jobs and send notices. */

@@ -169,6 +169,11 @@ export const KEY_LAYOUT = {
   outbox: "outbox",
   /** list: ids of jobs of this partition that ended, whose index entries are to expire too. */
   ended: "ended",
+  /**
+   * string: how many partitions the deployment's keys are spread over, in home, written by the
+   * first start with more than one (scripts/partitions.ts: layoutMark); absent for one.
+   */
+  layout: "layout",
 } as const;
 
 export type KeyName = keyof typeof KEY_LAYOUT;

@@ -30,6 +30,7 @@ const HOME = new Set<ScriptName>([
   "scheduleList",
   "schedulesDue",
   "scheduleFire",
+  "layoutMark",
 ]);
 
 /** Home scripts that may leave jobs for other partitions in the outbox (lib/jobs.ts: addJob). */

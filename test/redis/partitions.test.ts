@@ -6,8 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RedisCluster, slotRanges, startRedisCluster } from "../../dev/redis-cluster";
 import { freePort } from "../../dev/redis-server";
 import { RespConnection } from "../../dev/resp";
+import { DelayQueue } from "../../src/index";
+import { connectCluster } from "../../src/redis/cluster";
 import { djb2, partitions, slotOf } from "../../src/redis/partitions";
 import { keysMatching, npmStart, type Started } from "../support/cluster";
+import { spawnNodeEntry } from "../support/service";
 
 describe("partitions", () => {
   it("put the N tags' slots in N equal ranges from home's, so masters of equal ranges share them", () => {
@@ -196,4 +199,79 @@ describe("npm start on a Redis Cluster, topics spread over its masters", () => {
     }
     expect(seen).toEqual([...topics].sort());
   });
+
+  it("refuses to start with another partition count than the keys were written with, in one line", async () => {
+    const start = async (env: Record<string, string>) => {
+      const entry = spawnNodeEntry({
+        REDIS_CLUSTER_NODES: cluster.seeds,
+        DQ_TOKENS: token,
+        PORT: String(await freePort()),
+        ...env,
+      });
+      expect(await entry.exited).toBe(1);
+      return entry.output().trim().split("\n");
+    };
+    // This deployment was marked with 16 at its first start.
+    expect(await start({ DQ_PREFIX: prefix, DQ_CLUSTER_PARTITIONS: "1" })).toEqual([
+      `delayq is misconfigured: DQ_CLUSTER_PARTITIONS is 1, but Redis holds DQ_PREFIX "${prefix}" spread over 16 partitions: set DQ_CLUSTER_PARTITIONS=16 (it is fixed for a deployment's life)`,
+    ]);
+    // A deployment written with one keyspace, started with 16.
+    const old = `${prefix}old`;
+    const driver = connectCluster(cluster.seeds, { commandTimeoutMs: 2000 });
+    await new DelayQueue({ redis: driver, prefix: old }).add({ topic: "t", body: 1 });
+    await driver.quit();
+    const [line, ...more] = await start({ DQ_PREFIX: old });
+    expect(more).toEqual([]);
+    expect(line).toMatch(
+      new RegExp(
+        `^delayq is misconfigured: DQ_CLUSTER_PARTITIONS is 16, but Redis holds DQ_PREFIX "${old}" in one keyspace`,
+      ),
+    );
+  }, 30_000);
+
+  // Last: it kills a master.
+  it("answers 503 for the topics of a master that is down, serves the others, and loses nothing", async () => {
+    const down = 2;
+    const onDown = topics.filter((t) => masterOfTopic(t) === down);
+    const onOthers = topics.filter((t) => masterOfTopic(t) !== down);
+    expect(onDown.length).toBeGreaterThan(0);
+    const idsFor = (topic: string) => [1, 2, 3].map((n) => `k-${topic}-${n}`);
+    for (const topic of [onDown[0], onOthers[0]] as string[]) {
+      for (const id of idsFor(topic)) {
+        expect((await call("POST", "/v1/jobs", { topic, id, body: id })).status).toBe(201);
+      }
+    }
+    await cluster.kill(down);
+    const [deadTopic, liveTopic] = [onDown[0], onOthers[0]] as [string, string];
+    const refused = await call("POST", "/v1/jobs", {
+      topic: deadTopic,
+      id: `k-${deadTopic}-4`,
+      body: 4,
+    });
+    expect(refused).toMatchObject({ status: 503, body: { error: { code: "redis_unavailable" } } });
+    // A topic of another master: added, popped, finished meanwhile.
+    const live = await call("POST", `/v1/topics/${liveTopic}/pop`, { count: 100 });
+    expect(live.status).toBe(200);
+    const livePopped = live.body.jobs.filter((j: any) => j.id.startsWith("k-"));
+    expect(livePopped.map((j: any) => j.id).sort()).toEqual(idsFor(liveTopic));
+    for (const job of livePopped) {
+      // An id whose index lives on the master that is down cannot be looked up: 503 too.
+      const res = await call("POST", `/v1/jobs/${job.id}/finish`, { receipt: job.receipt });
+      expect([200, 503]).toContain(res.status);
+    }
+    await cluster.restart(down);
+    let popped: any;
+    for (let i = 0; i < 50; i++) {
+      popped = await call("POST", `/v1/topics/${deadTopic}/pop`, { count: 100 });
+      if (popped.status === 200) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(popped.status).toBe(200);
+    expect(
+      popped.body.jobs
+        .map((j: any) => j.id)
+        .filter((id: string) => id.startsWith("k-"))
+        .sort(),
+    ).toEqual(idsFor(deadTopic));
+  }, 40_000);
 });

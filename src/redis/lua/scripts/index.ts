@@ -13,6 +13,7 @@ import {
   idClaim,
   idForget,
   idWhere,
+  layoutMark,
   outboxApply,
   outboxDone,
   outboxRead,
@@ -88,6 +89,7 @@ export const SCRIPTS = {
   outboxRead,
   outboxApply,
   outboxDone,
+  layoutMark,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -160,3 +160,27 @@ return out
     return out;
   },
 });
+
+/**
+ * The partitions Redis holds this deployment's keys in: the stored mark; else, when a start with
+ * more than one finds none and no data of one keyspace, its own count, marked now.
+ */
+export const layoutMark = defineScript<number>({
+  name: "layoutMark",
+  lua: `
+--[[ layoutMark: ARGV[4] the partitions this start is set to.
+  Returns the partitions the keys are in: the mark (key.layout) when there is one; else 1 when
+  this start has one, or when home holds data written with one (topics, watches, schedules);
+  else ARGV[4], marked now. Cost: GET; EXISTS and SET at a first start with more than one.
+]]
+local stored = rcall("GET", key.layout)
+if stored then return tonumber(stored) end
+local n = tonumber(ARGV[4])
+if n == 1 or rcall("EXISTS", key.topics, key.watches, key.refunds, key.scheduleNames) > 0 then
+  return 1
+end
+rcall("SET", key.layout, n)
+return n
+`,
+  parse: Number,
+});
