@@ -9,7 +9,7 @@ import { RespConnection } from "../../dev/resp";
 import { DelayQueue } from "../../src/index";
 import { connectCluster } from "../../src/redis/cluster";
 import { djb2, partitions, slotOf } from "../../src/redis/partitions";
-import { keysMatching, npmStart, type Started } from "../support/cluster";
+import { keysMatching, loadThroughKill, npmStart, type Started } from "../support/cluster";
 import { spawnNodeEntry } from "../support/service";
 
 describe("partitions", () => {
@@ -228,6 +228,14 @@ describe("npm start on a Redis Cluster, topics spread over its masters", () => {
       ),
     );
   }, 30_000);
+
+  it("keeps every acknowledged job of topics on every master through a master's death under load", async () => {
+    const spread = [0, 1, 2].flatMap((m) =>
+      topics.filter((t) => masterOfTopic(t) === m).slice(0, 2),
+    );
+    expect(spread).toHaveLength(6);
+    await loadThroughKill(call, cluster, 0, spread);
+  }, 40_000);
 
   // Last: it kills a master.
   it("answers 503 for the topics of a master that is down, serves the others, and loses nothing", async () => {

@@ -2,6 +2,7 @@
 // `npm start` on it, which master holds a prefix's slot, what each master holds.
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import { expect } from "vitest";
 import { type RedisCluster, slotRanges } from "../../dev/redis-cluster";
 import { RespConnection } from "../../dev/resp";
 
@@ -90,4 +91,102 @@ export async function keysMatching(port: number, pattern: string): Promise<strin
   } while (cursor !== "0");
   connection.close();
   return found;
+}
+
+/** What a test's `call` answers: the HTTP status and the JSON body. */
+type Call = (
+  method: string,
+  path: string,
+  body?: unknown,
+) => Promise<{ status: number; body: Record<string, unknown> }>;
+
+/**
+ * Producers and consumers on `topics` through `call` while master `master` is killed and then
+ * restarted from its AOF: every acknowledged job is delivered and finished, none before its due
+ * time, none again after a finished delivery.
+ */
+export async function loadThroughKill(
+  call: Call,
+  cluster: RedisCluster,
+  master: number,
+  topics: readonly string[],
+): Promise<void> {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const acknowledged = new Map<string, number>(); // id -> dueAt
+  const deliveries: { id: string; at: number; dueAt: number; finished: boolean }[] = [];
+  const failed = { status: 0, body: {} as Record<string, unknown> };
+  const finished = new Set<string>();
+  let producing = true;
+  let failedCalls = 0;
+  const producer = async (name: string) => {
+    for (let i = 0; producing; i++) {
+      const id = `${name}-${i}`;
+      const res = await call("POST", "/v1/jobs", {
+        topic: topics[i % topics.length],
+        id,
+        body: id,
+        delay: (i % 4) * 0.25,
+        ttr: 2,
+      }).catch(() => failed);
+      if (res.status === 201) acknowledged.set(id, (res.body.job as { dueAt: number }).dueAt);
+      else failedCalls += 1;
+      await sleep(20);
+    }
+  };
+  let consuming = true;
+  let turn = 0;
+  const consumer = async () => {
+    while (consuming) {
+      const topic = topics[turn++ % topics.length];
+      const res = await call("POST", `/v1/topics/${topic}/pop`, { count: 10, wait: 1 }).catch(
+        () => failed,
+      );
+      if (res.status !== 200) {
+        failedCalls += 1;
+        await sleep(100);
+        continue;
+      }
+      const at = Date.now();
+      for (const job of res.body.jobs as { id: string; dueAt: number; receipt: string }[]) {
+        const delivery = { id: job.id, at, dueAt: job.dueAt, finished: false };
+        deliveries.push(delivery);
+        const done = await call("POST", `/v1/jobs/${job.id}/finish`, {
+          receipt: job.receipt,
+        }).catch(() => failed);
+        if (done.status === 200) {
+          delivery.finished = true;
+          finished.add(job.id);
+        }
+      }
+    }
+  };
+  const running = [producer("a"), producer("b"), consumer(), consumer()];
+  await sleep(1000);
+  await cluster.kill(master);
+  await sleep(1500);
+  await cluster.restart(master);
+  await sleep(1000);
+  producing = false;
+  // Until every acknowledged job was delivered (leases of unfinished ones end after 2 s).
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline && [...acknowledged.keys()].some((id) => !finished.has(id))) {
+    await sleep(100);
+  }
+  consuming = false;
+  await Promise.all(running);
+  expect(failedCalls).toBeGreaterThan(0); // the master was down for a while
+  expect(acknowledged.size).toBeGreaterThan(20);
+  const missing = [...acknowledged.keys()].filter((id) => !finished.has(id));
+  expect(missing).toEqual([]);
+  // Never early: each delivery at or after the due time its add acknowledged.
+  const early = deliveries.filter((d) => d.at < (acknowledged.get(d.id) ?? d.dueAt));
+  expect(early).toEqual([]);
+  // Delivered again only while no delivery of it was finished (at-least-once, no more).
+  const done = new Set<string>();
+  const afterFinish: string[] = [];
+  for (const d of deliveries) {
+    if (done.has(d.id)) afterFinish.push(d.id);
+    if (d.finished) done.add(d.id);
+  }
+  expect(afterFinish).toEqual([]);
 }
