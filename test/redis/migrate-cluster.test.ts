@@ -1,0 +1,218 @@
+// npm run migrate-cluster: a deployment written with one keyspace (partitions: 1) moved to four
+// partitions, on the shared test redis-server. Jobs in every state of ten topics are found
+// afterwards by a queue of four partitions as they were, the home keyspace keeps nothing of the
+// moved topics, a run stopped midway is finished by the next, and a run after the move (the
+// command itself) says there is nothing to do.
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { DelayQueue, type Job } from "../../src/index";
+import { keys } from "../../src/redis/keys";
+import { type MigrateSummary, migrateCluster } from "../../src/redis/migrate-cluster";
+import { partitions } from "../../src/redis/partitions";
+import { testQueue } from "../support/queue";
+
+const root = join(import.meta.dirname, "..", "..");
+const N = 4;
+
+/** `npm run migrate-cluster` with this env: its exit code and output. */
+function runCommand(env: Record<string, string>): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("npm", ["run", "--silent", "migrate-cluster"], {
+      cwd: root,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk));
+    child.once("exit", (code) => resolve({ code: code ?? -1, output }));
+  });
+}
+
+/** Every key name under a hash tag, by SCAN. */
+async function keysOf(redis: Redis, tag: string): Promise<string[]> {
+  const out: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, found] = await redis.scan(cursor, "MATCH", `{${tag}}:*`, "COUNT", 1000);
+    cursor = next;
+    out.push(...found);
+  } while (cursor !== "0");
+  return out;
+}
+
+describe("npm run migrate-cluster", () => {
+  const one = testQueue({ partitions: 1, retention: 3600 });
+  const prefix = one.prefix.slice(0, -1);
+  const layout = partitions(prefix, N);
+  const home = keys(prefix);
+  const clock = one.clock;
+  let redis: Redis;
+  /** Ten topics, at least one in each partition (home's too), and a push topic. */
+  const topics: string[] = [];
+  const pushTopic = "hooks";
+  const expected = new Map<string, Job>();
+  const ready = new Map<string, string[]>();
+  const dead = new Map<string, string[]>();
+  const ids = (jobs: readonly { id: string }[]) => jobs.map((job) => job.id).sort();
+
+  beforeAll(async () => {
+    redis = new Redis(inject("redisPort"), { lazyConnect: false });
+    for (let i = 0; topics.length < 10 || !covered(); i++) {
+      const topic = `topic-${i}`;
+      const byPart = topics.filter((t) => layout.ofTopic(t) === layout.ofTopic(topic)).length;
+      if (byPart < 3) topics.push(topic);
+    }
+    const { queue } = one;
+    for (const topic of topics) {
+      // Reserved, dead and finished first: each taken by a pop of its own.
+      for (const end of ["reserved", "dead", "finished"] as const) {
+        await queue.add({ topic, id: `${topic}.${end}`, body: { end } });
+        const [job] = await queue.pop(topic);
+        expect(job?.id).toBe(`${topic}.${end}`);
+        if (end === "dead") await queue.bury(job?.id as string, { receipt: job?.receipt });
+        if (end === "finished") await queue.finish(job?.id as string, { receipt: job?.receipt });
+      }
+      await queue.add({ topic, id: `${topic}.deleted`, body: 1 });
+      await queue.delete(`${topic}.deleted`);
+      for (const n of [1, 2]) await queue.add({ topic, id: `${topic}.ready${n}`, body: n });
+      await queue.add({ topic, id: `${topic}.near`, delay: 60, body: "near" });
+      // Over 2 minutes ahead: a slot list, not the delayed zset.
+      await queue.add({ topic, id: `${topic}.far`, delay: 3600, body: "far" });
+      await queue.add({ topic, id: `${topic}.farther`, delay: 7200, body: "far" });
+      ready.set(topic, [`${topic}.ready1`, `${topic}.ready2`]);
+      dead.set(topic, [`${topic}.dead`]);
+    }
+    await queue.configure(pushTopic, { push: { url: "https://hooks.example/in" } });
+    await queue.add({ topic: pushTopic, id: "hook-1", delay: 600, body: "push" });
+    for (const id of allIds()) expected.set(id, await queue.get(id));
+    expect(await redis.exists(`${home.slots(topics[0] as string)}`)).toBe(1);
+  }, 60_000);
+  afterAll(async () => {
+    redis?.disconnect();
+  });
+
+  function covered(): boolean {
+    const seen = new Set(topics.map((t) => layout.ofTopic(t)));
+    return seen.size === N;
+  }
+  function allIds(): string[] {
+    const suffixes = ["reserved", "dead", "finished", "deleted", "ready1", "ready2", "near", "far"];
+    return [...topics.flatMap((t) => [...suffixes, "farther"].map((s) => `${t}.${s}`)), "hook-1"];
+  }
+  const four = () =>
+    new DelayQueue({
+      redis: one.redis,
+      prefix,
+      clock: () => clock.now,
+      partitions: N,
+      retention: 3600,
+    });
+
+  it("leaves the jobs out of reach of four partitions before it runs", async () => {
+    const moved = allIds().filter((id) => layout.ofTopic(expected.get(id)?.topic ?? "") !== 0);
+    expect(moved.length).toBeGreaterThan(20);
+    const queue = four();
+    await expect(queue.get(moved[0] as string)).rejects.toMatchObject({ code: "job_not_found" });
+  });
+
+  it("moves a run stopped midway, then finishes it on the next run", async () => {
+    let topicsDone = 0;
+    const stopped = migrateCluster({
+      redis,
+      prefix,
+      partitions: N,
+      page: 2,
+      log: (entry) => {
+        if (entry.event === "migrate_topic" && ++topicsDone === 2) throw new Error("stopped");
+      },
+    });
+    await expect(stopped).rejects.toThrow("stopped");
+    const lines: Record<string, unknown>[] = [];
+    const summary = await migrateCluster({
+      redis,
+      prefix,
+      partitions: N,
+      page: 3,
+      log: (entry) => lines.push(entry),
+    });
+    const moving = [...topics, pushTopic].filter((t) => layout.ofTopic(t) !== 0);
+    // The second run moves what the first left: the topics it had not reached, and the records
+    // and memberships of all.
+    expect(summary).toMatchObject({ outcome: "done", topics: moving.length });
+    expect(summary.records).toBeGreaterThan(0);
+    const done = lines.find((line) => line.event === "migrate_done") as MigrateSummary | undefined;
+    expect(done).toMatchObject({ records: summary.records, keys: summary.keys });
+    expect(JSON.stringify(lines)).not.toMatch(/"near"|"far"|"end"/);
+    expect(await redis.get(`${home.base}layout`)).toBe(String(N));
+  }, 60_000);
+
+  it("finds every job as it was, by id, with four partitions", async () => {
+    const queue = four();
+    for (const [id, job] of expected) expect(await queue.get(id)).toEqual(job);
+  });
+
+  it("keeps nothing of a moved topic in home", async () => {
+    const left = await keysOf(redis, prefix);
+    for (const topic of [...topics, pushTopic].filter((t) => layout.ofTopic(t) !== 0)) {
+      expect(left.filter((key) => key.includes(`:t:${topic}:`))).toEqual([]);
+      expect(left.filter((key) => key.startsWith(`${home.job(topic)}.`))).toEqual([]);
+      for (const set of ["topics", "schedule", "pushTopics", "claims"] as const) {
+        expect(await redis.zscore(home[set], topic)).toBeNull();
+      }
+    }
+    // The push topic's claim and the schedule's marker are in its partition.
+    const at = keys(layout.prefixes[layout.ofTopic(pushTopic)] as string);
+    if (layout.ofTopic(pushTopic) !== 0) {
+      expect(await redis.zscore(at.claims, pushTopic)).not.toBeNull();
+      expect(await redis.zscore(at.schedule, "~push")).not.toBeNull();
+      expect(await redis.zscore(home.schedule, "~push")).toBeNull();
+    }
+    // Index entries where jobs' ids are another partition's than their topics'.
+    const crossed = allIds().filter(
+      (id) => layout.ofId(id) !== layout.ofTopic(expected.get(id)?.topic ?? ""),
+    );
+    expect(crossed.length).toBeGreaterThan(0);
+    for (const id of crossed) {
+      const entry = await redis.get(keys(layout.prefixes[layout.ofId(id)] as string).jobIndex(id));
+      expect(entry).toBe(String(layout.ofTopic(expected.get(id)?.topic ?? "")));
+    }
+  });
+
+  it("lists the topics, their dead jobs and pops their ready ones, then their far ones", async () => {
+    const queue = four();
+    const listed = (await queue.topics({ limit: 100 })).topics.map((t) => t.topic);
+    expect(listed).toEqual(expect.arrayContaining([...topics, pushTopic]));
+    expect((await queue.topic(pushTopic)).config.push).toMatchObject({
+      url: "https://hooks.example/in",
+    });
+    for (const topic of topics) {
+      expect(ids((await queue.list(topic, { state: "dead" })).jobs)).toEqual(dead.get(topic));
+      expect(ids(await queue.pop(topic, { count: 100 }))).toEqual(ready.get(topic));
+    }
+    // The slot lists came along: two hours on, the far jobs are handed out.
+    clock.advance(7300_000);
+    for (const topic of topics) {
+      const popped = ids(await queue.pop(topic, { count: 100 }));
+      expect(popped).toEqual(
+        expect.arrayContaining([`${topic}.near`, `${topic}.far`, `${topic}.farther`]),
+      );
+    }
+  });
+
+  it("says there is nothing to do once moved, and refuses another count (the command)", async () => {
+    const env = { REDIS_URL: `redis://127.0.0.1:${inject("redisPort")}`, DQ_PREFIX: prefix };
+    const [again, other] = await Promise.all([
+      runCommand({ ...env, DQ_CLUSTER_PARTITIONS: String(N) }),
+      runCommand({ ...env, DQ_CLUSTER_PARTITIONS: "8" }),
+    ]);
+    expect(again).toMatchObject({ code: 0 });
+    expect(again.output).toMatch(/"event":"migrate_nothing_to_do".*in 4 partitions already/);
+    expect(other.code).toBe(1);
+    expect(other.output).toMatch(
+      /spread over 4 partitions already, not 8.*DQ_CLUSTER_PARTITIONS=4/,
+    );
+  }, 60_000);
+});
