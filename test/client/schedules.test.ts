@@ -5,12 +5,13 @@ import { DelayqClientError } from "../../src/client";
 import { createScriptRunner } from "../../src/redis/runner";
 import { createSchedules } from "../../src/schedules/schedules";
 import { testApp } from "../support/app";
+import { TEST_PARTITIONS } from "../support/redis";
 import { BASE, setup } from "./support";
 
 function withSchedules() {
   const t = testApp();
   const schedules = createSchedules({
-    scripts: createScriptRunner(t.redis, t.prefix.slice(0, -1), 3_600_000),
+    scripts: createScriptRunner(t.redis, t.prefix.slice(0, -1), 3_600_000, TEST_PARTITIONS),
     defaults: { ttrMs: 60_000, maxAttempts: 10 },
   });
   return setup({}, testApp({ test: t, schedules }));

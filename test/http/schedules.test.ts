@@ -7,6 +7,7 @@ import { createScheduler, drainStep } from "../../src/scheduler";
 import { createSchedules } from "../../src/schedules/schedules";
 import { schedulesStep } from "../../src/schedules/step";
 import { SHOP_A, testApp, testRun } from "../support/app";
+import { TEST_PARTITIONS } from "../support/redis";
 
 /** Two instances of the service (apps and schedulers) on one keyspace, one clock. */
 function twoInstances() {
@@ -15,7 +16,7 @@ function twoInstances() {
   const made: Record<string, number> = {};
   const build = () => {
     const schedules = createSchedules({
-      scripts: createScriptRunner(first.redis, prefix, 3_600_000),
+      scripts: createScriptRunner(first.redis, prefix, 3_600_000, TEST_PARTITIONS),
       defaults: { ttrMs: 60_000, maxAttempts: 10 },
       count: (name, n) => {
         made[name] = (made[name] ?? 0) + n;

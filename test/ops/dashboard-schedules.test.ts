@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { createScriptRunner } from "../../src/redis/runner";
 import { createSchedules } from "../../src/schedules/schedules";
 import { ADMIN, SHOP_A, type TestApp, testApp } from "../support/app";
+import { TEST_PARTITIONS } from "../support/redis";
 
 async function page(t: TestApp, path: string, token = ADMIN): Promise<string> {
   const login = await t.app.request("/dashboard/login", {
@@ -22,7 +23,7 @@ describe("/dashboard/schedules", () => {
   it("lists schedules with their next and last runs, and a limited session its own only", async () => {
     const base = testApp();
     const schedules = createSchedules({
-      scripts: createScriptRunner(base.redis, base.prefix.slice(0, -1), 3_600_000),
+      scripts: createScriptRunner(base.redis, base.prefix.slice(0, -1), 3_600_000, TEST_PARTITIONS),
       defaults: { ttrMs: 60_000, maxAttempts: 10 },
     });
     const t = testApp({ test: base, schedules });

@@ -12,7 +12,7 @@ import { keys } from "../../src/redis/keys";
 import { createScriptRunner, type RedisClient } from "../../src/redis/runner";
 import { createRun, notices, type Run, type Work } from "../../src/run";
 import { type TestApp, testApp } from "./app";
-import { testRedis } from "./redis";
+import { TEST_PARTITIONS, testRedis } from "./redis";
 
 /** One request a receiver got. */
 export type Received = {
@@ -164,10 +164,10 @@ export function testPushApp(
   const prefix = redis.prefix.slice(0, -1);
   const logs: Record<string, unknown>[] = [];
   const log: Logger = (entry) => logs.push(entry);
-  const scripts = createScriptRunner(redis.redis, prefix, 3_600_000);
+  const scripts = createScriptRunner(redis.redis, prefix, 3_600_000, TEST_PARTITIONS);
   const dispatcher = createDispatcher({
     scripts: options.dispatcherRedis
-      ? createScriptRunner(options.dispatcherRedis(redis.redis), prefix, 3_600_000)
+      ? createScriptRunner(options.dispatcherRedis(redis.redis), prefix, 3_600_000, TEST_PARTITIONS)
       : scripts,
     qstash: options.qstash,
     publicUrl: options.publicUrl,

@@ -16,6 +16,14 @@ export const TEST_DRIVER: "rest" | "tcp" | "cluster" =
       ? "cluster"
       : "rest";
 
+/**
+ * Partitions of the service-level helpers' queues (testApp, testPushApp and the suites that build
+ * a runner for them): on the cluster, as many as a deployment there has by default
+ * (DQ_CLUSTER_PARTITIONS), so their topics spread over its masters; else one keyspace. The engine
+ * suites' testQueue keeps one partition: they read their keys.
+ */
+export const TEST_PARTITIONS = TEST_DRIVER === "cluster" ? 16 : 1;
+
 export type TestRedis = {
   /**
    * The client to give a DelayQueue. Under `tcp`, the queue's calls (`createScript`, `get`: every
