@@ -425,17 +425,37 @@ class Router {
     return { reply, now: Math.max(...parts.map((p) => p.now)) };
   }
 
-  /** notices: the partitions in turn, each taking what the others left of the most. */
+  /**
+   * notices: the room shared between the partitions as the script shares a partition's between
+   * its topics: each an even part of what is left (the first in turn the remainder), all at once;
+   * what one leaves goes round again to those that used all of theirs and those not asked yet.
+   * So a partition whose topics have notices by the thousand takes its part of a round, not the
+   * round (of a round smaller than the partitions, those first in turn have a part). A topic a
+   * call served has its next turn a fraction of a ms after the call's now: a later pass asks a
+   * ms on, so that it may serve it again.
+   */
   async notices(now: number | undefined, args: Args): Timed<ReplyOf<"notices">> {
-    let most = Number(args[0]);
+    let room = Number(args[0]);
+    let open = this.inTurn();
     const out: ReplyOf<"notices"> = [];
     let at = now ?? 0;
-    for (const k of this.inTurn()) {
-      if (most <= 0) break;
-      const part = await this.callIn(k, "notices", now, [most, ...args.slice(1)]);
-      at = Math.max(at, part.now);
-      out.push(...part.reply);
-      most -= part.reply.length;
+    for (let pass = 0; room > 0 && open.length > 0; pass++) {
+      const passNow = now === undefined ? undefined : now + pass;
+      const even = Math.floor(room / open.length);
+      const parts = open.map((k, i) => [k, even + (i < room % open.length ? 1 : 0)] as const);
+      const asked = parts.filter(([, part]) => part > 0);
+      const answers = await Promise.all(
+        asked.map(([k, part]) => this.callIn(k, "notices", passNow, [part, ...args.slice(1)])),
+      );
+      const full: number[] = [];
+      answers.forEach((answer, i) => {
+        const [k, part] = asked[i] as (typeof asked)[number];
+        at = Math.max(at, answer.now);
+        out.push(...answer.reply);
+        room -= answer.reply.length;
+        if (answer.reply.length >= part) full.push(k);
+      });
+      open = [...parts.filter(([, part]) => part === 0).map(([k]) => k), ...full];
     }
     return { reply: out, now: at || Date.now() };
   }
