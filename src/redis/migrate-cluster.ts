@@ -69,8 +69,6 @@ class Migration {
   private readonly page: number;
   private readonly key: Keys[];
   private readonly home: Keys;
-  /** Home's `layout` key: the partitions the keys are spread over (scripts/partitions.ts). */
-  private readonly markKey: string;
   private readonly summary: MigrateSummary = {
     outcome: "done",
     topics: 0,
@@ -89,12 +87,11 @@ class Migration {
     this.page = options.page ?? 1000;
     this.key = layout.prefixes.map((p) => keys(p));
     this.home = this.key[0] as Keys;
-    this.markKey = `${this.home.base}layout`;
   }
 
   async run(): Promise<MigrateSummary> {
     const n = this.layout.count;
-    const mark = await this.redis.get(this.markKey);
+    const mark = await this.redis.get(this.home.layout);
     if (mark !== null && Number(mark) === n) {
       this.log({
         level: "info",
@@ -129,7 +126,7 @@ class Migration {
       await this.moveMemberships(topics.slice(i, i + this.page));
     }
     await this.dropIdleMarkers();
-    await this.redis.set(this.markKey, String(n));
+    await this.redis.set(this.home.layout, String(n));
     this.log({ level: "info", event: "migrate_done", partitions: n, ...this.summary });
     return this.summary;
   }

@@ -7,10 +7,15 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type RedisCluster, startRedisCluster } from "../../dev/redis-cluster";
+import { freePort } from "../../dev/redis-server";
 import { DelayQueue, type Job } from "../../src/index";
+import { connectCluster } from "../../src/redis/cluster";
 import { keys } from "../../src/redis/keys";
 import { type MigrateSummary, migrateCluster } from "../../src/redis/migrate-cluster";
 import { partitions } from "../../src/redis/partitions";
+import { createScriptRunner } from "../../src/redis/runner";
+import { keysMatching, masterOf, npmStart, type Started } from "../support/cluster";
 import { testQueue } from "../support/queue";
 
 const root = join(import.meta.dirname, "..", "..");
@@ -102,6 +107,9 @@ describe("npm run migrate-cluster", () => {
     const suffixes = ["reserved", "dead", "finished", "deleted", "ready1", "ready2", "near", "far"];
     return [...topics.flatMap((t) => [...suffixes, "farther"].map((s) => `${t}.${s}`)), "hook-1"];
   }
+  /** The partitions a start with four finds the keys in (service.ts: layoutChecked). */
+  const layoutFound = () =>
+    createScriptRunner(one.redis, prefix, 3600_000, N).run("layoutMark", undefined, [N]);
   const four = () =>
     new DelayQueue({
       redis: one.redis,
@@ -116,6 +124,8 @@ describe("npm run migrate-cluster", () => {
     expect(moved.length).toBeGreaterThan(20);
     const queue = four();
     await expect(queue.get(moved[0] as string)).rejects.toMatchObject({ code: "job_not_found" });
+    // And a service with four would stop at its start, asking for this command.
+    expect(await layoutFound()).toBe(1);
   });
 
   it("moves a run stopped midway, then finishes it on the next run", async () => {
@@ -146,7 +156,8 @@ describe("npm run migrate-cluster", () => {
     const done = lines.find((line) => line.event === "migrate_done") as MigrateSummary | undefined;
     expect(done).toMatchObject({ records: summary.records, keys: summary.keys });
     expect(JSON.stringify(lines)).not.toMatch(/"near"|"far"|"end"/);
-    expect(await redis.get(`${home.base}layout`)).toBe(String(N));
+    expect(await redis.get(home.layout)).toBe(String(N));
+    expect(await layoutFound()).toBe(N);
   }, 60_000);
 
   it("finds every job as it was, by id, with four partitions", async () => {
@@ -215,4 +226,85 @@ describe("npm run migrate-cluster", () => {
       /spread over 4 partitions already, not 8.*DQ_CLUSTER_PARTITIONS=4/,
     );
   }, 60_000);
+});
+
+describe("npm run migrate-cluster on a Redis Cluster, then npm start", () => {
+  let cluster: RedisCluster;
+  let service: Started | undefined;
+  const prefix = `mc${crypto.randomUUID().slice(0, 6)}`;
+  const token = "migrate-admin-token";
+  const layout = partitions(prefix, 16);
+  /** A topic in each of the 16 partitions: each master holds some after the move. */
+  const topics: string[] = [];
+  for (let i = 0; topics.length < 16; i++) {
+    const topic = `orders-${i}`;
+    if (!topics.some((t) => layout.ofTopic(t) === layout.ofTopic(topic))) topics.push(topic);
+  }
+  const before = new Map<string, Job>();
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  }, 40_000);
+  afterAll(async () => {
+    await service?.stop();
+    await cluster?.stop();
+  }, 20_000);
+
+  it("moves one keyspace's topics over the masters; the service started with 16 serves every job", async () => {
+    const client = connectCluster(cluster.seeds, { commandTimeoutMs: 10_000 });
+    await client.ready();
+    const queue = new DelayQueue({ redis: client, prefix, partitions: 1, retention: 3600 });
+    for (const topic of topics) {
+      await queue.add({ topic, id: `${topic}.done`, body: 1 });
+      const [held] = await queue.pop(topic);
+      await queue.finish(held?.id as string, { receipt: held?.receipt });
+      await queue.add({ topic, id: `${topic}.ready`, body: 2 });
+      await queue.add({ topic, id: `${topic}.far`, delay: 3600, body: 3 });
+    }
+    for (const topic of topics) {
+      for (const end of ["done", "ready", "far"]) {
+        before.set(`${topic}.${end}`, await queue.get(`${topic}.${end}`));
+      }
+    }
+    // One keyspace: every key on the master of home's slot.
+    const home = await masterOf(cluster, prefix);
+    const held = await Promise.all(cluster.nodes.map((n) => keysMatching(n.port, `{${prefix}*`)));
+    expect(held.map((keys) => keys.length > 0)).toEqual(cluster.nodes.map((_, i) => i === home));
+    await client.quit();
+
+    // DQ_CLUSTER_PARTITIONS unset: 16 on a cluster, as the service's default.
+    const moved = await runCommand({ REDIS_CLUSTER_NODES: cluster.seeds, DQ_PREFIX: prefix });
+    expect(moved.code, moved.output).toBe(0);
+    const done = JSON.parse(
+      moved.output.split("\n").find((line) => line.includes("migrate_done")) as string,
+    );
+    const away = topics.filter((t) => layout.ofTopic(t) !== 0);
+    expect(done).toMatchObject({ partitions: 16, topics: away.length, records: away.length * 3 });
+    const after = await Promise.all(cluster.nodes.map((n) => keysMatching(n.port, `{${prefix}*`)));
+    expect(after.every((keys) => keys.length > 0)).toBe(true);
+
+    const port = await freePort();
+    service = await npmStart({
+      REDIS_CLUSTER_NODES: cluster.seeds,
+      DQ_TOKENS: token,
+      DQ_PREFIX: prefix,
+      DQ_RETENTION_SECONDS: "3600",
+      PORT: String(port),
+    });
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return (await res.json()) as Record<string, any>;
+    };
+    for (const [id, job] of before) {
+      const read = await call("GET", `/v1/jobs/${encodeURIComponent(id)}`);
+      expect(read.job).toMatchObject({ id, topic: job.topic, state: job.state, body: job.body });
+    }
+    for (const topic of topics) {
+      const popped = await call("POST", `/v1/topics/${topic}/pop`, { count: 10 });
+      expect(popped.jobs.map((j: Job) => j.id)).toEqual([`${topic}.ready`]);
+    }
+  }, 90_000);
 });
