@@ -184,13 +184,23 @@ local function load(id)
   return decode(raw)
 end
 
--- Writes a record and returns it; finished and deleted records expire after RETENTION (and so,
--- on a partitioned deployment, does the id's index entry in its own partition: key.ended).
+-- On a partitioned deployment, a job's id index entry expires with its ended record: here when
+-- the id's partition is this one, else through key.ended (redis/routing.ts: forgetEnded).
+local function indexEnds(id)
+  if PARTS == 1 then return end
+  if idPartition(id) == PART then
+    rcall("PEXPIRE", key.jobIndex(id), RETENTION)
+  else
+    rcall("RPUSH", key.ended, id)
+  end
+end
+
+-- Writes a record and returns it; finished and deleted records expire after RETENTION.
 local function save(id, meta, body)
   local raw = encode(meta) .. "\\n" .. body
   if meta.state == "finished" or meta.state == "deleted" then
     rcall("SET", key.job(id), raw, "PX", RETENTION)
-    if idPartition(id) ~= PART then rcall("RPUSH", key.ended, id) end
+    indexEnds(id)
   else
     rcall("SET", key.job(id), raw)
   end

@@ -2,9 +2,10 @@
 // that holds what it touches, split by partition when it names jobs or topics of several, or run
 // in every partition and its answers merged when it looks across topics. docs/cluster.md has the
 // layout and each operation's cost.
+import { DelayqError } from "../domain/errors";
 import type { ScriptName } from "./lua/scripts";
 import type { AddReply } from "./lua/scripts/add";
-import type { OutboxPushed } from "./lua/scripts/partitions";
+import { CLAIM_WINDOW_MS, type OutboxPushed } from "./lua/scripts/partitions";
 import type { ClaimReply } from "./lua/scripts/push";
 import type { Partitions } from "./partitions";
 import type { PartitionCall, ReplyOf, ScriptRunner } from "./runner";
@@ -66,6 +67,10 @@ const PER_JOB: Partial<Record<ScriptName, { header: number; width: number }>> = 
   stillHeld: { header: 0, width: 2 },
   published: { header: 0, width: 3 },
 };
+
+/** An add that meets another's claim in flight looks again this often, this many times. */
+const IN_FLIGHT_TRIES = 5;
+const IN_FLIGHT_WAIT_MS = 20;
 
 /** Outbox entries applied a call, and ended ids forgotten a tick per partition. */
 const OUTBOX_PAGE = 100;
@@ -202,26 +207,15 @@ class Router {
     const ids = jobs.map((job) => String(job[0]));
     const targets = jobs.map((job) => this.layout.ofTopic(String(job[1])));
     const homes = await this.claim_(ids, targets, new Array(ids.length).fill(""), now);
-    const taken = new Map<number, string>();
+    const taken = new Map<number, string | undefined>();
     for (const [i, home] of homes.entries()) {
-      if (home === targets[i]) continue;
-      const { reply: stored } = await this.callIn(home, "get", now, [ids[i] as string]);
-      if (stored !== undefined) {
-        taken.set(i, stored);
-        continue;
+      if (home !== targets[i]) {
+        taken.set(i, await this.heldElsewhere(ids[i] as string, targets[i] as number, home, now));
       }
-      // The entry outlived its job: the id is free again.
-      const [again] = await this.claim_(
-        [ids[i] as string],
-        [targets[i] as number],
-        [String(home)],
-        now,
-      );
-      if (again !== targets[i]) taken.set(i, "");
     }
     const out: AddReply = { jobs: new Array(jobs.length), pushed: [] };
     let at = now ?? 0;
-    const writes = jobs.map((_, i) => i).filter((i) => !taken.has(i));
+    const writes = jobs.map((_, i) => i).filter((i) => taken.get(i) === undefined);
     await Promise.all(
       groups(writes, (i) => targets[i] as number).map(async ([k, places]) => {
         const indexes = places.map((p) => writes[p] as number);
@@ -236,8 +230,34 @@ class Router {
         });
       }),
     );
-    for (const [i, record] of taken) out.jobs[i] = { code: "idTaken", record };
+    for (const [i, record] of taken) {
+      if (record !== undefined) out.jobs[i] = { code: "idTaken", record };
+    }
     return { reply: out, now: at || Date.now() };
+  }
+
+  /**
+   * The record of the job that holds `id` in partition `home`, another than the add's `target`.
+   * No record there: an entry that outlived its job is taken over (answers undefined: the id is
+   * the target's now), one of an add in flight is waited for a moment, then 503.
+   */
+  private async heldElsewhere(
+    id: string,
+    target: number,
+    home: number,
+    now: number | undefined,
+  ): Promise<string | undefined> {
+    for (let attempt = 0; attempt < IN_FLIGHT_TRIES; attempt++) {
+      const { reply: stored } = await this.callIn(home, "get", now, [id]);
+      if (stored !== undefined) return stored;
+      const [again] = await this.claim_([id], [target], [String(home)], now);
+      if (again === target) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, IN_FLIGHT_WAIT_MS));
+    }
+    throw new DelayqError(
+      "redis_unavailable",
+      `Another add of job id ${JSON.stringify(id)} to another topic is in flight, or stopped less than ${CLAIM_WINDOW_MS / 1000} s ago: retry it`,
+    );
   }
 
   /** idClaim, each id in its own partition. */

@@ -3,6 +3,12 @@
 import { asArray, defineScript } from "../script";
 
 /**
+ * How long an id's index entry stands without its job (an add between its two steps), ms: far
+ * longer than an add's two calls take (DQ_REDIS_TIMEOUT_MS each).
+ */
+export const CLAIM_WINDOW_MS = 30_000;
+
+/**
  * Where each id lives, or will: its partition's number as text. Called in the ids' partition
  * before an add writes them.
  */
@@ -11,29 +17,31 @@ export const idClaim = defineScript<string[]>({
   lua: `
 --[[ idClaim: claims job ids for the partition of the topic an add writes them to.
   ARGV[4..] triples: id, the partition its topic is in, and a partition the caller found holds
-            no record of it ("" for none): an index entry naming that one is stale (its job
-            ended and expired, or an add stopped between its two steps) and is taken over.
-  An id with neither an index entry nor a record here is free: it is claimed (an index entry
-  naming the topic's partition, none when that is this one). Otherwise it lives where its entry
-  or its record says, which the caller's add then meets as the id taken (or, the same
-  partition, as a retry of its own add).
+            no record of it ("" for none): an index entry naming that one, written more than
+            ${CLAIM_WINDOW_MS / 1000} s ago, is stale (its job ended and expired, or an add stopped between its
+            two steps) and is taken over. A younger one may be an add in flight: it stands.
+  An id with neither an index entry nor a record here is free: it is claimed, its entry
+  "<partition>|<ms>" written (also when that partition is this one, so that a concurrent claim
+  for another topic sees it). Otherwise it lives where its entry or its record says, which the
+  caller's add then meets as the id taken (or, the same partition, as a retry of its own add).
   Returns per id the partition it lives in.
-  Cost: per id GET, EXISTS when no entry, SET (or DEL) when claimed.
+  Cost: per id GET, EXISTS when no entry, SET when claimed.
 ]]
 local out = {}
 for i = 4, #ARGV, 3 do
   local id, target, stale = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local at = rcall("GET", key.jobIndex(id))
-  if not at and rcall("EXISTS", key.job(id)) == 1 then
+  local entry = rcall("GET", key.jobIndex(id))
+  local at, since = nil, 0
+  if entry then
+    at, since = string.match(entry, "^(%d+)|?(%d*)$")
+    since = tonumber(since) or 0
+  end
+  if not entry and rcall("EXISTS", key.job(id)) == 1 then
     out[#out + 1] = tostring(PART)
-  elseif at and at ~= stale then
+  elseif entry and not (at == stale and NOW - since > ${CLAIM_WINDOW_MS}) then
     out[#out + 1] = at
   else
-    if tonumber(target) == PART then
-      rcall("DEL", key.jobIndex(id))
-    else
-      rcall("SET", key.jobIndex(id), target)
-    end
+    rcall("SET", key.jobIndex(id), target .. "|" .. NOW)
     out[#out + 1] = target
   end
 end
@@ -55,7 +63,7 @@ export const idWhere = defineScript<string[]>({
 local names, out = {}, {}
 for i = 4, #ARGV do names[#names + 1] = key.jobIndex(ARGV[i]) end
 local found = rcall("MGET", unpack(names))
-for i = 1, #names do out[i] = found[i] or tostring(PART) end
+for i = 1, #names do out[i] = (found[i] and string.match(found[i], "^%d+")) or tostring(PART) end
 return out
 `,
   parse: (reply) => asArray(reply, "idWhere").map(String),
@@ -141,7 +149,7 @@ for i = 4, #ARGV do
     if meta and meta.topic == e.topic and meta.state == "waiting" and meta.due == e.due then
       unindex(e.id, meta)
       rcall("DEL", key.job(e.id))
-      if idPartition(e.id) ~= PART then rcall("RPUSH", key.ended, e.id) end
+      indexEnds(e.id)
     end
   end
 end
