@@ -233,9 +233,13 @@ class Migration {
    * its expiry), its index entry in its id's partition when that is another (with the record's
    * expiry), then home's copy deleted. A record that stays home gets its index entry when its id
    * is another partition's. An id without a record here was moved already, or ended and expired.
+   * An entry is `<partition>|<ms>` as idClaim writes it (scripts/partitions.ts), the ms the
+   * move's: the job exists, so no add can take the id over. Jobs whose ids are their topics'
+   * partition's get none: idClaim and idWhere find their records there.
    */
   private async moveRecords(ids: readonly string[]): Promise<void> {
     const home = this.home;
+    const claimed = Date.now();
     const read = this.redis.pipeline();
     for (const id of ids) read.getBuffer(home.job(id)).pttl(home.job(id));
     const found = settled(await read.exec());
@@ -253,7 +257,7 @@ class Migration {
         ttl > 0 ? pipe.set(name, value, "PX", ttl) : pipe.set(name, value);
       const at = this.layout.ofId(id);
       if (at !== k) {
-        set(writes.in(at), (this.key[at] as Keys).jobIndex(id), String(k));
+        set(writes.in(at), (this.key[at] as Keys).jobIndex(id), `${k}|${claimed}`);
         indexed++;
       }
       if (k === 0) return;

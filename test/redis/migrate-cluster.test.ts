@@ -188,7 +188,25 @@ describe("npm run migrate-cluster", () => {
     expect(crossed.length).toBeGreaterThan(0);
     for (const id of crossed) {
       const entry = await redis.get(keys(layout.prefixes[layout.ofId(id)] as string).jobIndex(id));
-      expect(entry).toBe(String(layout.ofTopic(expected.get(id)?.topic ?? "")));
+      expect(entry).toMatch(
+        new RegExp(`^${layout.ofTopic(expected.get(id)?.topic ?? "")}\\|\\d+$`),
+      );
+    }
+  });
+
+  it("keeps each id one job's: another partition's topic cannot add it again", async () => {
+    const queue = four();
+    const topicOf = (id: string) => expected.get(id)?.topic as string;
+    // One job indexed in its id's partition, one found by its record there.
+    const indexed = allIds().find((id) => layout.ofId(id) !== layout.ofTopic(topicOf(id)));
+    const local = allIds().find(
+      (id) => layout.ofId(id) === layout.ofTopic(topicOf(id)) && layout.ofId(id) !== 0,
+    );
+    for (const id of [indexed, local] as string[]) {
+      const other = topics.find((t) => layout.ofTopic(t) !== layout.ofTopic(topicOf(id)));
+      await expect(queue.add({ topic: other as string, id, body: 0 })).rejects.toMatchObject({
+        code: "job_exists",
+      });
     }
   });
 
