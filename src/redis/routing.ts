@@ -325,9 +325,9 @@ class Router {
    * caller left.
    */
   async tick(now: number | undefined, args: Args): Timed<ReplyOf<"tick">> {
-    const slices = await Promise.all(
-      this.partitions().map((k) => this.callIn(k, "tick", now, args)),
-    );
+    const slices = (
+      await available(this.partitions().map((k) => this.callIn(k, "tick", now, args)))
+    ).filter((slice) => slice !== undefined);
     const sum = { ...(slices[0] as (typeof slices)[0]).reply };
     for (const { reply } of slices.slice(1)) {
       sum.promoted += reply.promoted;
@@ -339,7 +339,8 @@ class Router {
       sum.noticesDue ||= reply.noticesDue;
       sum.schedulesDue ||= reply.schedulesDue;
     }
-    await Promise.all([this.forgetEnded(now), this.drainOutbox(now)]);
+    // Upkeep that a partition down leaves for a later tick.
+    await available([this.forgetEnded(now), this.drainOutbox(now).then(() => undefined)], true);
     return { reply: sum, now: Math.max(...slices.map((s) => s.now)) };
   }
 
@@ -410,16 +411,27 @@ class Router {
     const topics = [] as ClaimedTopic[];
     const held: ClaimReply["held"] = [];
     let at = now ?? 0;
+    let failure: unknown;
+    let answered = 0;
     for (const k of this.inTurn()) {
       if (most <= 0) break;
       const rest = k === 0 ? args.slice(5) : [0, ""];
-      const part = await this.callIn(k, "claim", now, [
-        ...args.slice(0, 1),
-        most,
-        ...args.slice(2, 4),
-        "",
-        ...rest,
-      ]);
+      let part: Awaited<Timed<ClaimReply>>;
+      try {
+        part = await this.callIn(k, "claim", now, [
+          ...args.slice(0, 1),
+          most,
+          ...args.slice(2, 4),
+          "",
+          ...rest,
+        ]);
+      } catch (error) {
+        // A partition down: the others' jobs are claimed meanwhile.
+        if (!unavailable(error)) throw error;
+        failure = error;
+        continue;
+      }
+      answered += 1;
       at = Math.max(at, part.now);
       for (const topic of part.reply) {
         topics.push(topic);
@@ -427,6 +439,7 @@ class Router {
       }
       held.push(...part.reply.held);
     }
+    if (answered === 0 && failure !== undefined) throw failure;
     return { reply: Object.assign(topics, { held }), now: at || Date.now() };
   }
 
@@ -464,11 +477,13 @@ class Router {
       const even = Math.floor(room / open.length);
       const parts = open.map((k, i) => [k, even + (i < room % open.length ? 1 : 0)] as const);
       const asked = parts.filter(([, part]) => part > 0);
-      const answers = await Promise.all(
+      const answers = await available(
         asked.map(([k, part]) => this.callIn(k, "notices", passNow, [part, ...args.slice(1)])),
       );
       const full: number[] = [];
       answers.forEach((answer, i) => {
+        // A partition down is left for the next round.
+        if (answer === undefined) return;
         const [k, part] = asked[i] as (typeof asked)[number];
         at = Math.max(at, answer.now);
         out.push(...answer.reply);
@@ -526,6 +541,26 @@ class Router {
 }
 
 type ClaimedTopic = ClaimReply[number];
+
+/** A failure that says a partition's master cannot answer now (503), not a bug. */
+function unavailable(error: unknown): boolean {
+  return error instanceof DelayqError && error.code === "redis_unavailable";
+}
+
+/**
+ * The answers of calls to several partitions, in order, undefined for a partition that is
+ * unavailable (its master down): work across partitions goes on without it. When every call
+ * failed, or one failed otherwise (a bug), that failure is thrown; `all` takes the partitions
+ * down as they are even then (upkeep a later call does again).
+ */
+async function available<T>(calls: Promise<T>[], all = false): Promise<(T | undefined)[]> {
+  const settled = await Promise.allSettled(calls);
+  const failures = settled.filter((r): r is PromiseRejectedResult => r.status === "rejected");
+  const bug = failures.find((r) => !unavailable(r.reason));
+  if (bug) throw bug.reason;
+  if (failures.length === settled.length && failures[0] && !all) throw failures[0].reason;
+  return settled.map((r) => (r.status === "fulfilled" ? r.value : undefined));
+}
 
 /** Items' places grouped by the partition `place` gives each: [partition, places in order]. */
 function groups<T>(
