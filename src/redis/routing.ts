@@ -198,7 +198,9 @@ class Router {
   /**
    * add: each id claimed in its own partition for its topic's (idClaim), then one add per
    * partition of the topics written. An id another topic's job holds answers idTaken with that
-   * job's record, as on one keyspace; an index entry whose job is gone is taken over.
+   * job's record, as on one keyspace; an index entry whose job is gone is taken over. An id the
+   * call gives again for a topic of another partition is added after the rest, so that it meets
+   * the job the first one wrote (not an add in flight: its own).
    */
   async add(now: number | undefined, args: Args): Timed<AddReply> {
     const head = args.slice(0, 3);
@@ -206,6 +208,14 @@ class Router {
     for (let i = 3; i < args.length; i += 9) jobs.push(args.slice(i, i + 9));
     const ids = jobs.map((job) => String(job[0]));
     const targets = jobs.map((job) => this.layout.ofTopic(String(job[1])));
+    const firsts = new Map<string, number>();
+    const again: number[] = [];
+    ids.forEach((id, i) => {
+      const first = firsts.get(id);
+      if (first === undefined) firsts.set(id, i);
+      else if (targets[first] !== targets[i]) again.push(i);
+    });
+    if (again.length > 0) return this.addInTwo(now, head, jobs, again);
     const homes = await this.claim_(ids, targets, new Array(ids.length).fill(""), now);
     const taken = new Map<number, string | undefined>();
     for (const [i, home] of homes.entries()) {
@@ -234,6 +244,31 @@ class Router {
       if (record !== undefined) out.jobs[i] = { code: "idTaken", record };
     }
     return { reply: out, now: at || Date.now() };
+  }
+
+  /** add of the jobs but `later`'s, then of `later`'s; the replies put back in the jobs' order. */
+  private async addInTwo(
+    now: number | undefined,
+    head: Args,
+    jobs: readonly Args[],
+    later: readonly number[],
+  ): Timed<AddReply> {
+    const deferred = new Set(later);
+    const sooner = jobs.map((_, i) => i).filter((i) => !deferred.has(i));
+    const out: AddReply = { jobs: new Array(jobs.length), pushed: [] };
+    let at = 0;
+    for (const part of [sooner, later]) {
+      const { reply, now: partNow } = await this.add(now, [
+        ...head,
+        ...part.flatMap((i) => jobs[i] as Args),
+      ]);
+      at = Math.max(at, partNow);
+      out.pushed.push(...reply.pushed);
+      part.forEach((i, j) => {
+        out.jobs[i] = reply.jobs[j] as AddReply["jobs"][number];
+      });
+    }
+    return { reply: out, now: at };
   }
 
   /**

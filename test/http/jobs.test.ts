@@ -1,5 +1,6 @@
 // Job routes through the real app (app.request) on a real queue: happy, error and edge cases.
 import { describe, expect, it } from "vitest";
+import { partitions } from "../../src/redis/partitions";
 import { testApp } from "../support/app";
 import { TEST_PARTITIONS } from "../support/redis";
 
@@ -123,6 +124,27 @@ describe("POST /v1/jobs/batch", () => {
     // One add; with partitions (node-cluster) "a"'s index entry is claimed first in its own
     // partition, another than topic t's.
     expect((await stats()).requests.total).toBe(TEST_PARTITIONS === 1 ? 1 : 2);
+  });
+
+  it("answers job_exists for an id the batch gave already for another topic, wherever it lives", async () => {
+    const { call } = testApp();
+    // Two topics of two partitions when there are several (node-cluster).
+    const layout = partitions("any", TEST_PARTITIONS);
+    const second = ["u", "v", "w"].find((t) => layout.ofTopic(t) !== layout.ofTopic("t")) ?? "u";
+    const res = await call("POST", "/v1/jobs/batch", {
+      body: {
+        jobs: [
+          { topic: "t", id: "twice", body: "first" },
+          { topic: second, id: "twice", body: "second" },
+        ],
+      },
+    });
+    expect(res.status).toBe(200);
+    expect(res.json.results[0].created).toBe(true);
+    expect(res.json.results[1].error.code).toBe("job_exists");
+    const job = await call("GET", "/v1/jobs/twice");
+    expect(job.json.job).toMatchObject({ topic: "t", body: "first" });
+    expect((await call("GET", `/v1/topics/${second}`)).json.counts.ready).toBe(0);
   });
 
   it.each([
