@@ -54,6 +54,8 @@ describe("npm run migrate-cluster", () => {
   const layout = partitions(prefix, N);
   const home = keys(prefix);
   const clock = one.clock;
+  /** The test's clock when the jobs are written (the pops and far jobs move it on later). */
+  const t0 = clock.now;
   let redis: Redis;
   /** Ten topics, at least one in each partition (home's too), and a push topic. */
   const topics: string[] = [];
@@ -61,6 +63,8 @@ describe("npm run migrate-cluster", () => {
   const expected = new Map<string, Job>();
   const ready = new Map<string, string[]>();
   const dead = new Map<string, string[]>();
+  /** A moved topic with failure notices queued the earlier versions' way. */
+  const noticed = "topic-0";
   const ids = (jobs: readonly { id: string }[]) => jobs.map((job) => job.id).sort();
 
   beforeAll(async () => {
@@ -93,6 +97,12 @@ describe("npm run migrate-cluster", () => {
     await queue.configure(pushTopic, { push: { url: "https://hooks.example/in" } });
     await queue.add({ topic: pushTopic, id: "hook-1", delay: 600, body: "push" });
     for (const id of allIds()) expected.set(id, await queue.get(id));
+    // Failure notices as an earlier version queued them, in one list for every topic.
+    await redis.rpush(home.legacyNotices, `${clock.now}|${noticed}.dead`, "no-such-job");
+    await redis.rpush(
+      home.legacyNoticeRetries,
+      `${clock.now + 60_000}|${clock.now}|${noticed}.dead`,
+    );
     expect(await redis.exists(`${home.slots(topics[0] as string)}`)).toBe(1);
   }, 60_000);
   afterAll(async () => {
@@ -175,12 +185,23 @@ describe("npm run migrate-cluster", () => {
       }
     }
     // The push topic's claim and the schedule's marker are in its partition.
+    expect(layout.ofTopic(pushTopic)).not.toBe(0);
     const at = keys(layout.prefixes[layout.ofTopic(pushTopic)] as string);
-    if (layout.ofTopic(pushTopic) !== 0) {
-      expect(await redis.zscore(at.claims, pushTopic)).not.toBeNull();
-      expect(await redis.zscore(at.schedule, "~push")).not.toBeNull();
-      expect(await redis.zscore(home.schedule, "~push")).toBeNull();
-    }
+    expect(await redis.zscore(at.claims, pushTopic)).not.toBeNull();
+    expect(await redis.zscore(at.schedule, "~push")).not.toBeNull();
+    expect(await redis.zscore(home.schedule, "~push")).toBeNull();
+    // The earlier versions' notices went into the topic's own lists, and came along.
+    expect(layout.ofTopic(noticed)).not.toBe(0);
+    const there = keys(layout.prefixes[layout.ofTopic(noticed)] as string);
+    expect(await redis.lrange(there.topicNotices(noticed), 0, -1)).toEqual([
+      `${t0}|${noticed}.dead`,
+    ]);
+    expect(await redis.lrange(there.topicNoticeRetries(noticed), 0, -1)).toEqual([
+      `${t0 + 60_000}|${t0}|${noticed}.dead`,
+    ]);
+    expect(await redis.zscore(there.noticing, noticed)).toBe(String(t0));
+    expect(await redis.zscore(there.schedule, "~notices")).toBe(String(t0));
+    expect(await redis.exists(home.legacyNotices, home.legacyNoticeRetries)).toBe(0);
     // Index entries where jobs' ids are another partition's than their topics'.
     const crossed = allIds().filter(
       (id) => layout.ofId(id) !== layout.ofTopic(expected.get(id)?.topic ?? ""),
