@@ -254,10 +254,14 @@ describe("npm run migrate-cluster", () => {
 
   it("says there is nothing to do once moved, and refuses another count (the command)", async () => {
     const env = { REDIS_URL: `redis://127.0.0.1:${inject("redisPort")}`, DQ_PREFIX: prefix };
-    const [again, other] = await Promise.all([
+    const [again, other, unset] = await Promise.all([
       runCommand({ ...env, DQ_CLUSTER_PARTITIONS: String(N) }),
       runCommand({ ...env, DQ_CLUSTER_PARTITIONS: "8" }),
+      runCommand(env),
     ]);
+    // On one Redis the count has no default: it must be the service's.
+    expect(unset.code).toBe(1);
+    expect(unset.output).toMatch(/"event":"migrate_failed".*Set DQ_CLUSTER_PARTITIONS/);
     expect(again).toMatchObject({ code: 0 });
     expect(again.output).toMatch(/"event":"migrate_nothing_to_do".*in 4 partitions already/);
     expect(other.code).toBe(1);
