@@ -3,7 +3,8 @@
 // single-job shape, the herd and idle consumers (with ouqiang/delay-queue when
 // OUQIANG_DELAY_QUEUE_BIN names a built binary); push topics (P); payment watches (W); and the
 // payment providers' signing cost; a burst past one invocation's subrequests, handed off through
-// QStash, and failure notices (burst). `npm run bench` (about 45 min) or `npm run bench -- --quick`
+// QStash, and failure notices (burst); topics spread over a local Redis Cluster's masters against
+// one redis-server (cluster). `npm run bench` (about 45 min) or `npm run bench -- --quick`
 // (about 5 min); `--only delayq,single,push` picks parts; `--out FILE` writes the results there
 // instead of bench/results/latest.json (the docs' run); `--readme` rewrites docs' tables.
 // W's own: `--watches N`, `--speedup N`, `--subrequests N` (DQ_SUBREQUESTS, 10,000 by default),
@@ -14,6 +15,7 @@ import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { BURST_DEFAULTS, BURST_QUICK, runBurst } from "./burst";
+import { CLUSTER_DEFAULTS, CLUSTER_QUICK, runCluster } from "./cluster";
 import { delayqHttpNode, delayqHttpWrangler, delayqLibrary } from "./delayq";
 import { log } from "./lib/measure";
 import { machineInfo, markdownTable, methodNotes, resultJson, writeJson } from "./lib/report";
@@ -82,7 +84,16 @@ const scaleJobs =
 const only = values.only?.split(",");
 const OUTPUT = values.out ?? fileURLToPath(new URL("./results/latest.json", import.meta.url));
 /** The parts after the systems' table, each its own name for --only. */
-const PARTS = ["scale", "single", "idle", "push", "burst", "payments", "crypto"] as const;
+const PARTS = [
+  "scale",
+  "single",
+  "idle",
+  "push",
+  "burst",
+  "payments",
+  "crypto",
+  "cluster",
+] as const;
 const wants = (part: (typeof PARTS)[number]) => !only || only.includes(part);
 const systems = only
   ? [...SYSTEMS, ...VARIANTS].filter((system) => only.includes(system.name))
@@ -162,6 +173,9 @@ const payments = wants("payments")
 const crypto = wants("crypto")
   ? await measurePaymentsCrypto(values.quick ? 100 : 500).catch(failed("crypto"))
   : undefined;
+const cluster = wants("cluster")
+  ? await runCluster(values.quick ? CLUSTER_QUICK : CLUSTER_DEFAULTS).catch(failed("cluster"))
+  : undefined;
 const mode = values.quick ? "quick" : "default";
 
 const json: Record<string, unknown> = {};
@@ -173,6 +187,7 @@ if (push) json.push = push;
 if (burst) json.burst = burst;
 if (payments) json.payments = payments;
 if (crypto) json.paymentsCrypto = crypto;
+if (cluster) json.cluster = cluster;
 json.machine = {
   ...machineInfo(options, mode),
   scaleJobs,

@@ -80,7 +80,7 @@ export function methodNotes(results: readonly SystemResult[], options: BenchOpti
   return lines.join("\n");
 }
 
-function redisVersion(): string {
+export function redisVersion(): string {
   try {
     const output = spawnSync(findRedisServer(), ["--version"], { encoding: "utf8" }).stdout;
     return /v=(\S+)/.exec(output)?.[1] ?? output.trim();
