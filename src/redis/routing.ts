@@ -93,10 +93,12 @@ class Router {
   async run<N extends ScriptName>(name: N, now: number | undefined, args: Args): Timed<ReplyOf<N>> {
     const any = this as Router;
     if (HOME.has(name)) {
-      // A watch read as concluded has its outcome jobs in their topics: what its conclusion left
-      // in the outbox is applied first (by this call, if the concluding one has not yet).
-      if (name === "watchRead") await this.drainOutbox(now);
       const result = await this.callIn(0, name, now, args);
+      // A watch read as concluded has its outcome jobs in their topics: what its conclusion left
+      // in the outbox is applied before the read answers (by this call, if the concluding one has
+      // not yet). After the read, not before: a conclusion between the two would be answered with
+      // its outcomes still in the outbox.
+      if (name === "watchRead") await this.drainOutbox(now);
       if (WRITES_OUTBOX.has(name)) {
         // Push topics the outbox's jobs went to are told as the script's own would be.
         const pushed = await this.drainOutbox(now);
