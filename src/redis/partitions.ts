@@ -6,8 +6,12 @@ import { WATCH_JOB_PREFIX } from "./keys";
 /** Redis Cluster's hash slots. */
 const SLOTS = 16384;
 
-/** The prime a name's hash is taken modulo before the partition count (lua/lib/index.ts). */
-const SPREAD = 65521;
+/**
+ * Fibonacci hashing's multiplier, 1/φ: a name's partition is the fractional part of its djb2
+ * times this, times N (lua/lib/index.ts computes the same in the same doubles). djb2 is linear,
+ * so names that differ in a last character have neighbouring hashes; this scatters them.
+ */
+const SPREAD = 0.6180339887498949;
 
 /** The most partitions a deployment may have (DQ_CLUSTER_PARTITIONS). */
 export const MAX_PARTITIONS = 256;
@@ -39,9 +43,10 @@ export function partitions(prefix: string, count: number): Partitions {
   const prefixes = [prefix];
   const home = slotOf(prefix);
   for (let k = 1; k < count; k++) prefixes.push(saltedPrefix(prefix, k, home, count));
-  // Through a prime first: djb2 mod a power of two is the bytes' sum (33 is 1 mod 16), which
-  // puts "a-1" with "a-10" and anagrams together.
-  const hashed = (name: string) => (count === 1 ? 0 : (djb2(name) % SPREAD) % count);
+  // Not djb2 mod N: mod a power of two that is the bytes' sum (33 is 1 mod 16), which puts
+  // "t1" with "t10" and anagrams together.
+  const hashed = (name: string) =>
+    count === 1 ? 0 : Math.floor(((djb2(name) * SPREAD) % 1) * count);
   return {
     count,
     prefixes,

@@ -52,15 +52,19 @@ local function idHash(id)
   for j = i, n do h = (h * 33 + string.byte(id, j)) % 4294967296 end
   return h
 end
--- The partition of a topic and of a job id, as redis/partitions.ts computes them (through the
--- prime 65521: djb2 modulo a power of two would be the bytes' sum).
+-- The partition of a topic and of a job id, as redis/partitions.ts computes them: Fibonacci
+-- hashing of djb2 (the fractional part of it times 1/φ, times the partitions).
+local function spread(name)
+  local x = idHash(name) * 0.6180339887498949
+  return math.floor((x - math.floor(x)) * PARTS)
+end
 local function topicPartition(topic)
   if PARTS == 1 or string.sub(topic, 1, 2) == "__" then return 0 end
-  return (idHash(topic) % 65521) % PARTS
+  return spread(topic)
 end
 local function idPartition(id)
   if PARTS == 1 or string.sub(id, 1, ${WATCH_JOB_PREFIX.length}) == "${WATCH_JOB_PREFIX}" then return 0 end
-  return (idHash(id) % 65521) % PARTS
+  return spread(id)
 end
 ${LUA_KEYS}
 ${LUA_CODES}
