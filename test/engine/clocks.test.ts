@@ -3,10 +3,11 @@
 import { describe, expect, it } from "vitest";
 import { DelayQueue, tick } from "../../src/index";
 import { SLOT_OPENS, slotOf, testQueue } from "../support/queue";
+import { TEST_PARTITIONS } from "../support/redis";
 
 describe("clock skew between callers", () => {
   it("a far job deleted, its slot opened by a caller ahead, re-added by one behind, is delivered (issue 8.3)", async () => {
-    const ahead = testQueue({ retention: 86_400 });
+    const ahead = testQueue({ retention: 86_400, partitions: 1 });
     const behindClock = { now: ahead.clock.now };
     const behind = new DelayQueue({
       redis: ahead.redis,
@@ -102,6 +103,7 @@ describe("touch through a caller behind", () => {
     const ahead = testQueue();
     const behindClock = { now: ahead.clock.now - 5000 };
     const behind = new DelayQueue({
+      partitions: TEST_PARTITIONS,
       redis: ahead.redis,
       prefix: ahead.keys.base.slice(1, -2),
       clock: () => behindClock.now,

@@ -1,4 +1,5 @@
 // The raw keyspace after each transition: what the scripts write, key by key.
+// One keyspace (partitions: 1) in every project, the node-cluster one too: the keys are read.
 import type { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { tick } from "../../src/index";
@@ -48,7 +49,7 @@ const state = (t: TestQueue) => snapshot(t.redis, t.keys.base);
 
 describe("keyspace", () => {
   it("add writes the record, the delay bucket, the schedule and the topic list", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     const now = t.clock.now;
     await t.queue.add({ topic: "q", id: "a", body: { x: "ü" }, delay: 2, deadline: now + 9000 });
     await t.queue.add({ topic: "q", id: "b", body: 1 });
@@ -98,7 +99,7 @@ describe("keyspace", () => {
   });
 
   it("a job due beyond the next slot waits as an id in its slot's list until the slot opens", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     const now = t.clock.now; // a multiple of 10 minutes
     // Slots are a minute wide and start at half past a minute; one opens 90 s before it starts.
     const slot = now + 3_570_000; // 59.5 min ahead: the slot of a job due in 1 h
@@ -156,7 +157,7 @@ describe("keyspace", () => {
     // Versions up to 37f6d42 had 10-minute slots starting on multiples of 10 minutes, and
     // opened them 10 minutes ahead. Their lists are moved as they were written: a job due in
     // the list's 10 minutes is not taken for a stale entry of another (one-minute) slot.
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     const now = t.clock.now; // a multiple of 10 minutes
     const legacy = now + 60 * 60_000;
     await t.queue.addBatch([
@@ -202,7 +203,7 @@ describe("keyspace", () => {
   });
 
   it("a slotted job replaced into its own slot, or deleted and added back, is counted once and delivered once", async () => {
-    const t = testQueue({ retention: 86_400 });
+    const t = testQueue({ retention: 86_400, partitions: 1 });
     const slot = t.clock.now + 3_570_000; // the slot of a job due in 1 h
     await t.queue.add({ topic: "q", id: "a", delay: 3600 });
     await t.queue.add({ topic: "q", id: "a", delay: 3601, body: 2, replace: true });
@@ -237,7 +238,7 @@ describe("keyspace", () => {
   });
 
   it("pop never hands out a job whose record is not due, whatever its index says", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     await t.queue.add({ topic: "q", id: "a", delay: 60 });
     // An index out of step with the record: listed as ready, due in a minute.
     await t.redis.zadd(`${t.keys.base}t:q:ready`, { score: t.clock.now, member: "a" });
@@ -249,7 +250,7 @@ describe("keyspace", () => {
   });
 
   it("the schedule keeps the earliest time of each topic (ZADD LT)", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     const now = t.clock.now;
     await t.queue.add({ topic: "q", id: "late", delay: 50 });
     await t.queue.add({ topic: "q", id: "early", delay: 5 });
@@ -258,7 +259,7 @@ describe("keyspace", () => {
   });
 
   it("pop promotes, reserves with a lease and leaves the record as it was, and schedules the lease's end", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     const now = t.clock.now;
     await t.queue.addBatch([
       { topic: "q", id: "a", delay: 1, ttr: 30 },
@@ -287,7 +288,7 @@ describe("keyspace", () => {
   });
 
   it("finish drops the lease and leaves only an expiring record", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     await t.queue.add({ topic: "q", id: "a" });
     await t.queue.pop("q");
     await t.queue.finish("a");
@@ -307,7 +308,7 @@ describe("keyspace", () => {
   });
 
   it("an expired lease goes through backoff into the delay bucket, then dead", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     const start = t.clock.now;
     await t.queue.add({ topic: "q", id: "a", ttr: 1, backoff: [7], maxAttempts: 2 });
     await t.queue.pop("q");
@@ -336,7 +337,7 @@ describe("keyspace", () => {
   });
 
   it("kick puts a dead job on the ready list with attempts reset", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     await t.queue.add({ topic: "q", id: "a" });
     await t.queue.pop("q");
     await t.queue.bury("a");
@@ -352,7 +353,7 @@ describe("keyspace", () => {
   });
 
   it("delete removes the job from every index and leaves an expiring record", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     await t.queue.addBatch([
       { topic: "q", id: "d", delay: 5 },
       { topic: "q", id: "r" },
@@ -367,7 +368,7 @@ describe("keyspace", () => {
   });
 
   it("configure stores the config as JSON and lists the topic", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     await t.queue.configure("q", { paused: true, backoff: "alipay" });
     expect(await state(t)).toEqual({
       "t:q:config": { paused: true, backoff: "alipay" },
@@ -377,7 +378,7 @@ describe("keyspace", () => {
   });
 
   it("keeps every key of a deployment in one cluster slot", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     await t.queue.add({ topic: "q", id: "a", delay: 1 });
     await t.queue.add({ topic: "other", id: "b" });
     const names = Object.keys(await state(t));
@@ -406,7 +407,7 @@ describe("a topic written by an earlier version", () => {
   }
 
   it("keeps its config, timing and counter: the first write moves them into the topic's keys", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     await t.queue.configure("q", { ttr: 7 });
     await t.queue.add({ topic: "q", id: "a", delay: 2 });
     await asEarlierVersion(t, "q");
@@ -427,7 +428,7 @@ describe("a topic written by an earlier version", () => {
   });
 
   it("a pop that finds jobs moves it too, and a paused topic stays paused", async () => {
-    const t = testQueue();
+    const t = testQueue({ partitions: 1 });
     await t.queue.add({ topic: "p", id: "a" });
     await t.queue.configure("p", { paused: true });
     await asEarlierVersion(t, "p");

@@ -8,6 +8,7 @@ import type { Job, ListableState } from "../../src/index";
 import { DelayQueue, DelayqError, tick } from "../../src/index";
 import { MIGRATE_SLOTS, SLOT_LEAD_MS, SLOT_MS, SLOT_PHASE_MS } from "../../src/redis/lua/lib";
 import { type TestClock, testQueue } from "../support/queue";
+import { TEST_PARTITIONS } from "../support/redis";
 
 // ---- what the model holds --------------------------------------------------------------------
 
@@ -1153,6 +1154,7 @@ async function agrees(commands: fc.Arbitrary<Step>[], runs: number) {
         tally.runs += 1;
         const { queue, clock, redis, keys } = testQueue({ retention: 86_400 });
         const other = new DelayQueue({
+          partitions: TEST_PARTITIONS,
           redis,
           prefix: keys.base.slice(1, -2),
           clock: () => clock.now,

@@ -65,7 +65,7 @@ describe("reschedule", () => {
   });
 
   it("takes a far job out of its slot list: handed out once, at its new time", async () => {
-    const { queue, clock, redis, keys } = testQueue();
+    const { queue, clock, redis, keys } = testQueue({ partitions: 1 });
     const start = clock.now;
     await queue.add({ topic: "t", id: "far", delay: 3600 });
     expect(await redis.get(keys.slotted("t"))).toBe("1");
@@ -173,7 +173,7 @@ describe("reschedule", () => {
 
 describe("promote", () => {
   it("makes a delayed job ready now, wherever it waits", async () => {
-    const { queue, clock, redis, keys } = testQueue();
+    const { queue, clock, redis, keys } = testQueue({ partitions: 1 });
     await queue.add({ topic: "t", id: "near", delay: 30 });
     await queue.add({ topic: "t", id: "far", delay: 86_400 });
     expect(await queue.promote("near")).toMatchObject({ state: "ready", dueAt: clock.now });

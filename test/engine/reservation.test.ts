@@ -6,7 +6,7 @@ import { popReceipt, testQueue } from "../support/queue";
 
 describe("finish", () => {
   it("finishes with the receipt, and keeps the record for the retention window", async () => {
-    const { queue, clock, redis, keys } = testQueue({ retention: 120 });
+    const { queue, clock, redis, keys } = testQueue({ retention: 120, partitions: 1 });
     await queue.add({ topic: "t", id: "j", body: "b" });
     const [job] = await queue.pop("t");
     clock.advance(5);
@@ -110,7 +110,7 @@ describe("finish", () => {
 
 describe("finishMany", () => {
   it("finishes what one pop gave, each job as finish would, in one script call", async () => {
-    const { queue, clock, redis, keys } = testQueue({ retention: 120 });
+    const { queue, clock, redis, keys } = testQueue({ retention: 120, partitions: 1 });
     for (const id of ["a", "b", "c"]) await queue.add({ topic: "t", id, body: id });
     const jobs = await queue.pop("t", { count: 3 });
     expect(jobs.map((job) => job.id)).toEqual(["a", "b", "c"]);

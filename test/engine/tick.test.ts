@@ -32,7 +32,7 @@ describe("tick", () => {
   });
 
   it("says push jobs are due even when a page of due topics sorts before them", async () => {
-    const { queue, clock, redis, keys } = testQueue();
+    const { queue, clock, redis, keys } = testQueue({ partitions: 1 });
     await queue.configure("p", { push: { url: "https://hooks.example.com/p" } });
     await queue.add({ topic: "p", id: "pushed", delay: 70 });
     // A backlog: 101 topics due at +1 s, a full page of the schedule before ~push, which the

@@ -5,7 +5,6 @@ import { parseTokens } from "../../src/http/auth";
 import { silentLogger } from "../../src/log";
 import { createRun, type Run } from "../../src/run";
 import { type TestQueue, testQueue } from "./queue";
-import { TEST_PARTITIONS } from "./redis";
 
 export const ADMIN = "admin-token";
 export const SHOP_A = "shop-a-token";
@@ -25,12 +24,7 @@ export function testApp(
   options: Partial<AppOptions> & { pollIntervalMs?: number; test?: TestQueue } = {},
 ): TestApp {
   const test =
-    options.test ??
-    testQueue({
-      pollIntervalMs: options.pollIntervalMs,
-      rawBodies: true,
-      partitions: TEST_PARTITIONS,
-    });
+    options.test ?? testQueue({ pollIntervalMs: options.pollIntervalMs, rawBodies: true });
   const logs: Record<string, unknown>[] = [];
   const app = createApp({
     queue: test.queue,

@@ -1,7 +1,7 @@
 // Test helpers: a DelayQueue over the shared bridge with its own prefix and a clock the test moves.
 import { DelayQueue, type DelayQueueOptions } from "../../src/index";
 import { keys } from "../../src/redis/keys";
-import { type TestRedis, testRedis } from "./redis";
+import { TEST_PARTITIONS, type TestRedis, testRedis } from "./redis";
 
 export type TestClock = { now: number; advance(ms: number): number; set(ms: number): number };
 
@@ -37,7 +37,13 @@ export function testQueue(
   const test = testRedis({ automaticDeserialization: options.deserializingClient ?? false });
   const clock = testClock();
   const prefix = test.prefix.slice(0, -1);
-  const queue = new DelayQueue({ redis: test.redis, prefix, clock: () => clock.now, ...options });
+  const queue = new DelayQueue({
+    redis: test.redis,
+    prefix,
+    clock: () => clock.now,
+    partitions: TEST_PARTITIONS,
+    ...options,
+  });
   return { ...test, queue, clock, keys: keys(prefix) };
 }
 

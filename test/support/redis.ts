@@ -17,10 +17,10 @@ export const TEST_DRIVER: "rest" | "tcp" | "cluster" =
       : "rest";
 
 /**
- * Partitions of the service-level helpers' queues (testApp, testPushApp and the suites that build
- * a runner for them): on the cluster, as many as a deployment there has by default
- * (DQ_CLUSTER_PARTITIONS), so their topics spread over its masters; else one keyspace. The engine
- * suites' testQueue keeps one partition: they read their keys.
+ * Partitions of the queues the helpers build (testQueue, testApp, testPushApp, and the runners
+ * suites build beside them): on the cluster, as many as a deployment there has by default
+ * (DQ_CLUSTER_PARTITIONS), so that topics spread over its masters; else one keyspace. A test that
+ * reads its keys under the prefix asks for `partitions: 1`.
  */
 export const TEST_PARTITIONS = TEST_DRIVER === "cluster" ? 16 : 1;
 
