@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CountedStack, startCountedStack } from "../../dev/counted-stack";
 import { DelayQueue, tick } from "../../src/index";
+import { partitions } from "../../src/redis/partitions";
 import { createScriptRunner } from "../../src/redis/runner";
 import { createRun } from "../../src/run/run";
 import { createScheduler, drainStep } from "../../src/scheduler";
@@ -302,6 +303,36 @@ describe("every operation is one REST request", () => {
 });
 
 describe("idle cost", () => {
+  it("with 16 partitions: 22 commands and 5 requests a job's life one at a time, an idle tick 66 commands", async () => {
+    // The layout of a Redis Cluster (docs/cluster.md), its 16 keyspaces on this one server: an
+    // add claims its id first (idClaim: FCALL/EVALSHA, TIME, GET, EXISTS, SET), a finish by id
+    // looks it up (idWhere: EVALSHA, MGET) and, its index entry elsewhere, lists it (RPUSH).
+    const queue = new DelayQueue({ redis: stack.client(), prefix: "parts", partitions: 16 });
+    await stack.loadScripts();
+    await queue.add({ topic: "one", id: "warm" });
+    await queue.pop("one");
+    await tick(queue);
+    const n = 32;
+    // Ids whose index entries live in another partition than the topic's, as 15 in 16 do.
+    const layout = partitions("parts", 16);
+    const ids: string[] = [];
+    for (let i = 0; ids.length < n; i++) {
+      if (layout.ofId(`p${i}`) !== layout.ofTopic("one")) ids.push(`p${i}`);
+    }
+    const life = await cost(async () => {
+      for (const id of ids) {
+        await queue.add({ topic: "one", id, body: 1 });
+        const [job] = await queue.pop("one");
+        await queue.finish(job?.id as string, { receipt: job?.receipt });
+      }
+    });
+    expect(life).toEqual({ commands: 22 * n, requests: 5 * n });
+    // The next tick gives the ended jobs' index entries their records' expiry, then idles: each
+    // partition's tick and ended list (the calls to all 16 go at once, in two requests).
+    await tick(queue);
+    expect(await cost(() => tick(queue))).toEqual({ commands: 66, requests: 2 });
+  });
+
   it("an idle tick costs 2 commands whatever the number of topics", async () => {
     const { queue, clock } = queueOn("idle");
     await stack.loadScripts();
