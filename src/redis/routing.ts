@@ -76,6 +76,43 @@ const IN_FLIGHT_WAIT_MS = 20;
 const OUTBOX_PAGE = 100;
 const ENDED_PAGE = 1000;
 
+/** Scripts the router composes itself (each its own method of Router). */
+const COMPOSED = new Set<ScriptName>([
+  "add",
+  "pop",
+  "topicStats",
+  "renotice",
+  "tick",
+  "claim",
+  "handOff",
+  "notices",
+  "listTopics",
+]);
+
+/** The router's own bookkeeping, run in a partition it picks (scripts/partitions.ts). */
+const BOOKKEEPING = new Set<ScriptName>([
+  "idClaim",
+  "idWhere",
+  "idForget",
+  "endedTake",
+  "outboxRead",
+  "outboxApply",
+  "outboxDone",
+]);
+
+/** How a script is routed on a partitioned deployment; undefined for one it cannot route. */
+export function routeOf(
+  name: ScriptName,
+): "home" | "topic" | "id" | "jobs" | "composed" | "bookkeeping" | undefined {
+  if (HOME.has(name)) return "home";
+  if (BY_TOPIC.has(name)) return "topic";
+  if (BY_ID.has(name)) return "id";
+  if (PER_JOB[name]) return "jobs";
+  if (COMPOSED.has(name)) return "composed";
+  if (BOOKKEEPING.has(name)) return "bookkeeping";
+  return undefined;
+}
+
 export function router(layout: Partitions, callIn: PartitionCall): ScriptRunner["runTimed"] {
   const r = new Router(layout, callIn);
   return (name, now, args) => r.run(name, now, args);

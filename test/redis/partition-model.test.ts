@@ -7,8 +7,10 @@
 import type { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { DelayQueue, DelayqError } from "../../src/index";
+import { SCRIPTS, type ScriptName } from "../../src/redis/lua/scripts";
 import { CLAIM_WINDOW_MS } from "../../src/redis/lua/scripts/partitions";
 import { partitions } from "../../src/redis/partitions";
+import { routeOf } from "../../src/redis/routing";
 import { testRedis } from "../support/redis";
 
 const PARTS = 4;
@@ -194,5 +196,15 @@ describe("the two-step add of a partitioned deployment", () => {
       const loser = winner === a ? b : a;
       expect((await queue.pop(loser, { count: 100 })).map((job) => job.id)).not.toContain(id);
     }
+  });
+});
+
+describe("the router", () => {
+  it("routes every script on a partitioned deployment (a new script must say where it runs)", () => {
+    const unrouted = (Object.keys(SCRIPTS) as ScriptName[]).filter((name) => !routeOf(name));
+    expect(unrouted).toEqual([]);
+    // Its own bookkeeping is never called by name from outside.
+    expect(routeOf("idClaim")).toBe("bookkeeping");
+    expect(routeOf("watchPolled")).toBe("home");
   });
 });
