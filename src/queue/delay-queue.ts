@@ -417,7 +417,12 @@ export class DelayQueue {
    */
   async tickSlice(now?: number): Promise<TickSlice> {
     const at = now ?? this.shared.scriptNow();
-    return this.shared.scripts.run("tick", at, [TICK_SLICE.jobs, TICK_SLICE.topics]);
+    // The partitions' upkeep is the runner's (redis/routing.ts), not the caller's.
+    const { upkeep: _, ...slice } = await this.shared.scripts.run("tick", at, [
+      TICK_SLICE.jobs,
+      TICK_SLICE.topics,
+    ]);
+    return slice;
   }
 
   /** Validates a topic name and checks this view may act on it. */

@@ -189,6 +189,13 @@ export const SCHEDULE_MARKERS = {
   push: "~push",
   notices: "~notices",
   schedules: "~schedules",
+  /**
+   * A partitioned deployment's upkeep (redis/routing.ts): `ended`, ids of ended jobs whose index
+   * entries live in other partitions wait (key.ended); `outbox`, jobs for other partitions wait
+   * in home's outbox (key.outbox). Set when the list gets its first entry, removed when emptied.
+   */
+  ended: "~ended",
+  outbox: "~outbox",
 } as const;
 
 /**

@@ -2,6 +2,7 @@
 import { DelayqError } from "../domain/errors";
 import { RawJson } from "../domain/raw-json";
 import type { Backoff, Job, JobState } from "../domain/schemas";
+import { SCHEDULE_MARKERS } from "./keys";
 
 /**
  * A job record is one string, `<meta>\n<body JSON>`. The body is the client's JSON text, stored
@@ -190,8 +191,8 @@ local function indexEnds(id)
   if PARTS == 1 then return end
   if idPartition(id) == PART then
     rcall("PEXPIRE", key.jobIndex(id), RETENTION)
-  else
-    rcall("RPUSH", key.ended, id)
+  elseif rcall("RPUSH", key.ended, id) == 1 then
+    rcall("ZADD", key.schedule, "LT", NOW, "${SCHEDULE_MARKERS.ended}")
   end
 end
 

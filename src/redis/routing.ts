@@ -399,9 +399,10 @@ class Router {
    * caller left.
    */
   async tick(now: number | undefined, args: Args): Timed<ReplyOf<"tick">> {
-    const slices = (
-      await available(this.partitions().map((k) => this.callIn(k, "tick", now, args)))
-    ).filter((slice) => slice !== undefined);
+    const answers = await available(
+      this.partitions().map((k) => this.callIn(k, "tick", now, args)),
+    );
+    const slices = answers.filter((slice) => slice !== undefined);
     const sum = { ...(slices[0] as (typeof slices)[0]).reply };
     for (const { reply } of slices.slice(1)) {
       sum.promoted += reply.promoted;
@@ -413,15 +414,28 @@ class Router {
       sum.noticesDue ||= reply.noticesDue;
       sum.schedulesDue ||= reply.schedulesDue;
     }
-    // Upkeep that a partition down leaves for a later tick.
-    await available([this.forgetEnded(now), this.drainOutbox(now).then(() => undefined)], true);
+    // The upkeep the partitions' markers say waits (an idle tick: none); what a partition down
+    // leaves waits for a later tick.
+    const ended = answers.flatMap((answer, k) => (answer?.reply.upkeep.ended ? [k] : []));
+    const outbox = answers[0]?.reply.upkeep.outbox === true;
+    await available(
+      [
+        this.forgetEnded(ended, now),
+        ...(outbox ? [this.drainOutbox(now).then(() => undefined)] : []),
+      ],
+      true,
+    );
+    sum.upkeep = { ended: false, outbox: false };
     return { reply: sum, now: Math.max(...slices.map((s) => s.now)) };
   }
 
-  /** Each partition's ended jobs whose index entries live elsewhere: those expire with them. */
-  async forgetEnded(now: number | undefined): Promise<void> {
+  /**
+   * The ended jobs of partitions `parts` whose index entries live elsewhere: those expire with
+   * them.
+   */
+  async forgetEnded(parts: readonly number[], now: number | undefined): Promise<void> {
     await Promise.all(
-      this.partitions().map(async (k) => {
+      parts.map(async (k) => {
         const { reply: ids } = await this.callIn(k, "endedTake", now, [ENDED_PAGE]);
         await Promise.all(
           groups(ids, (id) => this.layout.ofId(id)).map(([p, places]) =>

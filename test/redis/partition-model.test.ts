@@ -6,11 +6,13 @@
 // finds the job an acknowledged add made, and a crashed add never blocks the id for good.
 import type { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { DelayQueue, DelayqError } from "../../src/index";
+import { DelayQueue, DelayqError, tick } from "../../src/index";
 import { SCRIPTS, type ScriptName } from "../../src/redis/lua/scripts";
 import { CLAIM_WINDOW_MS } from "../../src/redis/lua/scripts/partitions";
 import { partitions } from "../../src/redis/partitions";
 import { routeOf } from "../../src/redis/routing";
+import { createScriptRunner } from "../../src/redis/runner";
+import { createSchedules } from "../../src/schedules/schedules";
 import { testRedis } from "../support/redis";
 
 const PARTS = 4;
@@ -206,5 +208,43 @@ describe("the router", () => {
     // Its own bookkeeping is never called by name from outside.
     expect(routeOf("idClaim")).toBe("bookkeeping");
     expect(routeOf("watchPolled")).toBe("home");
+  });
+});
+
+describe("the outbox", () => {
+  it("adds the fires a service that died after its schedule's save left for another partition, at the next tick", async () => {
+    const test = testRedis({ automaticDeserialization: false });
+    const prefix = test.prefix.slice(0, -1);
+    const layout = partitions(prefix, PARTS);
+    let now = Date.now();
+    // The service that dies: its schedule is saved (fires in home's outbox), their add never runs.
+    const fault = dying(test.redis);
+    const schedules = createSchedules({
+      scripts: createScriptRunner(fault.redis, prefix, 3_600_000, PARTS),
+      defaults: { ttrMs: 60_000, maxAttempts: 10 },
+    });
+    let topic = "fires";
+    for (let i = 0; layout.ofTopic(topic) === 0; i++) topic = `fires-${i}`;
+    fault.die("scheduleSave");
+    await expect(
+      schedules.put("every-second", { cron: "* * * * * *", topic }, undefined, now),
+    ).rejects.toThrow();
+    fault.revive();
+    // Another instance: nothing of the fires in the topic until its tick applies the outbox.
+    const queue = new DelayQueue({
+      redis: test.redis,
+      prefix,
+      partitions: PARTS,
+      clock: () => now,
+    });
+    now += 3000;
+    expect(await queue.pop(topic, { count: 100 })).toEqual([]);
+    await tick(queue);
+    const fired = await queue.pop(topic, { count: 100 });
+    expect(fired.length).toBeGreaterThanOrEqual(3);
+    for (const job of fired) expect(job.id).toMatch(/^every-second@\d+$/);
+    // Applied once: a second tick adds nothing again.
+    await tick(queue);
+    expect(await queue.pop(topic, { count: 100 })).toEqual([]);
   });
 });

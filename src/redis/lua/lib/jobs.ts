@@ -1,7 +1,16 @@
 // Lua: adding a job from a script other than add (payment watches add their polls and outcomes).
+import { SCHEDULE_MARKERS } from "../../keys";
 
 /** Needs the record codec, `config`, `enqueue`, `bump` and `key` in scope. */
 export const LUA_JOBS = `
+-- Appends an entry to home's outbox (scripts/partitions.ts: outboxApply); its first entry puts
+-- the schedule's marker up, so the tick looks (redis/routing.ts).
+local function outboxPush(entry)
+  if rcall("RPUSH", key.outbox, entry) == 1 then
+    rcall("ZADD", key.schedule, "LT", NOW, "${SCHEDULE_MARKERS.outbox}")
+  end
+end
+
 -- addJob in this partition, whatever the topic's and the id's partitions (scripts/partitions.ts:
 -- outboxApply, once the id's index entry is written).
 local function addHere(id, topic, due, body, ttr, maxAttempts, backoffSpec, defaults)
@@ -33,7 +42,7 @@ end
 -- adds it there with its index entry (scripts/partitions.ts: outboxApply).
 local function addJob(id, topic, due, body, ttr, maxAttempts, backoffSpec, defaults)
   if topicPartition(topic) ~= PART or idPartition(id) ~= PART then
-    rcall("RPUSH", key.outbox, cjson.encode({op = "add", id = id, topic = topic, due = due,
+    outboxPush(cjson.encode({op = "add", id = id, topic = topic, due = due,
       body = body, ttr = ttr or false, maxAttempts = maxAttempts or false,
       backoff = backoffSpec or false, defTtr = defaults.ttr, defMax = defaults.maxAttempts}))
     return true

@@ -1,5 +1,6 @@
 // A partitioned deployment's bookkeeping (redis/partitions.ts, redis/routing.ts): where a job id
 // lives, the jobs scripts wrote for other partitions (the outbox), the index entries to expire.
+import { SCHEDULE_MARKERS } from "../../keys";
 import { asArray, defineScript } from "../script";
 
 /**
@@ -87,8 +88,12 @@ return n
 export const endedTake = defineScript<string[]>({
   name: "endedTake",
   lua: `
---[[ endedTake: ARGV[4] most ids.   Returns the ids taken off key.ended (LPOP).   Cost: LPOP. ]]
-return rcall("LPOP", key.ended, tonumber(ARGV[4])) or {}
+--[[ endedTake: ARGV[4] most ids.   Returns the ids taken off key.ended (LPOP); the schedule's
+  marker goes once the list is empty.   Cost: LPOP, LLEN (ZREM).
+]]
+local ids = rcall("LPOP", key.ended, tonumber(ARGV[4])) or {}
+if rcall("LLEN", key.ended) == 0 then rcall("ZREM", key.schedule, "${SCHEDULE_MARKERS.ended}") end
+return ids
 `,
   parse: (reply) => (reply === null ? [] : asArray(reply, "endedTake").map(String)),
 });
@@ -107,9 +112,12 @@ return rcall("LRANGE", key.outbox, 0, tonumber(ARGV[4]) - 1)
 export const outboxDone = defineScript<number>({
   name: "outboxDone",
   lua: `
---[[ outboxDone: ARGV[4..] entries.   Cost: LREM per entry.   Returns how many were removed. ]]
+--[[ outboxDone: ARGV[4..] entries.   Returns how many were removed; the schedule's marker goes
+  once the outbox is empty.   Cost: LREM per entry, LLEN (ZREM).
+]]
 local n = 0
 for i = 4, #ARGV do n = n + rcall("LREM", key.outbox, 1, ARGV[i]) end
+if rcall("LLEN", key.outbox) == 0 then rcall("ZREM", key.schedule, "${SCHEDULE_MARKERS.outbox}") end
 return n
 `,
   parse: Number,

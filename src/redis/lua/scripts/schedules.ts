@@ -59,7 +59,7 @@ local function takeBack(name, topic, state)
       local id = name .. "@" .. string.format("%d", at)
       if topicPartition(topic) ~= PART or idPartition(id) ~= PART then
         -- Another partition's (lib/jobs.ts: addJob): taken back there, on the same terms.
-        rcall("RPUSH", key.outbox, cjson.encode({op = "del", id = id, topic = topic, due = at}))
+        outboxPush(cjson.encode({op = "del", id = id, topic = topic, due = at}))
       else
         takeBackFire(id, topic, at)
       end

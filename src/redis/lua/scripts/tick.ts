@@ -3,7 +3,13 @@ import type { TickSlice } from "../../../domain/results";
 import { SCHEDULE_MARKERS } from "../../keys";
 import { asArray, defineScript } from "../script";
 
-export const tick = defineScript<TickSlice>({
+/**
+ * The tick's answer: its slice, and (for redis/routing.ts) whether a partitioned deployment's
+ * upkeep waits in this partition.
+ */
+export type TickReply = TickSlice & { upkeep: { ended: boolean; outbox: boolean } };
+
+export const tick = defineScript<TickReply>({
   name: "tick",
   lua: `
 --[[ tick: the scheduler's work for one slice: for each topic whose next event is due, move the
@@ -16,7 +22,8 @@ export const tick = defineScript<TickSlice>({
   \`${SCHEDULE_MARKERS.schedules}\` (schedules' fires to make; scripts/schedules.ts).
   Returns {promoted, expired, died, topics visited, 1 if more is due now else 0, 1 if push
   jobs need claiming else 0, 1 if failure notices wait else 0, 1 if schedules' fires are to be
-  made else 0}.
+  made else 0, then a partitioned deployment's upkeep: 1 if ended jobs' ids wait in key.ended
+  (\`${SCHEDULE_MARKERS.ended}\`) else 0, 1 if home's outbox holds jobs (\`${SCHEDULE_MARKERS.outbox}\`) else 0}.
   Cost when idle: this EVALSHA and one ZRANGE, whatever the number of topics (with more due
   than this call does: a ZSCORE each for \`${SCHEDULE_MARKERS.push}\`, \`${SCHEDULE_MARKERS.notices}\` and \`${SCHEDULE_MARKERS.schedules}\` not met on the
   page). Per topic
@@ -25,9 +32,9 @@ export const tick = defineScript<TickSlice>({
 ]]
 local budget, maxTopics = tonumber(ARGV[4]), tonumber(ARGV[5])
 local topics = rcall("ZRANGE", key.schedule, "-inf", NOW, "BYSCORE", "LIMIT", 0, maxTopics)
-if #topics == 0 then return {0, 0, 0, 0, 0, 0, 0, 0} end
+if #topics == 0 then return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0} end
 local promoted, expired, died, more, pushDue, visited, noticesDue = 0, 0, 0, 0, 0, 0, 0
-local schedulesDue = 0
+local schedulesDue, endedDue, outboxDue = 0, 0, 0
 if #topics == maxTopics then more = 1 end
 
 local function visit(topic)
@@ -54,6 +61,10 @@ for _, topic in ipairs(topics) do
     noticesDue = 1
   elseif topic == "${SCHEDULE_MARKERS.schedules}" then
     schedulesDue = 1
+  elseif topic == "${SCHEDULE_MARKERS.ended}" then
+    endedDue = 1
+  elseif topic == "${SCHEDULE_MARKERS.outbox}" then
+    outboxDue = 1
   elseif budget <= 0 then
     more = 1
   else
@@ -70,14 +81,27 @@ if more == 1 then
   if pushDue == 0 and due("${SCHEDULE_MARKERS.push}") then pushDue = 1 end
   if noticesDue == 0 and due("${SCHEDULE_MARKERS.notices}") then noticesDue = 1 end
   if schedulesDue == 0 and due("${SCHEDULE_MARKERS.schedules}") then schedulesDue = 1 end
+  if PARTS > 1 then
+    if endedDue == 0 and due("${SCHEDULE_MARKERS.ended}") then endedDue = 1 end
+    if outboxDue == 0 and due("${SCHEDULE_MARKERS.outbox}") then outboxDue = 1 end
+  end
 end
-return {promoted, expired, died, visited, more, pushDue, noticesDue, schedulesDue}
+return {promoted, expired, died, visited, more, pushDue, noticesDue, schedulesDue, endedDue,
+  outboxDue}
 `,
   parse(reply) {
-    const [promoted, expired, died, topics, more, pushDue, noticesDue, schedulesDue] = asArray(
-      reply,
-      "tick",
-    ).map(Number);
+    const [
+      promoted,
+      expired,
+      died,
+      topics,
+      more,
+      pushDue,
+      noticesDue,
+      schedulesDue,
+      ended,
+      outbox,
+    ] = asArray(reply, "tick").map(Number);
     return {
       promoted: promoted ?? 0,
       expired: expired ?? 0,
@@ -87,6 +111,7 @@ return {promoted, expired, died, visited, more, pushDue, noticesDue, schedulesDu
       pushDue: pushDue === 1,
       noticesDue: noticesDue === 1,
       schedulesDue: schedulesDue === 1,
+      upkeep: { ended: ended === 1, outbox: outbox === 1 },
     };
   },
 });
