@@ -89,10 +89,11 @@ export const endedTake = defineScript<string[]>({
   name: "endedTake",
   lua: `
 --[[ endedTake: ARGV[4] most ids.   Returns the ids taken off key.ended (LPOP); the schedule's
-  marker goes once the list is empty.   Cost: LPOP, LLEN (ZREM).
+  marker goes once the list is empty (fewer than ARGV[4] were there).   Cost: LPOP (ZREM).
 ]]
-local ids = rcall("LPOP", key.ended, tonumber(ARGV[4])) or {}
-if rcall("LLEN", key.ended) == 0 then rcall("ZREM", key.schedule, "${SCHEDULE_MARKERS.ended}") end
+local most = tonumber(ARGV[4])
+local ids = rcall("LPOP", key.ended, most) or {}
+if #ids < most then rcall("ZREM", key.schedule, "${SCHEDULE_MARKERS.ended}") end
 return ids
 `,
   parse: (reply) => (reply === null ? [] : asArray(reply, "endedTake").map(String)),
