@@ -49,4 +49,24 @@ local function addJob(id, topic, due, body, ttr, maxAttempts, backoffSpec, defau
   end
   return addHere(id, topic, due, body, ttr, maxAttempts, backoffSpec, defaults)
 end
+
+-- Takes a job made ahead (a schedule's fire) back if it still waits as made: due at \`due\` in
+-- \`topic\`. Its index entry expires as an ended job's would (record.ts: indexEnds).
+local function dropHere(id, topic, due)
+  local meta = load(id)
+  if meta and meta.topic == topic and meta.state == "waiting" and meta.due == due then
+    unindex(id, meta)
+    rcall("DEL", key.job(id))
+    indexEnds(id)
+  end
+end
+
+-- dropHere, or, for a job addJob sent through the outbox, the same there (outboxApply).
+local function dropJob(id, topic, due)
+  if topicPartition(topic) ~= PART or idPartition(id) ~= PART then
+    outboxPush(cjson.encode({op = "del", id = id, topic = topic, due = due}))
+  else
+    dropHere(id, topic, due)
+  end
+end
 `;

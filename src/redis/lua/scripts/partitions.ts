@@ -154,12 +154,7 @@ for i = 4, #ARGV do
       out[#out + 1] = e.due
     end
   else
-    local meta = load(e.id)
-    if meta and meta.topic == e.topic and meta.state == "waiting" and meta.due == e.due then
-      unindex(e.id, meta)
-      rcall("DEL", key.job(e.id))
-      indexEnds(e.id)
-    end
+    dropHere(e.id, e.topic, e.due)
   end
 end
 return out

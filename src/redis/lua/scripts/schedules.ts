@@ -14,7 +14,7 @@ export type SchedulePushed = { topic: string; via: "direct" | "qstash"; dueAt: n
 
 /**
  * Lua shared by the schedule scripts: reading a record, making fires, taking back fires made
- * ahead, and re-arming the schedule's marker. Needs the job helpers (addJob, load, unindex).
+ * ahead, and re-arming the schedule's marker. Needs the job helpers (addJob, dropJob).
  */
 const LUA_SCHEDULES = `
 local function readSchedule(raw)
@@ -39,15 +39,6 @@ local function writeSchedule(name, state, spec, body)
   return raw
 end
 
--- Takes back a fire made ahead if it still waits as made.
-local function takeBackFire(id, topic, at)
-  local meta = load(id)
-  if meta and meta.topic == topic and meta.state == "waiting" and meta.due == at then
-    unindex(id, meta)
-    rcall("DEL", key.job(id))
-  end
-end
-
 -- Takes back the fires made ahead that are not due yet and still wait (a push claim holds the
 -- ones due within its lookahead: those are delivered). Returns the last made fire already due.
 local function takeBack(name, topic, state)
@@ -56,13 +47,7 @@ local function takeBack(name, topic, state)
     if at <= NOW then
       if last == nil or at > last then last = at end
     else
-      local id = name .. "@" .. string.format("%d", at)
-      if topicPartition(topic) ~= PART or idPartition(id) ~= PART then
-        -- Another partition's (lib/jobs.ts: addJob): taken back there, on the same terms.
-        outboxPush(cjson.encode({op = "del", id = id, topic = topic, due = at}))
-      else
-        takeBackFire(id, topic, at)
-      end
+      dropJob(name .. "@" .. string.format("%d", at), topic, at)
     end
   end
   return last
