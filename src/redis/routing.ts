@@ -177,16 +177,24 @@ class Router {
   }
 
   /** The partition each id's job lives in (its index entry's, else its own partition). */
-  async where(ids: readonly string[], now: number | undefined): Promise<number[]> {
+  where(ids: readonly string[], now: number | undefined): Promise<number[]> {
+    return this.inIdPartitions("idWhere", ids, now, (i) => [ids[i] as string]);
+  }
+
+  /**
+   * An index script (idWhere, idClaim) run in each id's own partition, one call per partition,
+   * each id's argument group from `argsOf(its place)`: the partition each id's entry names.
+   */
+  private async inIdPartitions(
+    name: "idWhere" | "idClaim",
+    ids: readonly string[],
+    now: number | undefined,
+    argsOf: (i: number) => (string | number)[],
+  ): Promise<number[]> {
     const out = new Array<number>(ids.length).fill(0);
     await Promise.all(
       groups(ids, (id) => this.layout.ofId(id)).map(async ([k, places]) => {
-        const { reply } = await this.callIn(
-          k,
-          "idWhere",
-          now,
-          places.map((i) => ids[i] as string),
-        );
+        const { reply } = await this.callIn(k, name, now, places.flatMap(argsOf));
         places.forEach((i, j) => {
           out[i] = Number(reply[j]);
         });
@@ -335,27 +343,17 @@ class Router {
   }
 
   /** idClaim, each id in its own partition. */
-  private async claim_(
+  private claim_(
     ids: readonly string[],
     targets: readonly number[],
     stale: readonly string[],
     now: number | undefined,
   ): Promise<number[]> {
-    const out = new Array<number>(ids.length).fill(0);
-    await Promise.all(
-      groups(ids, (id) => this.layout.ofId(id)).map(async ([k, places]) => {
-        const { reply } = await this.callIn(
-          k,
-          "idClaim",
-          now,
-          places.flatMap((i) => [ids[i] as string, targets[i] as number, stale[i] as string]),
-        );
-        places.forEach((i, j) => {
-          out[i] = Number(reply[j]);
-        });
-      }),
-    );
-    return out;
+    return this.inIdPartitions("idClaim", ids, now, (i) => [
+      ids[i] as string,
+      targets[i] as number,
+      stale[i] as string,
+    ]);
   }
 
   /**
