@@ -12,7 +12,14 @@ import { NodeEnvSchema, parseConfig } from "../../src/config";
 import { DelayQueue, DelayqError } from "../../src/index";
 import { type ClusterRedis, connectCluster } from "../../src/redis/cluster";
 import { parseClusterNodes } from "../../src/redis/urls";
-import { keysOn, librariesOn, npmStart, prefixOn, type Started } from "../support/cluster";
+import {
+  apiCaller,
+  keysOn,
+  librariesOn,
+  npmStart,
+  prefixOn,
+  type Started,
+} from "../support/cluster";
 import { spawnNodeEntry } from "../support/service";
 
 const PASSWORD = "Pw-cl-5e4d3c2b";
@@ -144,14 +151,7 @@ describe("npm start with REDIS_CLUSTER_NODES", () => {
     await cluster?.stop();
   }, 20_000);
 
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  };
+  const call = apiCaller(() => url, token);
 
   it("serves the API, its keys on the master of its slot alone", async () => {
     expect(service.output()).toMatch(/"event":"listening".*"redis":"cluster"/);

@@ -9,7 +9,13 @@ import { RespConnection } from "../../dev/resp";
 import { DelayQueue } from "../../src/index";
 import { connectCluster } from "../../src/redis/cluster";
 import { djb2, partitions, slotOf } from "../../src/redis/partitions";
-import { keysMatching, loadThroughKill, npmStart, type Started } from "../support/cluster";
+import {
+  apiCaller,
+  keysMatching,
+  loadThroughKill,
+  npmStart,
+  type Started,
+} from "../support/cluster";
 import { spawnNodeEntry } from "../support/service";
 
 describe("partitions", () => {
@@ -68,14 +74,7 @@ describe("npm start on a Redis Cluster, topics spread over its masters", () => {
     await cluster?.stop();
   }, 20_000);
 
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, any> };
-  };
+  const call = apiCaller(() => url, token);
   /** The master (its index) that holds a topic's keys. */
   const masterOfTopic = (topic: string) => {
     const slot = slotOf(layout.prefixes[layout.ofTopic(topic)] as string);

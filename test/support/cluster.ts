@@ -93,6 +93,21 @@ export async function keysMatching(port: number, pattern: string): Promise<strin
   return found;
 }
 
+/**
+ * A JSON call to the service at `url()` (read at each call: set once the service started) with
+ * a bearer token: the HTTP status and the JSON body.
+ */
+export function apiCaller(url: () => string, token: string) {
+  return async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${url()}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  };
+}
+
 /** What a test's `call` answers: the HTTP status and the JSON body. */
 type Call = (
   method: string,
